@@ -1,0 +1,89 @@
+// CompiledFunction: what jitc::compile returns. It has the callable's signature; a call flattens its
+// arguments on the stack and hands them to the engine (guards, replay, recompiles) in lib/runtime.
+#pragma once
+#include <jitc/detail/leaves.h>
+#include <jitc/options.h>
+#include <jitc/stats.h>
+
+#include <memory>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace jitc {
+
+namespace detail {
+class Engine;
+std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_arguments, std::source_location where);
+ResultLeaves engine_call(Engine& engine, c10::ArrayRef<Leaf> leaves);
+ExplainOutput engine_explain(Engine& engine, c10::ArrayRef<Leaf> leaves);
+Stats engine_stats(const Engine& engine);
+const std::string& engine_name(const Engine& engine);
+
+template <class R>
+R rebuild_result(ResultLeaves&& out) {
+  if constexpr (std::is_void_v<R>) {
+    (void)out;
+  } else {
+    size_t pos = 0;
+    return ResultCodec<std::decay_t<R>>::rebuild(out, pos);
+  }
+}
+}  // namespace detail
+
+template <class Signature>
+class CompiledFunction;
+
+template <class R, class... Args>
+class CompiledFunction<R(Args...)> {
+ public:
+  using Result = std::decay_t<R>;
+
+  template <class F>
+  CompiledFunction(F callable, Options options, std::source_location where = std::source_location::current())
+      : engine_(detail::make_engine(make_invoker(std::move(callable)), std::move(options),
+                                    static_cast<int>(sizeof...(Args)), where)) {}
+
+  Result operator()(Args... args) const {
+    detail::Leaves leaves;
+    flatten(leaves, args...);
+    return detail::rebuild_result<Result>(detail::engine_call(*engine_, leaves));
+  }
+
+  // torch._dynamo.explain for one set of arguments: runs (and compiles if needed) the function once.
+  ExplainOutput explain(Args... args) const {
+    detail::Leaves leaves;
+    flatten(leaves, args...);
+    return detail::engine_explain(*engine_, leaves);
+  }
+
+  Stats stats() const { return detail::engine_stats(*engine_); }
+  const std::string& name() const { return detail::engine_name(*engine_); }
+
+ private:
+  static void flatten(detail::Leaves& leaves, const std::decay_t<Args>&... args) {
+    int position = 0;
+    (detail::flatten_arg(leaves, position++, args), ...);
+  }
+
+  template <class F>
+  static detail::Invoker make_invoker(F callable) {
+    return [callable = std::move(callable)](c10::ArrayRef<detail::Leaf> leaves) mutable {
+      size_t pos = 0;
+      // Braced init evaluates the readers left to right, matching the flattening order.
+      std::tuple<std::decay_t<Args>...> typed{detail::ArgReader<std::decay_t<Args>>::read(leaves, pos)...};
+      detail::ResultLeaves out;
+      if constexpr (std::is_void_v<R>) {
+        std::apply(callable, typed);
+      } else {
+        detail::ResultCodec<Result>::flatten(out, std::apply(callable, typed));
+      }
+      return out;
+    };
+  }
+
+  std::shared_ptr<detail::Engine> engine_;
+};
+
+}  // namespace jitc

@@ -1,0 +1,53 @@
+// Options of jitc::compile, mirroring torch.compile's keyword arguments.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitc {
+
+enum class Mode { kDefault, kReduceOverhead, kMaxAutotune, kMaxAutotuneNoCudagraphs };
+enum class Backend { kInductor, kEager };
+
+// A dynamic-shape mark on one argument's dimension, given through Options instead of on the tensor.
+struct DimMark {
+  enum class Kind { kDynamic, kMaybeDynamic, kStatic };
+  int argument = 0;  // position of the tensor argument in the callable's signature
+  int64_t dim = 0;
+  Kind kind = Kind::kDynamic;
+  int64_t min = 2;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+
+struct Options {
+  Mode mode = Mode::kDefault;       // accepted now; honoured by the code-generating backends
+  Backend backend = Backend::kInductor;
+  // torch.compile's dynamic=None/True/False: nullopt = static first, then dims that change become symbolic.
+  std::optional<bool> dynamic;
+  bool fullgraph = false;           // graph breaks and the recompile limit become errors
+  int recompile_limit = 8;          // JITC_RECOMPILE_LIMIT overrides it
+  std::string name;                 // used in logs; default "compiled_fn_<n>"
+  std::vector<std::string> arg_names;  // names of the arguments in guards and logs; default args[i]
+  std::vector<DimMark> dim_marks;
+
+  Options& mark_dynamic(int argument, int64_t dim, int64_t min = 2,
+                        int64_t max = std::numeric_limits<int64_t>::max()) {
+    dim_marks.push_back({argument, dim, DimMark::Kind::kDynamic, min, max});
+    return *this;
+  }
+  Options& maybe_mark_dynamic(int argument, int64_t dim) {
+    dim_marks.push_back({argument, dim, DimMark::Kind::kMaybeDynamic});
+    return *this;
+  }
+  Options& mark_static(int argument, int64_t dim) {
+    dim_marks.push_back({argument, dim, DimMark::Kind::kStatic});
+    return *this;
+  }
+};
+
+const char* to_string(Mode mode);
+const char* to_string(Backend backend);
+
+}  // namespace jitc

@@ -1,0 +1,37 @@
+// Counters of one compiled function (f.stats()) and the report of jitc::explain.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace jitc {
+
+struct Stats {
+  int64_t calls = 0;
+  int64_t hits = 0;             // calls served by a compiled entry
+  int64_t compiles = 0;         // traces that produced an entry (the first one included)
+  int64_t recompiles = 0;       // compiles after the first
+  int64_t eager_fallbacks = 0;  // calls that ran the callable eagerly
+  int64_t graph_breaks = 0;     // breaks seen while tracing
+  int64_t entries = 0;          // live cache entries
+  double compile_seconds = 0;   // time spent tracing and compiling
+  std::vector<std::string> recompile_reasons;  // one per recompile, Dynamo's text
+};
+
+struct GraphBreak {
+  std::string op;      // e.g. aten::_local_scalar_dense
+  std::string reason;  // e.g. "Data dependent operator"
+};
+
+struct ExplainOutput {
+  int64_t graph_count = 0;
+  int64_t graph_break_count = 0;
+  int64_t op_count = 0;
+  std::vector<GraphBreak> break_reasons;
+  std::vector<std::vector<std::string>> ops_per_graph;
+  std::vector<std::string> guards;
+  double compile_seconds = 0;
+  std::string to_string() const;  // torch._dynamo.explain's layout
+};
+
+}  // namespace jitc

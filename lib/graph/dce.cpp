@@ -1,0 +1,43 @@
+#include "graph/passes.h"
+#include "graph/renumber.h"
+
+#include <numeric>
+
+namespace jitc::graph {
+
+namespace {
+
+bool has_side_effect(const Node& n) {
+  return n.mutates || n.kind == NodeKind::kBreak || n.op.hasTag(at::Tag::nondeterministic_seeded);
+}
+
+void mark_args_live(const Node& n, std::vector<bool>& live) {
+  for (const auto& a : n.args) {
+    if (a.kind == Arg::Kind::kValue) live[a.value] = true;
+    for (ValueId v : a.list)
+      if (v != kNoValue) live[v] = true;
+  }
+}
+
+}  // namespace
+
+Graph eliminate_dead_code(const Graph& g) {
+  std::vector<bool> live(g.values.size(), false);
+  for (ValueId v : g.outputs)
+    if (v != kNoValue) live[v] = true;
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    bool needed = has_side_effect(n);
+    for (const auto& o : n.outputs)
+      for (ValueId v : o.values) needed = needed || (v != kNoValue && live[v]);
+    if (!needed) continue;
+    keep[i] = true;
+    mark_args_live(n, live);
+  }
+  std::vector<ValueId> identity(g.values.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  return rebuild(g, keep, identity);
+}
+
+}  // namespace jitc::graph

@@ -1,0 +1,151 @@
+#include "graph/generalize.h"
+
+#include "graph/passes.h"
+
+#include <fmt/format.h>
+
+namespace jitc::graph {
+
+namespace {
+
+// Adds expr to the candidates unless an identical one is there.
+void add_candidate(std::vector<SymExpr>& candidates, const SymExpr& e) {
+  for (const auto& c : candidates)
+    if (c == e) return;
+  candidates.push_back(e);
+}
+
+void fit_monomial(std::vector<SymExpr>& out, int64_t ca, int64_t cb, int64_t ma, int64_t mb, int s, int t) {
+  if (ma == mb) return;
+  if (ma != 0 && ca % ma == 0 && ca / ma != 0 && (ca / ma) * mb == cb) add_candidate(out, SymExpr::monomial(ca / ma, s, t));
+  if (t < 0 && mb + (ca - ma) == cb) add_candidate(out, SymExpr::monomial(1, s, -1, ca - ma));
+}
+
+class Generalizer {
+ public:
+  Generalizer(const Graph& a, const Graph& b, const SymbolValues& s) : a_(a), b_(b), s_(s) {}
+
+  std::optional<Graph> run(std::string* why) {
+    Graph out = a_;
+    out.num_symbols = static_cast<int>(s_.a.size());
+    const bool ok = same_structure() && values(out) && nodes(out);
+    if (!ok && why) *why = why_;
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+ private:
+  bool fail(std::string why) {
+    why_ = std::move(why);
+    return false;
+  }
+
+  bool same_structure() {
+    if (a_.inputs.size() != b_.inputs.size() || a_.values.size() != b_.values.size() ||
+        a_.nodes.size() != b_.nodes.size() || a_.outputs != b_.outputs)
+      return fail("the two traces recorded different graphs");
+    for (size_t i = 0; i < a_.inputs.size(); ++i) {
+      const Input& x = a_.inputs[i];
+      const Input& y = b_.inputs[i];
+      if (x.kind != y.kind || x.leaf != y.leaf || x.value != y.value)
+        return fail(fmt::format("input {} differs between the traces", x.name));
+      if (x.kind == InputKind::kCaptured && x.captured._unsafe_get_target() != y.captured._unsafe_get_target())
+        return fail(fmt::format("{} is a different tensor in the two traces", x.name));
+      if (x.kind == InputKind::kConstant) return fail(fmt::format("{} is a tensor made inside the callable", x.name));
+    }
+    return true;
+  }
+
+  bool shape(const SymShape& x, const SymShape& y, SymShape& out, const char* what, size_t value) {
+    if (x.size() != y.size()) return fail(fmt::format("%{} has a different rank", value));
+    for (size_t d = 0; d < x.size(); ++d) {
+      auto e = fit(x[d].offset, y[d].offset, s_);
+      if (!e) return fail(fmt::format("{} {} of %{} ({} vs {}) is not a function of the dynamic sizes", what, d, value, x[d].offset, y[d].offset));
+      out[d] = *e;
+    }
+    return true;
+  }
+
+  bool values(Graph& out) {
+    for (size_t v = 0; v < a_.values.size(); ++v) {
+      const TensorMeta& x = a_.values[v].meta;
+      const TensorMeta& y = b_.values[v].meta;
+      if (x.dtype != y.dtype || x.device != y.device || x.storage_offset != y.storage_offset)
+        return fail(fmt::format("%{} has a different dtype, device or offset", v));
+      if (!shape(x.sizes, y.sizes, out.values[v].meta.sizes, "size", v) ||
+          !shape(x.strides, y.strides, out.values[v].meta.strides, "stride", v))
+        return false;
+    }
+    return true;
+  }
+
+  bool constant(const Arg& x, const Arg& y, Arg& out, const Node& node) {
+    if (same_constant(x.constant, y.constant)) return true;
+    const auto& cx = x.constant;
+    const auto& cy = y.constant;
+    std::vector<int64_t> ax, by;
+    if (cx.isInt() && cy.isInt()) {
+      ax = {cx.toInt()};
+      by = {cy.toInt()};
+    } else if (cx.isIntList() && cy.isIntList()) {
+      ax = cx.toIntVector();
+      by = cy.toIntVector();
+    }
+    if (ax.empty() || ax.size() != by.size())
+      return fail(fmt::format("an argument of {} differs and is not an integer", node.name()));
+    for (size_t k = 0; k < ax.size(); ++k) {
+      auto e = fit(ax[k], by[k], s_);
+      if (!e) return fail(fmt::format("an integer argument of {} ({} vs {}) is not k*s, s + c or k*s*t of the dynamic sizes, or is ambiguous", node.name(), ax[k], by[k]));
+      out.symbolic.push_back(*e);
+    }
+    bool any_symbolic = false;
+    for (const auto& e : out.symbolic) any_symbolic = any_symbolic || !e.is_constant();
+    if (!any_symbolic) out.symbolic.clear();
+    return true;
+  }
+
+  bool nodes(Graph& out) {
+    for (size_t i = 0; i < a_.nodes.size(); ++i) {
+      const Node& x = a_.nodes[i];
+      const Node& y = b_.nodes[i];
+      if (x.op != y.op || x.kind != y.kind || x.args.size() != y.args.size() || x.outputs.size() != y.outputs.size())
+        return fail(fmt::format("node {} is {} in one trace and {} in the other", i, x.name(), y.name()));
+      if (x.kind == NodeKind::kBreak && !same_constant(x.expected, y.expected))
+        return fail(fmt::format("the data-dependent result of {} differs", x.name()));
+      for (size_t k = 0; k < x.args.size(); ++k) {
+        const Arg& ax = x.args[k];
+        const Arg& ay = y.args[k];
+        if (ax.kind != ay.kind || ax.value != ay.value || ax.list != ay.list)
+          return fail(fmt::format("argument {} of {} differs", k, x.name()));
+        if (ax.kind == Arg::Kind::kConstant && !constant(ax, ay, out.nodes[i].args[k], x)) return false;
+      }
+      for (size_t o = 0; o < x.outputs.size(); ++o)
+        if (x.outputs[o].values != y.outputs[o].values) return fail(fmt::format("outputs of {} differ", x.name()));
+    }
+    return true;
+  }
+
+  const Graph& a_;
+  const Graph& b_;
+  const SymbolValues& s_;
+  std::string why_;
+};
+
+}  // namespace
+
+std::optional<SymExpr> fit(int64_t ca, int64_t cb, const SymbolValues& s) {
+  if (ca == cb) return SymExpr::constant(ca);
+  std::vector<SymExpr> candidates;
+  const int n = static_cast<int>(s.a.size());
+  for (int i = 0; i < n; ++i) fit_monomial(candidates, ca, cb, s.a[i], s.b[i], i, -1);
+  for (int i = 0; i < n; ++i)
+    for (int j = i; j < n; ++j) fit_monomial(candidates, ca, cb, s.a[i] * s.a[j], s.b[i] * s.b[j], i, j);
+  if (candidates.size() != 1) return std::nullopt;  // none, or ambiguous between symbols
+  return candidates[0];
+}
+
+std::optional<Graph> generalize(const Graph& a, const Graph& b, const SymbolValues& symbols, std::string* why_not) {
+  return Generalizer(a, b, symbols).run(why_not);
+}
+
+}  // namespace jitc::graph

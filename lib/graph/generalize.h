@@ -1,0 +1,29 @@
+// generalize: turns two traces of one callable, taken at different sizes of some dims, into one graph
+// whose sizes, strides and integer arguments are SymExprs of those sizes.
+//
+// Why two traces: the callable is C++, so arithmetic on sizes (x.size(0) * 4 passed to view) happens
+// outside the dispatcher and only its result is seen. Each integer that differs between the traces must
+// be explained by exactly one form with one free parameter (k*s, s + c, k*s*t), fixed by the first trace
+// and verified by the second; anything else (a different op sequence, an unexplained or ambiguous
+// integer, a differing float) keeps the dims static. Code that branches on a size at other thresholds
+// than the two traced sizes is invisible to this check: mark such dims static (see README).
+#pragma once
+#include "graph/graph.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitc::graph {
+
+struct SymbolValues {
+  std::vector<int64_t> a;  // value of each symbol in the first trace
+  std::vector<int64_t> b;  // ... and in the second
+};
+
+// The unique SymExpr that gives `in_a` under a and `in_b` under b, or nullopt.
+std::optional<SymExpr> fit(int64_t in_a, int64_t in_b, const SymbolValues& symbols);
+
+std::optional<Graph> generalize(const Graph& a, const Graph& b, const SymbolValues& symbols, std::string* why_not);
+
+}  // namespace jitc::graph

@@ -1,0 +1,101 @@
+// graph::Graph: the SSA record of one trace. Values are tensors with exact metadata (sizes and strides
+// as SymExprs); nodes hold the dispatcher's OperatorHandle and their constant arguments, so any node can
+// be replayed through the dispatcher. In-place ops and views are recorded as they happened: an in-place
+// op defines a new value (the next version of its target), and `storage` groups values that share memory.
+// Graph breaks are kBreak nodes: data-dependent ops whose result is checked on replay.
+#pragma once
+#include "graph/sym_expr.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitc::graph {
+
+using ValueId = int32_t;
+constexpr ValueId kNoValue = -1;
+
+struct TensorMeta {
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  c10::Device device{c10::kCPU};
+  SymShape sizes;
+  SymShape strides;
+  int64_t storage_offset = 0;
+};
+
+struct Value {
+  TensorMeta meta;
+  int32_t producer = -1;  // node index; -1 for graph inputs
+  int32_t storage = -1;   // values with the same storage id alias the same memory
+};
+
+enum class InputKind {
+  kArgument,  // a tensor argument of the call (leaf index `leaf`)
+  kCaptured,  // a tensor the callable captured (module parameter, closure): read by reference each call
+  kConstant,  // a tensor created inside the callable without an op (from_blob): owned by the graph
+};
+
+struct Input {
+  InputKind kind = InputKind::kArgument;
+  ValueId value = kNoValue;
+  int leaf = -1;
+  std::string name;
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> captured{
+      c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};  // kCaptured
+  at::Tensor constant;                                                          // kConstant
+};
+
+struct Arg {
+  enum class Kind { kValue, kValueList, kOptionalValueList, kConstant };
+  Kind kind = Kind::kConstant;
+  ValueId value = kNoValue;
+  std::vector<ValueId> list;  // kValueList / kOptionalValueList (kNoValue = None)
+  c10::IValue constant;
+  // For an int, Scalar-int or int[] constant that depends on symbolic sizes: one SymExpr per element.
+  std::vector<SymExpr> symbolic;
+};
+
+struct NodeOutput {
+  bool is_list = false;
+  std::vector<ValueId> values;  // empty for a non-tensor return
+};
+
+enum class NodeKind {
+  kOp,
+  kBreak,  // data-dependent: on replay its result must equal the traced one (scalar value or tensor sizes)
+};
+
+struct Node {
+  explicit Node(c10::OperatorHandle handle) : op(std::move(handle)) {}
+  c10::OperatorHandle op;
+  NodeKind kind = NodeKind::kOp;
+  std::vector<Arg> args;
+  std::vector<NodeOutput> outputs;
+  c10::IValue expected;  // kBreak with a scalar result: the value seen while tracing
+  bool mutates = false;  // writes one of its arguments (in-place or out=)
+
+  std::string name() const;  // "aten::add.Tensor"
+};
+
+struct Graph {
+  std::vector<Input> inputs;
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<ValueId> outputs;  // kNoValue for a result leaf that is not a tensor
+  int num_symbols = 0;
+
+  ValueId add_value(TensorMeta meta, int32_t producer, int32_t storage) {
+    values.push_back({std::move(meta), producer, storage});
+    return static_cast<ValueId>(values.size() - 1);
+  }
+  int break_count() const;
+  int op_count() const;
+};
+
+}  // namespace jitc::graph

@@ -1,0 +1,258 @@
+#include "guards/guard_set.h"
+
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace jitc::guards {
+
+GlobalState capture_global_state() {
+  GlobalState s;
+  s.grad_mode = c10::GradMode::is_enabled();
+  s.autocast_cpu = !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutocastCPU);
+  s.autocast_cuda = !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutocastCUDA);
+  s.default_dtype = c10::typeMetaToScalarType(c10::get_default_dtype());
+  return s;
+}
+
+namespace {
+
+using Kind = detail::Leaf::Kind;
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kTensor: return "Tensor";
+    case Kind::kNone: return "None";
+    case Kind::kDouble: return "float";
+    case Kind::kInt: return "int";
+    case Kind::kBool: return "bool";
+    case Kind::kListSize: return "list";
+  }
+  return "?";
+}
+
+std::string global_diff(const GlobalState& want, const GlobalState& got) {
+  std::string s = "GLOBAL_STATE changed: ";
+  if (want.grad_mode != got.grad_mode) s += "grad_mode ";
+  if (want.autocast_cpu != got.autocast_cpu || want.autocast_cuda != got.autocast_cuda) s += "autocast ";
+  if (want.default_dtype != got.default_dtype) s += "default_dtype ";
+  return s;
+}
+
+std::string scalar_text(const ScalarGuard& g) {
+  switch (g.kind) {
+    case Kind::kDouble: return fmt::format("{} == {}", g.name, g.d);
+    case Kind::kBool: return fmt::format("{} == {}", g.name, g.i ? "True" : "False");
+    case Kind::kListSize: return fmt::format("len({}) == {}", g.name, g.i);
+    default: return fmt::format("{} == {}", g.name, g.i);
+  }
+}
+
+std::string dims_text(uint64_t mask) {
+  std::string s = "{";
+  for (int d = 0; d < 64; ++d)
+    if (mask >> d & 1) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+  return s + "}";
+}
+
+std::string expr_text(const GuardSet& g, const graph::SymExpr& e) {
+  std::string s = e.to_string();
+  for (int k = g.num_symbols; k-- > 0;) {  // longest names first (s12 before s1)
+    const std::string name = "s" + std::to_string(k);
+    for (size_t at = s.find(name); at != std::string::npos; at = s.find(name, at + 1))
+      if (at + name.size() >= s.size() || !isdigit(s[at + name.size()]))
+        s.replace(at, name.size(), g.symbol_sources[k]);
+  }
+  return s;
+}
+
+// One walk serves both paths: with kVerbose=false every reason lambda compiles away.
+template <bool kVerbose>
+class Walker {
+ public:
+  Walker(const GuardSet& g, const CallView& c, int64_t* symbols) : g_(g), c_(c), symbols_(symbols) {}
+  std::string reason;
+
+  bool run() {
+    if (!(capture_global_state() == g_.global)) return fail([&] { return global_diff(g_.global, capture_global_state()); });
+    return layout() && scalars() && tensors() && aliasing() && symbols() && shapes();
+  }
+
+ private:
+  template <class F>
+  bool fail(F&& make_reason) {
+    if constexpr (kVerbose) reason = make_reason();
+    return false;
+  }
+
+  const c10::TensorImpl* tensor(size_t i) const {
+    const TensorGuard& t = g_.tensors[i];
+    if (t.leaf >= 0) return c_.leaves[t.leaf].tensor->unsafeGetTensorImpl();
+    return c_.captured[i - g_.num_argument_tensors];
+  }
+
+  bool layout() {
+    if (c_.leaves.size() != g_.layout.size())
+      return fail([&] { return fmt::format("argument structure mismatch. expected {} leaves, actual {}", g_.layout.size(), c_.leaves.size()); });
+    for (size_t i = 0; i < g_.layout.size(); ++i)
+      if (c_.leaves[i].kind != g_.layout[i])
+        return fail([&] {
+          return fmt::format("argument '{}' mismatch. expected {}, actual {}", g_.leaf_names[i], kind_name(g_.layout[i]),
+                             kind_name(c_.leaves[i].kind));
+        });
+    return true;
+  }
+
+  bool scalars() {
+    for (const auto& s : g_.scalars) {
+      const auto& leaf = c_.leaves[s.leaf];
+      const bool same = s.kind == Kind::kDouble ? leaf.d == s.d || (leaf.d != leaf.d && s.d != s.d) : leaf.i == s.i;
+      if (!same) return fail([&] { return scalar_text(s); });
+    }
+    return true;
+  }
+
+  bool tensors() {
+    for (size_t i = 0; i < g_.tensors.size(); ++i)
+      if (!tensor_matches(g_.tensors[i], tensor(i))) return false;
+    return true;
+  }
+
+  bool tensor_matches(const TensorGuard& want, const c10::TensorImpl* got) {
+    const std::string& n = want.name;
+    if (!got) return fail([&] { return fmt::format("captured tensor '{}' was freed", n); });
+    if (got->key_set().raw_repr() != want.dispatch_keys)
+      return fail([&] {
+        return fmt::format("tensor '{}' dispatch key set mismatch. expected {}, actual {}", n,
+                           c10::toString(c10::DispatchKeySet(c10::DispatchKeySet::RAW, want.dispatch_keys)),
+                           c10::toString(got->key_set()));
+      });
+    if (c10::typeMetaToScalarType(got->dtype()) != want.dtype)
+      return fail([&] {
+        return fmt::format("tensor '{}' dtype mismatch. expected {}, actual {}", n, c10::toString(want.dtype),
+                           c10::toString(c10::typeMetaToScalarType(got->dtype())));
+      });
+    if (got->device() != want.device)
+      return fail([&] {
+        return fmt::format("tensor '{}' Tensor device index mismatch. Expected device index to be {}, actual {}", n,
+                           want.device.index(), got->device().index());
+      });
+    if (got->requires_grad() != want.requires_grad)
+      return fail([&] { return fmt::format("tensor '{}' requires_grad mismatch. expected requires_grad={}", n, int(want.requires_grad)); });
+    const auto dim = static_cast<size_t>(got->dim());
+    if (dim != want.sizes.size())
+      return fail([&] { return fmt::format("tensor '{}' rank mismatch. expected {}, actual {}", n, want.sizes.size(), dim); });
+    const auto sizes = got->sizes();
+    const auto strides = got->strides();
+    for (size_t d = 0; d < dim; ++d)
+      if (want.sizes[d] != kSymbolic && want.sizes[d] != sizes[d])
+        return fail([&] { return fmt::format("tensor '{}' size mismatch at index {}. expected {}, actual {}", n, d, want.sizes[d], sizes[d]); });
+    for (size_t d = 0; d < dim; ++d)
+      if (want.strides[d] != kSymbolic && want.strides[d] != strides[d])
+        return fail([&] { return fmt::format("tensor '{}' stride mismatch at index {}. expected {}, actual {}", n, d, want.strides[d], strides[d]); });
+    if (c_.marks && want.leaf >= 0 && (c_.marks[want.leaf] & ~want.dynamic_dims))
+      return fail([&] { return fmt::format("{}._dynamo_dynamic_indices.issubset({})", n, dims_text(want.dynamic_dims)); });
+    return true;
+  }
+
+  // Each argument tensor must be the same object as, and share storage with, the same earlier
+  // arguments as when traced.
+  bool aliasing() {
+    for (int i = 0; i < g_.num_argument_tensors; ++i) {
+      const auto* a = tensor(i);
+      int object = i, storage = i;
+      for (int j = 0; j < i; ++j) {
+        const auto* b = tensor(j);
+        if (object == i && a == b) object = j;
+        if (storage == i && a->has_storage() && b->has_storage() &&
+            a->storage().unsafeGetStorageImpl() == b->storage().unsafeGetStorageImpl())
+          storage = j;
+      }
+      if (object != g_.same_object[i] || storage != g_.same_storage[i]) return alias_failure(i);
+    }
+    return true;
+  }
+
+  bool alias_failure(int i) {
+    return fail([&] {
+      if (g_.same_storage[i] == i)
+        return fmt::format("Duplicate tensor found where not expected! {}should not alias to anything, but is aliased",
+                           g_.tensors[i].name);
+      return fmt::format("tensor '{}' is expected to alias '{}', but does not", g_.tensors[i].name,
+                         g_.tensors[g_.same_storage[i]].name);
+    });
+  }
+
+  bool symbols() {
+    for (const auto& s : g_.symbols) {
+      const int64_t v = tensor(s.tensor)->sizes()[s.dim];
+      if (v < s.min) return fail([&] { return fmt::format("{} <= {}", s.min, g_.symbol_sources[s.symbol]); });
+      if (v > s.max) return fail([&] { return fmt::format("{} <= {}", g_.symbol_sources[s.symbol], s.max); });
+      symbols_[s.symbol] = v;
+    }
+    return true;
+  }
+
+  bool shapes() {
+    for (const auto& s : g_.shapes) {
+      const auto* t = tensor(s.tensor);
+      const int64_t v = s.stride ? t->strides()[s.dim] : t->sizes()[s.dim];
+      if (v != s.expr.eval(symbols_))
+        return fail([&] {
+          return fmt::format("{}.{}()[{}] == {}", g_.tensors[s.tensor].name, s.stride ? "stride" : "size", s.dim,
+                             expr_text(g_, s.expr));
+        });
+    }
+    return true;
+  }
+
+  const GuardSet& g_;
+  const CallView& c_;
+  int64_t* symbols_;
+};
+
+}  // namespace
+
+bool check(const GuardSet& guards, const CallView& call, int64_t* symbols) {
+  return Walker<false>(guards, call, symbols).run();
+}
+
+std::string explain(const GuardSet& guards, const CallView& call) {
+  std::vector<int64_t> symbols(static_cast<size_t>(guards.num_symbols) + 1);
+  Walker<true> w(guards, call, symbols.data());
+  return w.run() ? std::string() : w.reason;
+}
+
+std::vector<std::string> describe(const GuardSet& g) {
+  std::vector<std::string> lines;
+  const auto& s = g.global;
+  lines.push_back(fmt::format("GLOBAL_STATE: grad_mode={} autocast_cpu={} autocast_cuda={} default_dtype={}", s.grad_mode,
+                              s.autocast_cpu, s.autocast_cuda, c10::toString(s.default_dtype)));
+  for (const auto& t : g.tensors) {
+    std::vector<std::string> sizes, strides;
+    for (auto v : t.sizes) sizes.push_back(v == kSymbolic ? "None" : std::to_string(v));
+    for (auto v : t.strides) strides.push_back(v == kSymbolic ? "None" : std::to_string(v));
+    lines.push_back(fmt::format("TENSOR_MATCH: check_tensor({}, {}, {}, device={}, requires_grad={}, size=[{}], stride=[{}])",
+                                t.name, c10::toString(c10::DispatchKeySet(c10::DispatchKeySet::RAW, t.dispatch_keys)),
+                                c10::toString(t.dtype), t.device.str(), t.requires_grad ? "True" : "False",
+                                fmt::join(sizes, ", "), fmt::join(strides, ", ")));
+  }
+  for (const auto& sc : g.scalars) lines.push_back("EQUALS_MATCH: " + scalar_text(sc));
+  std::vector<std::string> distinct;
+  for (int i = 0; i < g.num_argument_tensors; ++i)
+    if (g.same_storage[i] == i) distinct.push_back(g.tensors[i].name);
+  if (distinct.size() > 1) lines.push_back(fmt::format("NO_TENSOR_ALIASING: check_no_aliasing({})", fmt::join(distinct, ", ")));
+  for (const auto& sy : g.symbols) {
+    std::string range = fmt::format("{} <= {}", sy.min, g.symbol_sources[sy.symbol]);
+    if (sy.max != std::numeric_limits<int64_t>::max()) range += fmt::format(" and {} <= {}", g.symbol_sources[sy.symbol], sy.max);
+    lines.push_back("LAMBDA_GUARD: " + range);
+  }
+  for (const auto& sh : g.shapes)
+    lines.push_back(fmt::format("LAMBDA_GUARD: {}.{}()[{}] == {}", g.tensors[sh.tensor].name, sh.stride ? "stride" : "size",
+                                sh.dim, expr_text(g, sh.expr)));
+  return lines;
+}
+
+}  // namespace jitc::guards

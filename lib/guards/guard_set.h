@@ -1,0 +1,102 @@
+// GuardSet: the conditions under which one compiled entry is valid, as plain data. `check` is the hot
+// path (flat compares, no allocation); `explain` walks the same guards and returns the first failure in
+// Dynamo's words (tensor 'x' size mismatch at index 0. expected 8, actual 16); `describe` lists them.
+#pragma once
+#include "graph/sym_expr.h"
+
+#include <jitc/detail/leaves.h>
+
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/ScalarType.h>
+#include <c10/core/TensorImpl.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace jitc::guards {
+
+constexpr int64_t kSymbolic = std::numeric_limits<int64_t>::min();  // size/stride bound by a symbol
+
+struct TensorGuard {
+  std::string name;
+  int leaf = -1;  // argument leaf; -1 for a captured tensor
+  uint64_t dispatch_keys = 0;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  c10::Device device{c10::kCPU};
+  bool requires_grad = false;
+  std::vector<int64_t> sizes;    // kSymbolic where a SymbolGuard or ShapeGuard decides
+  std::vector<int64_t> strides;  // kSymbolic likewise
+  uint64_t dynamic_dims = 0;     // dims this entry may treat as dynamic (mark_dynamic is honoured)
+};
+
+// Binds symbol `symbol` to tensors[tensor].size(dim), within [min, max].
+struct SymbolGuard {
+  int symbol = 0;
+  int tensor = 0;
+  int dim = 0;
+  int64_t min = 2;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+
+// tensors[tensor].size(dim) (or stride) must equal expr once the symbols are bound.
+struct ShapeGuard {
+  int tensor = 0;
+  int dim = 0;
+  bool stride = false;
+  graph::SymExpr expr;
+};
+
+struct ScalarGuard {
+  std::string name;
+  int leaf = 0;
+  detail::Leaf::Kind kind = detail::Leaf::Kind::kInt;
+  double d = 0;
+  int64_t i = 0;
+};
+
+// Thread-local state that changes what the traced ops do (Dynamo's GLOBAL_STATE).
+struct GlobalState {
+  bool grad_mode = false;
+  bool autocast_cpu = false;
+  bool autocast_cuda = false;
+  c10::ScalarType default_dtype = c10::ScalarType::Float;
+  bool operator==(const GlobalState&) const = default;
+};
+GlobalState capture_global_state();
+
+struct GuardSet {
+  std::vector<std::string> leaf_names;     // args[0], args[1][2], ... (or the names given in Options)
+  std::vector<detail::Leaf::Kind> layout;  // argument structure: None vs tensor, list lengths below
+  std::vector<TensorGuard> tensors;        // arguments first, then captured tensors
+  int num_argument_tensors = 0;
+  std::vector<int16_t> same_object;   // per argument tensor: first argument tensor that is the same object
+  std::vector<int16_t> same_storage;  // per argument tensor: first argument tensor sharing its storage
+  std::vector<ScalarGuard> scalars;
+  std::vector<SymbolGuard> symbols;
+  std::vector<ShapeGuard> shapes;
+  GlobalState global;
+  int num_symbols = 0;
+  std::vector<std::string> symbol_sources;  // "args[0].size()[0]" per symbol
+};
+
+// What a call presents to the guards. `marks` is per leaf (bit d = dim d marked dynamic), or nullptr
+// when no tensor is marked anywhere.
+struct CallView {
+  c10::ArrayRef<detail::Leaf> leaves;
+  const c10::TensorImpl* const* captured = nullptr;  // nullptr entries: the captured tensor was freed
+  size_t num_captured = 0;
+  const uint64_t* marks = nullptr;
+};
+
+// Hot path. On success, symbols[0..num_symbols) hold the bound sizes.
+bool check(const GuardSet& guards, const CallView& call, int64_t* symbols);
+
+// The first failing guard in Dynamo's text, or "" if every guard passes.
+std::string explain(const GuardSet& guards, const CallView& call);
+
+// One line per guard, for JITC_LOGS=guards and jitc::explain.
+std::vector<std::string> describe(const GuardSet& guards);
+
+}  // namespace jitc::guards

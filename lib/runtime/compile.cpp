@@ -1,0 +1,346 @@
+// The miss path of Engine: explain the miss, respect the recompile limit, trace, build an entry, and
+// turn two static entries that differ only in dynamic dims into one symbolic entry.
+#include "graph/generalize.h"
+#include "graph/passes.h"
+#include "runtime/engine.h"
+#include "runtime/env.h"
+#include "runtime/log.h"
+#include "runtime/marks.h"
+#include "tracer/trace.h"
+
+#include <jitc/errors.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace jitc::detail {
+
+namespace {
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += prefix + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+std::vector<size_t> inputs_written_before_last_break(const graph::Graph& g) {
+  int last_break = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].kind == graph::NodeKind::kBreak) last_break = static_cast<int>(i);
+  std::vector<size_t> positions;
+  for (size_t p = 0; p < g.inputs.size(); ++p) {
+    const int32_t storage = g.values[g.inputs[p].value].storage;
+    bool written = false;
+    for (int i = 0; i < last_break && !written; ++i)
+      for (const auto& o : g.nodes[i].outputs)
+        for (auto v : o.values) written = written || (g.nodes[i].mutates && g.values[v].storage == storage);
+    if (written) positions.push_back(p);
+  }
+  return positions;
+}
+
+}  // namespace
+
+std::vector<std::string> Engine::leaf_names(c10::ArrayRef<Leaf> leaves) const {
+  std::vector<std::string> names;
+  int list_arg = -1, element = 0;
+  for (const auto& leaf : leaves) {
+    const auto a = static_cast<size_t>(leaf.argument);
+    std::string base = a < options_.arg_names.size() ? options_.arg_names[a] : fmt::format("args[{}]", a);
+    if (leaf.kind == Leaf::Kind::kListSize) {
+      list_arg = leaf.argument;
+      element = 0;
+      names.push_back(base);
+    } else if (leaf.argument == list_arg) {
+      names.push_back(fmt::format("{}[{}]", base, element++));
+    } else {
+      names.push_back(base);
+    }
+  }
+  return names;
+}
+
+std::vector<std::string> Engine::failure_reasons(c10::ArrayRef<Leaf> leaves, const uint64_t* marks) const {
+  std::vector<std::string> reasons;
+  std::shared_lock lock(entries_mutex_);
+  c10::SmallVector<c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, 8> refs;
+  c10::SmallVector<const c10::TensorImpl*, 8> raw;
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    const auto& e = **it;
+    refs.clear();
+    raw.clear();
+    for (size_t position : e.captured_inputs) {
+      refs.push_back(e.graph.inputs[position].captured.lock());
+      raw.push_back(refs.back().defined() ? refs.back().get() : nullptr);
+    }
+    const std::string why = guards::explain(e.guards, {leaves, raw.data(), raw.size(), marks});
+    if (!why.empty()) reasons.push_back(fmt::format("{}: {}", compile_id(e.compile_number), why));
+  }
+  return reasons;
+}
+
+std::pair<int64_t, int64_t> Engine::mark_range(c10::ArrayRef<Leaf> leaves, size_t leaf, int dim) const {
+  std::pair<int64_t, int64_t> range{2, std::numeric_limits<int64_t>::max()};
+  for (const auto& m : options_.dim_marks)
+    if (m.argument == leaves[leaf].argument && m.dim == dim && m.kind == DimMark::Kind::kDynamic) range = {m.min, m.max};
+  if (runtime::any_marks() && dim < 8) {
+    const auto marks = runtime::marks_of(leaves[leaf].tensor->unsafeGetTensorImpl());
+    if (marks.dynamic >> dim & 1) range = {marks.ranges[dim].min, marks.ranges[dim].max};
+  }
+  range.first = std::max<int64_t>(range.first, 2);  // sizes 0 and 1 always specialize
+  return range;
+}
+
+std::vector<uint64_t> Engine::dynamic_candidates(c10::ArrayRef<Leaf> leaves) {
+  if (first_sizes_.size() != leaves.size()) {
+    first_sizes_.assign(leaves.size(), {});
+    changed_dims_.assign(leaves.size(), 0);
+  }
+  const auto names = leaf_names(leaves);
+  std::vector<uint64_t> candidates(leaves.size(), 0);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (leaves[i].kind != Leaf::Kind::kTensor) continue;
+    const auto sizes = leaves[i].tensor->sizes();
+    auto& first = first_sizes_[i];
+    if (first.empty()) first.assign(sizes.begin(), sizes.end());
+    for (size_t d = 0; first.size() == sizes.size() && d < sizes.size() && d < 64; ++d)
+      if (first[d] != sizes[d] && !(changed_dims_[i] >> d & 1)) {
+        changed_dims_[i] |= 1ull << d;
+        runtime::log(runtime::Artifact::kDynamic,
+                     fmt::format("automatic dynamic {} size({}) {} != {}", names[i], d, first[d], sizes[d]));
+      }
+    uint64_t dynamic = options_.dynamic.value_or(true) ? changed_dims_[i] : 0;
+    uint64_t marked = 0, pinned = 0;
+    for (const auto& m : options_.dim_marks) {
+      if (m.argument != leaves[i].argument || m.dim < 0 || m.dim >= 64) continue;
+      (m.kind == DimMark::Kind::kStatic ? pinned : marked) |= 1ull << m.dim;
+    }
+    if (runtime::any_marks()) {
+      const auto marks = runtime::marks_of(leaves[i].tensor->unsafeGetTensorImpl());
+      marked |= marks.dynamic;
+      pinned |= marks.stat;
+    }
+    candidates[i] = (dynamic & ~pinned) | marked;  // mark_dynamic outranks mark_static
+  }
+  return candidates;
+}
+
+std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves,
+                                                   const ResultLeaves& result, const std::vector<uint64_t>& dynamic_dims,
+                                                   const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  auto e = std::make_shared<runtime::Entry>();
+  e->graph = graph::eliminate_common_subexpressions(graph::eliminate_dead_code(traced));
+  graph::verify(e->graph);
+  e->traced = std::move(traced);
+  e->guards = runtime::build_guards(e->graph, leaves, leaf_names(leaves), dynamic_dims, ranges);
+  for (size_t k = 0; k < result.size(); ++k) {
+    runtime::ResultSlot slot;
+    slot.kind = result[k].kind;
+    slot.value = e->graph.outputs[k];
+    slot.d = result[k].d;
+    slot.i = graph::SymExpr::constant(result[k].i);
+    e->result.push_back(slot);
+  }
+  for (size_t p = 0; p < e->graph.inputs.size(); ++p)
+    if (e->graph.inputs[p].kind == graph::InputKind::kCaptured) e->captured_inputs.push_back(p);
+  for (const auto& leaf : leaves)
+    e->leaf_sizes.push_back(leaf.kind == Leaf::Kind::kTensor
+                                ? std::vector<int64_t>(leaf.tensor->sizes().begin(), leaf.tensor->sizes().end())
+                                : std::vector<int64_t>{});
+  e->backup_inputs = inputs_written_before_last_break(e->graph);
+  return e;
+}
+
+std::shared_ptr<runtime::Entry> Engine::generalized(const runtime::Entry& a, const runtime::Entry& b,
+                                                    c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates) {
+  if (a.traced.num_symbols != 0 || a.leaf_sizes.size() != b.leaf_sizes.size()) return nullptr;
+  graph::SymbolValues values;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  const auto names = leaf_names(leaves);
+  std::vector<std::string> created;
+  for (size_t i = 0; i < b.leaf_sizes.size(); ++i) {
+    if (a.leaf_sizes[i].size() != b.leaf_sizes[i].size()) return nullptr;
+    for (size_t d = 0; d < b.leaf_sizes[i].size(); ++d) {
+      const int64_t va = a.leaf_sizes[i][d], vb = b.leaf_sizes[i][d];
+      if (va == vb) continue;
+      const auto range = mark_range(leaves, i, static_cast<int>(d));
+      if (!(candidates[i] >> d & 1) || std::min(va, vb) < range.first || std::max(va, vb) > range.second) return nullptr;
+      size_t s = 0;
+      while (s < values.a.size() && !(values.a[s] == va && values.b[s] == vb)) ++s;  // duck sizing
+      if (s < values.a.size()) continue;
+      if (values.a.size() == kMaxSymbols) return nullptr;
+      values.a.push_back(va);
+      values.b.push_back(vb);
+      ranges.push_back(range);
+      created.push_back(fmt::format("create_symbol s{} = {} for {}.size()[{}] [{}, {}]", s, vb, names[i], d, range.first,
+                                    range.second == std::numeric_limits<int64_t>::max() ? "int_oo" : std::to_string(range.second)));
+    }
+  }
+  if (values.a.empty()) return nullptr;
+  std::string why;
+  auto g = graph::generalize(a.traced, b.traced, values, &why);
+  if (!g) {
+    runtime::log(runtime::Artifact::kDynamic, fmt::format("keeping sizes static for '{}': {}", name_, why));
+    return nullptr;
+  }
+  std::vector<graph::SymExpr> result_ints;
+  for (size_t k = 0; k < b.result.size(); ++k) {
+    const auto fitted = graph::fit(a.result[k].i.offset, b.result[k].i.offset, values);
+    if (!fitted || a.result[k].d != b.result[k].d) return nullptr;
+    result_ints.push_back(*fitted);
+  }
+  ResultLeaves dummy(b.result.size());
+  for (size_t k = 0; k < dummy.size(); ++k) dummy[k].kind = b.result[k].kind, dummy[k].d = b.result[k].d;
+  auto e = make_entry(std::move(*g), leaves, dummy, candidates, ranges);
+  for (size_t k = 0; k < result_ints.size(); ++k) e->result[k].i = result_ints[k];
+  if (e->guards.symbols.size() != values.a.size()) return nullptr;  // every symbol must be read off an argument
+  e->breaks = b.breaks;
+  for (const auto& line : created) runtime::log(runtime::Artifact::kDynamic, line);
+  return e;
+}
+
+void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves,
+                     const std::vector<uint64_t>& candidates) {
+  std::unique_lock lock(entries_mutex_);
+  for (size_t i = entries_.size(); i-- > 0;) {
+    auto symbolic = generalized(*entries_[i], *entry, leaves, candidates);
+    if (!symbolic) continue;
+    symbolic->compile_number = entry->compile_number;
+    log_entry(*symbolic);
+    entries_[i] = std::move(symbolic);
+    most_recent_.store(i);
+    return;
+  }
+  log_entry(*entry);
+  entries_.push_back(std::move(entry));
+  most_recent_.store(entries_.size() - 1);
+}
+
+void Engine::log_entry(const runtime::Entry& e) const {
+  const std::string id = compile_id(e.compile_number);
+  if (runtime::log_enabled(runtime::Artifact::kGraphCode))
+    runtime::log(runtime::Artifact::kGraphCode,
+                 fmt::format("TRACED GRAPH\n ===== {} =====\n{}", name_, graph::to_text(e.graph)), id);
+  if (runtime::log_enabled(runtime::Artifact::kGuards)) {
+    std::string text = "GUARDS:";
+    for (const auto& line : guards::describe(e.guards)) text += "\n+- " + line;
+    runtime::log(runtime::Artifact::kGuards, text, id);
+  }
+  for (const auto& b : e.breaks)
+    runtime::log(runtime::Artifact::kGraphBreaks,
+                 fmt::format("Graph break in user code at '{}' ({})\nGraph Break Reason: {}\n  Explanation: {}\n  Hint: "
+                             "the graph is split here; on replay the result is checked and a different value re-traces",
+                             name_, where_, b.reason, b.explanation),
+                 id);
+}
+
+ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons) {
+  const int limit = runtime::env_recompile_limit(options_.recompile_limit);
+  const std::string last = reasons.empty() ? "unknown" : reasons.front();
+  if (options_.fullgraph)
+    throw FullGraphError(fmt::format("jitc hit recompile_limit ({}) with fullgraph=true in '{}' ({}); last reason: {}. "
+                                     "Mark the varying dims dynamic (jitc::mark_dynamic) or raise recompile_limit.",
+                                     limit, name_, where_, last));
+  if (!warned_limit_.exchange(true))
+    runtime::warn(fmt::format("jitc hit recompile_limit ({})\n   function: '{}' ({})\n   last reason: {}\nTo log all "
+                              "recompilation reasons, use JITC_LOGS=\"recompiles\".",
+                              limit, name_, where_, last),
+                  compile_id(next_compile_number_));
+  return run_eager(leaves);
+}
+
+ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required) {
+  if (grad_required) {
+    grad_blocked_ = true;
+    if (!warned_grad_.exchange(true))
+      runtime::warn(fmt::format("jitc: running '{}' eagerly: {}; compiled functions are inference-only (wrap the call in "
+                                "torch::NoGradGuard or c10::InferenceMode)",
+                                name_, failure.what()));
+    return run_eager(leaves);
+  }
+  ResultLeaves out = run_eager(leaves);  // an exception of the callable's own propagates from here, as in eager
+  eager_only_ = true;
+  runtime::warn(fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_, failure.what()));
+  return out;
+}
+
+ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure) {
+  std::unique_lock compile(compile_mutex_);
+  std::string again;
+  if (auto out = try_entries(leaves, marks, &again)) {  // another thread compiled it meanwhile
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return std::move(*out);
+  }
+  auto reasons = failure_reasons(leaves, marks);
+  if (!again.empty() || !break_failure.empty()) reasons.insert(reasons.begin(), again.empty() ? break_failure : again);
+  size_t count;
+  {
+    std::shared_lock lock(entries_mutex_);
+    count = entries_.size();
+  }
+  if (count >= static_cast<size_t>(runtime::env_recompile_limit(options_.recompile_limit))) {
+    compile.unlock();
+    return at_recompile_limit(leaves, reasons);
+  }
+  const int number = next_compile_number_;
+  if (count > 0) {
+    std::string list;
+    for (const auto& r : reasons) list += (list.empty() ? "" : "\n") + r;
+    runtime::log(runtime::Artifact::kRecompiles,
+                 fmt::format("Recompiling function {} in {}\n{}", name_, where_,
+                             indent("triggered by the following guard failure(s):\n" + indent(list, "- "), "    ")),
+                 compile_id(number));
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    compile_stats_.recompile_reasons.push_back(reasons.empty() ? "unknown" : reasons.front());
+  }
+  const auto candidates = dynamic_candidates(leaves);
+  const auto started = std::chrono::steady_clock::now();
+  tracer::TraceOutcome outcome;
+  try {
+    outcome = tracer::trace(invoker_, leaves, leaf_names(leaves), options_.fullgraph);
+  } catch (const tracer::TraceFailure& f) {
+    if (f.kind() == tracer::TraceFailure::Kind::kFullGraph) throw FullGraphError(f.what());
+    compile.unlock();
+    return after_trace_failure(leaves, f, f.kind() == tracer::TraceFailure::Kind::kGradRequired);
+  } catch (const FullGraphError&) {
+    throw;
+  } catch (const Error& e) {
+    compile.unlock();
+    return after_trace_failure(leaves, e, false);
+  }
+  if (!outcome.unreplayable.empty()) {
+    eager_only_ = true;
+    runtime::warn(fmt::format("jitc: '{}' runs eagerly from now on: {}", name_, outcome.unreplayable));
+    return std::move(outcome.result);
+  }
+  next_compile_number_++;
+  auto entry = make_entry(std::move(outcome.graph), leaves, outcome.result, candidates, {});
+  entry->compile_number = number;
+  entry->breaks = outcome.breaks;
+  install(std::move(entry), leaves, candidates);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    compile_stats_.compiles++;
+    compile_stats_.recompiles += count > 0;
+    compile_stats_.graph_breaks += static_cast<int64_t>(outcome.breaks.size());
+    compile_stats_.compile_seconds += seconds;
+  }
+  if (options_.backend == Backend::kInductor && !hinted_backend_.exchange(true))
+    runtime::log(runtime::Artifact::kPerfHints,
+                 fmt::format("backend 'inductor' has no code generator in this build yet: '{}' replays its graphs "
+                             "through the eager backend",
+                             name_),
+                 compile_id(number));
+  return std::move(outcome.result);
+}
+
+}  // namespace jitc::detail

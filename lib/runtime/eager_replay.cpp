@@ -1,0 +1,103 @@
+#include "runtime/eager_replay.h"
+
+#include "graph/passes.h"
+
+#include <ATen/core/stack.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace jitc::runtime {
+
+namespace {
+
+c10::IValue materialize(const graph::Arg& arg, const int64_t* symbols) {
+  if (arg.symbolic.empty()) return arg.constant;
+  if (!arg.constant.isIntList()) return c10::IValue(arg.symbolic[0].eval(symbols));
+  std::vector<int64_t> values;
+  values.reserve(arg.symbolic.size());
+  for (const auto& e : arg.symbolic) values.push_back(e.eval(symbols));
+  return c10::IValue(values);
+}
+
+void push_args(const graph::Node& node, const ReplayInputs& in, torch::jit::Stack& stack) {
+  auto& values = *in.values;
+  for (const auto& arg : node.args) {
+    switch (arg.kind) {
+      case graph::Arg::Kind::kValue: stack.emplace_back(values[arg.value]); break;
+      case graph::Arg::Kind::kValueList: {
+        c10::List<at::Tensor> list;
+        list.reserve(arg.list.size());
+        for (auto v : arg.list) list.push_back(values[v]);
+        stack.emplace_back(std::move(list));
+        break;
+      }
+      case graph::Arg::Kind::kOptionalValueList: {
+        c10::List<std::optional<at::Tensor>> list;
+        for (auto v : arg.list) list.push_back(v == graph::kNoValue ? std::optional<at::Tensor>() : values[v]);
+        stack.emplace_back(std::move(list));
+        break;
+      }
+      case graph::Arg::Kind::kConstant: stack.push_back(materialize(arg, in.symbols)); break;
+    }
+  }
+}
+
+void take_outputs(const graph::Node& node, torch::jit::Stack& stack, std::vector<at::Tensor>& values) {
+  for (size_t r = 0; r < node.outputs.size(); ++r) {
+    const auto& out = node.outputs[r];
+    if (out.values.empty()) continue;
+    if (!out.is_list) {
+      values[out.values[0]] = std::move(stack[r]).toTensor();
+      continue;
+    }
+    auto list = stack[r].toTensorList();
+    for (size_t k = 0; k < out.values.size(); ++k) values[out.values[k]] = list.get(k);
+  }
+}
+
+std::string show(const c10::IValue& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// A graph break's result must be the traced one: the same scalar, or tensors of the same sizes.
+bool break_holds(const graph::Graph& g, const graph::Node& node, const torch::jit::Stack& stack,
+                 const std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) {
+  if (!node.expected.isNone()) {
+    if (graph::same_constant(stack[0], node.expected)) return true;
+    if (why) *why = fmt::format("{} returned {}, traced {}", node.name(), show(stack[0]), show(node.expected));
+    return false;
+  }
+  for (const auto& out : node.outputs)
+    for (auto v : out.values) {
+      const auto& want = g.values[v].meta.sizes;
+      const auto got = values[v].sizes();
+      bool same = got.size() == want.size();
+      for (size_t d = 0; same && d < want.size(); ++d) same = got[d] == want[d].eval(symbols);
+      if (same) continue;
+      if (why) *why = fmt::format("{} returned a tensor of sizes {}, traced {}", node.name(), c10::str(got), graph::to_string(want));
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
+  // The trace ran below autograd and autocast; their effects (casts) are recorded as ops.
+  c10::impl::ExcludeDispatchKeyGuard below(c10::autograd_dispatch_keyset | c10::autocast_dispatch_keyset);
+  torch::jit::Stack stack;
+  for (const auto& node : g.nodes) {
+    stack.clear();
+    push_args(node, in, stack);
+    node.op.callBoxed(stack);
+    take_outputs(node, stack, *in.values);
+    if (node.kind == graph::NodeKind::kBreak && !break_holds(g, node, stack, *in.values, in.symbols, why)) return false;
+  }
+  return true;
+}
+
+}  // namespace jitc::runtime

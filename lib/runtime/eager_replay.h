@@ -1,0 +1,23 @@
+// The eager backend: replays a recorded graph node by node through the dispatcher on real tensors. In-
+// place ops and views run as recorded, so aliasing, write-backs into arguments and views returned to the
+// caller are exactly eager's. It is the reference every code-generating backend is tested against.
+#pragma once
+#include "graph/graph.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace jitc::runtime {
+
+struct ReplayInputs {
+  std::vector<at::Tensor>* values;  // scratch, one slot per graph value; input slots filled by the caller
+  const int64_t* symbols;           // bound symbolic sizes
+};
+
+// Runs every node. Returns false when a graph-break check fails (a data-dependent result differs from
+// the traced one); `why` then says which op and values. Errors of ATen ops propagate.
+bool replay(const graph::Graph& graph, const ReplayInputs& inputs, std::string* why);
+
+}  // namespace jitc::runtime

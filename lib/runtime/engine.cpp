@@ -1,0 +1,201 @@
+#include "runtime/engine.h"
+
+#include "runtime/eager_replay.h"
+#include "runtime/env.h"
+#include "runtime/log.h"
+#include "runtime/marks.h"
+#include "tracer/trace.h"
+
+#include <ATen/core/grad_mode.h>
+#include <fmt/format.h>
+
+namespace jitc::detail {
+
+namespace {
+
+std::atomic<int> g_next_frame{0};
+
+// Per-thread replay scratch: one slot per graph value, reused so that a hit allocates no table.
+std::vector<at::Tensor>& scratch_values() {
+  thread_local std::vector<at::Tensor> values;
+  return values;
+}
+
+using CapturedRefs = c10::SmallVector<c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, 8>;
+
+void lock_captured(const runtime::Entry& e, CapturedRefs& refs, c10::SmallVector<const c10::TensorImpl*, 8>& raw) {
+  refs.clear();
+  raw.clear();
+  for (size_t position : e.captured_inputs) {
+    refs.push_back(e.graph.inputs[position].captured.lock());
+    raw.push_back(refs.back().defined() ? refs.back().get() : nullptr);
+  }
+}
+
+}  // namespace
+
+Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_location where)
+    : invoker_(std::move(invoker)),
+      options_(std::move(options)),
+      num_arguments_(num_arguments),
+      where_(fmt::format("{}:{}", where.file_name(), where.line())),
+      frame_id_(g_next_frame.fetch_add(1)) {
+  name_ = options_.name.empty() ? fmt::format("compiled_fn_{}", frame_id_) : options_.name;
+}
+
+ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  if (tracer::is_tracing()) return invoker_(leaves);  // called inside another trace: inline
+  if (runtime::env_disabled() || eager_only_.load(std::memory_order_relaxed)) return run_eager(leaves);
+  if (auto why = eager_reason(leaves)) {
+    if (!warned_input_.exchange(true)) runtime::warn(fmt::format("jitc: running '{}' eagerly: {}", name_, *why));
+    return run_eager(leaves);
+  }
+  c10::SmallVector<uint64_t, 16> marks;
+  if (runtime::any_marks()) {
+    marks.resize(leaves.size(), 0);
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (leaves[i].kind == Leaf::Kind::kTensor) marks[i] = runtime::marks_of(leaves[i].tensor->unsafeGetTensorImpl()).dynamic;
+  }
+  const uint64_t* mark_ptr = marks.empty() ? nullptr : marks.data();
+  std::string break_failure;
+  if (auto out = try_entries(leaves, mark_ptr, &break_failure)) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return std::move(*out);
+  }
+  return compile_and_run(leaves, mark_ptr, break_failure);
+}
+
+std::optional<std::string> Engine::eager_reason(c10::ArrayRef<Leaf> leaves) const {
+  const bool grad = at::GradMode::is_enabled();
+  if (grad && grad_blocked_.load(std::memory_order_relaxed))
+    return std::string("grad mode is on and a captured tensor requires grad; compiled functions are inference-only "
+                       "(wrap the call in torch::NoGradGuard or c10::InferenceMode)");
+  for (const auto& leaf : leaves) {
+    if (leaf.kind != Leaf::Kind::kTensor) continue;
+    const at::Tensor& t = *leaf.tensor;
+    if (t.layout() != c10::kStrided)
+      return fmt::format("argument {} is a {} tensor; jitc compiles strided tensors only", leaf.argument,
+                         c10::toString(t.layout()));
+    if (t.is_conj() || t.is_neg())
+      return fmt::format("argument {} has a lazy conjugate or negative bit; call resolve_conj()/resolve_neg() first",
+                         leaf.argument);
+    if (grad && t.requires_grad())
+      return fmt::format("grad mode is on and argument {} requires grad; compiled functions are inference-only "
+                         "(wrap the call in torch::NoGradGuard or c10::InferenceMode)",
+                         leaf.argument);
+  }
+  return std::nullopt;
+}
+
+ResultLeaves Engine::run_eager(c10::ArrayRef<Leaf> leaves) {
+  eager_calls_.fetch_add(1, std::memory_order_relaxed);
+  return invoker_(leaves);
+}
+
+Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols) {
+  CapturedRefs refs;
+  c10::SmallVector<const c10::TensorImpl*, 8> raw;
+  std::shared_lock lock(entries_mutex_);
+  const size_t n = entries_.size();
+  if (n == 0) return nullptr;
+  size_t first = most_recent_.load(std::memory_order_relaxed);
+  if (first >= n) first = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = k == 0 ? first : (k <= first ? k - 1 : k);
+    const auto& entry = entries_[i];
+    lock_captured(*entry, refs, raw);
+    guards::CallView view{leaves, raw.data(), raw.size(), marks};
+    if (!guards::check(entry->guards, view, symbols)) continue;
+    if (i != first) most_recent_.store(i, std::memory_order_relaxed);
+    return entry;
+  }
+  return nullptr;
+}
+
+std::optional<ResultLeaves> Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure) {
+  int64_t symbols[kMaxSymbols];
+  EntryPtr entry = find_entry(leaves, marks, symbols);
+  if (!entry) return std::nullopt;
+  return run_entry(*entry, leaves, symbols, failure);
+}
+
+std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves,
+                                              const int64_t* symbols, std::string* failure) {
+  auto& values = scratch_values();
+  values.assign(entry.graph.values.size(), at::Tensor());
+  for (const auto& in : entry.graph.inputs) {
+    switch (in.kind) {
+      case graph::InputKind::kArgument: values[in.value] = *leaves[in.leaf].tensor; break;
+      case graph::InputKind::kCaptured: values[in.value] = at::Tensor(in.captured.lock()); break;
+      case graph::InputKind::kConstant: values[in.value] = in.constant; break;
+    }
+  }
+  std::vector<std::pair<at::Tensor, at::Tensor>> backups;
+  for (size_t position : entry.backup_inputs) {
+    const at::Tensor& t = values[entry.graph.inputs[position].value];
+    backups.emplace_back(t, t.clone());
+  }
+  std::string why;
+  bool ok = false;
+  try {
+    ok = runtime::replay(entry.graph, {&values, symbols}, &why);
+  } catch (...) {
+    values.assign(values.size(), at::Tensor());
+    throw;
+  }
+  if (!ok) {
+    for (auto it = backups.rbegin(); it != backups.rend(); ++it) it->first.copy_(it->second);
+    values.assign(values.size(), at::Tensor());
+    *failure = fmt::format("{}: graph break: {}", compile_id(entry.compile_number), why);
+    return std::nullopt;
+  }
+  ResultLeaves out(entry.result.size());
+  for (size_t k = 0; k < entry.result.size(); ++k) {
+    const auto& slot = entry.result[k];
+    out[k].kind = slot.kind;
+    if (slot.kind == ResultLeaf::Kind::kTensor) {
+      if (slot.value != graph::kNoValue) out[k].tensor = values[slot.value];
+    } else {
+      out[k].d = slot.d;
+      out[k].i = slot.i.eval(symbols);
+    }
+  }
+  values.assign(values.size(), at::Tensor());  // release intermediates now, not at the next call
+  return out;
+}
+
+std::string Engine::compile_id(int compile_number) const { return fmt::format("{}/{}", frame_id_, compile_number); }
+
+Stats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  Stats s = compile_stats_;
+  s.calls = calls_.load();
+  s.hits = hits_.load();
+  s.eager_fallbacks = eager_calls_.load();
+  std::shared_lock entries(entries_mutex_);
+  s.entries = static_cast<int64_t>(entries_.size());
+  return s;
+}
+
+void Engine::reset() {
+  std::lock_guard<std::mutex> compile(compile_mutex_);
+  {
+    std::unique_lock lock(entries_mutex_);
+    entries_.clear();
+    most_recent_.store(0);
+  }
+  first_sizes_.clear();
+  changed_dims_.clear();
+  next_compile_number_ = 0;
+  calls_ = hits_ = eager_calls_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    compile_stats_ = Stats{};
+  }
+  eager_only_ = false;
+  grad_blocked_ = false;
+  warned_limit_ = warned_grad_ = warned_input_ = false;
+}
+
+}  // namespace jitc::detail

@@ -1,0 +1,84 @@
+// Engine: the state behind one CompiledFunction. A call checks the entries' guards (most recently hit
+// first) and replays the entry that passes; a miss traces the call again (compile.cpp), up to the
+// recompile limit, after which misses run eagerly (Dynamo's RUN_ONLY).
+#pragma once
+#include "runtime/entry.h"
+
+#include <jitc/compiled_function.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace jitc::detail {
+
+class Engine {
+ public:
+  Engine(Invoker invoker, Options options, int num_arguments, std::source_location where);
+
+  ResultLeaves call(c10::ArrayRef<Leaf> leaves);
+  ExplainOutput explain(c10::ArrayRef<Leaf> leaves);
+  Stats stats() const;
+  const std::string& name() const { return name_; }
+  void reset();
+
+ private:
+  using EntryPtr = std::shared_ptr<const runtime::Entry>;
+  static constexpr int kMaxSymbols = 16;
+
+  // ---- hit path (engine.cpp) ----
+  std::optional<ResultLeaves> try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure);
+  EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols);
+  std::optional<ResultLeaves> run_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves,
+                                        const int64_t* symbols, std::string* failure);
+  std::optional<std::string> eager_reason(c10::ArrayRef<Leaf> leaves) const;
+  ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
+
+  // ---- miss path (compile.cpp) ----
+  ResultLeaves compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure);
+  std::vector<std::string> failure_reasons(c10::ArrayRef<Leaf> leaves, const uint64_t* marks) const;
+  ResultLeaves at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons);
+  ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required);
+  std::vector<uint64_t> dynamic_candidates(c10::ArrayRef<Leaf> leaves);
+  std::vector<std::string> leaf_names(c10::ArrayRef<Leaf> leaves) const;
+  std::shared_ptr<runtime::Entry> make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves,
+                                             const ResultLeaves& result, const std::vector<uint64_t>& dynamic_dims,
+                                             const std::vector<std::pair<int64_t, int64_t>>& ranges);
+  std::shared_ptr<runtime::Entry> generalized(const runtime::Entry& partner, const runtime::Entry& fresh,
+                                              c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
+  void install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
+  void log_entry(const runtime::Entry& entry) const;
+  std::string compile_id(int compile_number) const;
+  std::pair<int64_t, int64_t> mark_range(c10::ArrayRef<Leaf> leaves, size_t leaf, int dim) const;
+
+  Invoker invoker_;
+  Options options_;
+  int num_arguments_;
+  std::string where_;
+  std::string name_;
+  int frame_id_;
+
+  mutable std::shared_mutex entries_mutex_;
+  std::vector<EntryPtr> entries_;
+  std::atomic<size_t> most_recent_{0};
+
+  std::mutex compile_mutex_;  // one trace at a time per function; hits go on meanwhile
+  std::vector<std::vector<int64_t>> first_sizes_;  // automatic dynamic: sizes first seen per leaf
+  std::vector<uint64_t> changed_dims_;             // ... and the dims that changed since
+  int next_compile_number_ = 0;
+
+  std::atomic<int64_t> calls_{0}, hits_{0}, eager_calls_{0};
+  mutable std::mutex stats_mutex_;
+  Stats compile_stats_;  // compiles, recompiles, reasons, breaks, compile time
+
+  std::atomic<bool> eager_only_{false};
+  std::atomic<bool> grad_blocked_{false};  // a captured tensor requires grad (checked while grad mode is on)
+  std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false}, hinted_backend_{false};
+};
+
+}  // namespace jitc::detail

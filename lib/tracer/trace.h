@@ -1,0 +1,32 @@
+// tracer::trace: runs a callable once on tracer stand-ins for its tensor arguments and returns the
+// recorded graph together with the callable's real result (exactly eager's: every op ran for real).
+#pragma once
+#include "graph/graph.h"
+#include "tracer/trace_session.h"
+
+#include <jitc/detail/leaves.h>
+
+#include <string>
+#include <vector>
+
+namespace jitc::tracer {
+
+struct TraceOutcome {
+  graph::Graph graph;
+  detail::ResultLeaves result;    // real tensors, for the caller
+  std::vector<BreakRecord> breaks;
+  std::string unreplayable;       // non-empty: the result is right but the graph must not be replayed
+};
+
+// Installs the dispatcher fallback on kTracerKey (once per process).
+void install_tracer();
+
+// Throws TraceFailure when the callable cannot be traced; before any exception leaves, writes the trace
+// made to arguments and captured tensors are undone, so the caller can run the callable eagerly.
+TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves,
+                   const std::vector<std::string>& leaf_names, bool fullgraph);
+
+// True while this thread is tracing (a compiled function called inside another one is inlined).
+bool is_tracing();
+
+}  // namespace jitc::tracer

@@ -1,0 +1,289 @@
+#include "tracer/trace_session.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+
+namespace jitc::tracer {
+
+namespace {
+
+thread_local TraceSession* t_current = nullptr;
+std::atomic<uint64_t> g_next_session{1};
+
+graph::TensorMeta meta_of(const at::Tensor& t) {
+  graph::TensorMeta m;
+  m.dtype = t.scalar_type();
+  m.device = t.device();
+  m.sizes = graph::constant_shape(t.sizes().data(), t.sizes().size());
+  m.strides = graph::constant_shape(t.strides().data(), t.strides().size());
+  m.storage_offset = t.storage_offset();
+  return m;
+}
+
+std::string op_name(const c10::OperatorHandle& op) {
+  const auto& n = op.operator_name();
+  return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
+}
+
+bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
+
+void check_traceable_result(const at::Tensor& t, const c10::OperatorHandle& op) {
+  if (t.layout() != c10::kStrided)
+    throw TraceFailure(TraceFailure::Kind::kUntraceable,
+                       fmt::format("{} produced a {} tensor; jitc traces strided tensors only", op_name(op),
+                                   c10::toString(t.layout())));
+}
+
+}  // namespace
+
+bool is_data_dependent(const c10::OperatorHandle& op) {
+  static const char* const kNames[] = {"aten::item",     "aten::_local_scalar_dense", "aten::is_nonzero",
+                                       "aten::equal",    "aten::allclose",            "aten::nonzero",
+                                       "aten::masked_select", "aten::unique",         "aten::_unique",
+                                       "aten::_unique2", "aten::unique_dim",          "aten::unique_consecutive",
+                                       "aten::tolist"};
+  const auto& name = op.operator_name().name;
+  if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; }) !=
+      std::end(kNames))
+    return true;
+  return op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
+}
+
+TraceSession::TraceSession(bool fullgraph)
+    : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), previous_(t_current) {
+  t_current = this;
+}
+
+TraceSession::~TraceSession() { t_current = previous_; }
+
+TraceSession* TraceSession::current() { return t_current; }
+
+int32_t TraceSession::storage_id(const at::Tensor& real) {
+  if (!real.has_storage()) return -1;
+  auto* impl = real.storage().unsafeGetStorageImpl();
+  auto [it, added] = storage_ids_.emplace(impl, static_cast<int32_t>(storage_owners_.size()));
+  if (added) storage_owners_.emplace_back(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(impl));
+  return it->second;
+}
+
+graph::ValueId TraceSession::define(const at::Tensor& real, int32_t producer) {
+  return graph_.add_value(meta_of(real), producer, storage_id(real));
+}
+
+at::Tensor TraceSession::wrap_argument(const at::Tensor& real, int leaf, std::string name) {
+  const graph::ValueId v = define(real, -1);
+  graph::Input in;
+  in.kind = graph::InputKind::kArgument;
+  in.value = v;
+  in.leaf = leaf;
+  in.name = std::move(name);
+  graph_.inputs.push_back(std::move(in));
+  inputs_by_storage_[graph_.values[v].storage].push_back(real);
+  return make_tracer(real, v, id_);
+}
+
+graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
+  auto it = captured_current_.find(real.unsafeGetTensorImpl());
+  if (it != captured_current_.end()) return it->second;
+  if (real.requires_grad() && at::GradMode::is_enabled())
+    throw TraceFailure(TraceFailure::Kind::kGradRequired,
+                       "a captured tensor requires grad while grad mode is on");
+  if (real.layout() != c10::kStrided || real.is_conj() || real.is_neg())
+    throw TraceFailure(TraceFailure::Kind::kUntraceable,
+                       "a captured tensor is not a plain strided tensor (sparse, conjugate or negative view)");
+  const graph::ValueId v = define(real, -1);
+  graph::Input in;
+  in.kind = graph::InputKind::kCaptured;
+  in.value = v;
+  in.name = fmt::format("captured[{}]", captured_tensors_.size());
+  in.captured = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(real.getIntrusivePtr());
+  captured_tensors_.emplace_back(graph_.inputs.size(), real);
+  graph_.inputs.push_back(std::move(in));
+  captured_current_.emplace(real.unsafeGetTensorImpl(), v);
+  inputs_by_storage_[graph_.values[v].storage].push_back(real);
+  return v;
+}
+
+graph::ValueId TraceSession::value_of(const at::Tensor& t, const c10::Argument&) {
+  if (auto* tracer = as_tracer(t)) {
+    if (tracer->session() != id_)
+      throw TraceFailure(TraceFailure::Kind::kEscapedTracer,
+                         "a tensor from an earlier trace was used (it escaped its callable, e.g. into a global)");
+    return tracer->value();
+  }
+  return captured_value(t);
+}
+
+graph::Arg TraceSession::record_arg(c10::IValue& v, const c10::Argument& schema_arg) {
+  graph::Arg arg;
+  if (v.isTensor() && v.toTensor().defined()) {
+    const at::Tensor t = v.toTensor();
+    arg.kind = graph::Arg::Kind::kValue;
+    arg.value = value_of(t, schema_arg);
+    if (auto* tracer = as_tracer(t)) v = tracer->shadow();
+    return arg;
+  }
+  if (v.isTensorList() || v.isOptionalTensorList()) {
+    const bool optional = v.isOptionalTensorList();
+    arg.kind = optional ? graph::Arg::Kind::kOptionalValueList : graph::Arg::Kind::kValueList;
+    if (optional) {
+      c10::List<std::optional<at::Tensor>> real;
+      for (const std::optional<at::Tensor>& t : v.toOptionalTensorList()) {
+        const bool present = t.has_value() && t->defined();
+        arg.list.push_back(present ? value_of(*t, schema_arg) : graph::kNoValue);
+        if (!present) real.push_back(std::nullopt);
+        else real.push_back(as_tracer(*t) ? as_tracer(*t)->shadow() : *t);
+      }
+      v = real;
+    } else {
+      c10::List<at::Tensor> real;
+      for (const at::Tensor& t : v.toTensorList()) {
+        arg.list.push_back(value_of(t, schema_arg));
+        real.push_back(as_tracer(t) ? as_tracer(t)->shadow() : t);
+      }
+      v = real;
+    }
+    return arg;
+  }
+  arg.kind = graph::Arg::Kind::kConstant;
+  arg.constant = v;
+  return arg;
+}
+
+void TraceSession::before_write(graph::ValueId target) {
+  const int32_t storage = graph_.values[target].storage;
+  auto it = inputs_by_storage_.find(storage);
+  if (it == inputs_by_storage_.end()) return;
+  if (std::find(backed_up_storages_.begin(), backed_up_storages_.end(), storage) != backed_up_storages_.end())
+    return;
+  backed_up_storages_.push_back(storage);
+  for (const at::Tensor& input : it->second) backups_.emplace_back(input, input.clone());
+}
+
+void TraceSession::restore_mutated_inputs() {
+  c10::impl::ExcludeDispatchKeyGuard no_trace(kTracerKey);
+  for (auto it = backups_.rbegin(); it != backups_.rend(); ++it) it->first.copy_(it->second);
+  backups_.clear();
+  backed_up_storages_.clear();
+}
+
+void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  const size_t begin = stack->size() - n;
+  const bool breaks = is_data_dependent(op);
+  if (breaks && fullgraph_)
+    throw TraceFailure(TraceFailure::Kind::kFullGraph,
+                       fmt::format("fullgraph=true but {} needs a graph break (data-dependent operator); remove "
+                                   "the data-dependent call or compile with fullgraph=false",
+                                   op_name(op)));
+  graph::Node node(op);
+  node.kind = breaks ? graph::NodeKind::kBreak : graph::NodeKind::kOp;
+  std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(begin), stack->end());
+  for (size_t i = 0; i < n; ++i) {
+    const auto& schema_arg = schema.arguments()[i];
+    node.args.push_back(record_arg((*stack)[begin + i], schema_arg));
+    if (!writes(schema_arg)) continue;
+    node.mutates = true;
+    if (node.args.back().kind != graph::Arg::Kind::kValue)
+      throw TraceFailure(TraceFailure::Kind::kUntraceable,
+                         fmt::format("{} writes into a list of tensors; jitc does not trace that yet", op_name(op)));
+    before_write(node.args.back().value);
+  }
+  op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey), stack);
+  wrap_returns(op, stack, begin, originals, node);
+  if (breaks) note_break(node, op, *stack, begin);
+  graph_.nodes.push_back(std::move(node));
+}
+
+void TraceSession::wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t begin,
+                                const std::vector<c10::IValue>& originals, graph::Node& node) {
+  const auto& schema = op.schema();
+  const auto producer = static_cast<int32_t>(graph_.nodes.size());
+  for (size_t r = 0; r < schema.returns().size(); ++r) {
+    c10::IValue& out = (*stack)[begin + r];
+    const auto& ret = schema.returns()[r];
+    graph::NodeOutput output;
+    if (out.isTensor() && out.toTensor().defined()) {
+      const at::Tensor real = out.toTensor();
+      check_traceable_result(real, op);
+      const graph::ValueId v = define(real, producer);
+      output.values.push_back(v);
+      if (ret.alias_info() && ret.alias_info()->isWrite()) {
+        // In-place / out=: hand back the caller's own tensor, now standing for the new version.
+        for (size_t a = 0; a < schema.arguments().size(); ++a) {
+          const auto& arg = schema.arguments()[a];
+          if (!arg.alias_info() || !(*arg.alias_info() == *ret.alias_info())) continue;
+          const at::Tensor& original = originals[a].toTensor();
+          if (auto* tracer = as_tracer(original)) tracer->rebind(v);
+          else captured_current_[original.unsafeGetTensorImpl()] = v;
+          out = original;
+        }
+      } else {
+        out = make_tracer(real, v, id_);
+      }
+    } else if (out.isTensorList()) {
+      output.is_list = true;
+      c10::List<at::Tensor> wrapped;
+      for (const at::Tensor& real : out.toTensorList()) {
+        check_traceable_result(real, op);
+        const graph::ValueId v = define(real, producer);
+        output.values.push_back(v);
+        wrapped.push_back(make_tracer(real, v, id_));
+      }
+      out = wrapped;
+    }
+    node.outputs.push_back(std::move(output));
+  }
+}
+
+void TraceSession::note_break(graph::Node& node, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+                              size_t begin) {
+  const bool scalar_result = !op.schema().returns().empty() && !stack[begin].isTensor() &&
+                             !stack[begin].isTensorList();
+  if (scalar_result) node.expected = stack[begin];
+  const std::string name = op_name(op);
+  breaks_.push_back(
+      scalar_result
+          ? BreakRecord{name, "Data dependent operator",
+                        fmt::format("Operator `{}` has a non-Tensor output whose value is dependent on the data of "
+                                    "Tensor inputs.",
+                                    name)}
+          : BreakRecord{name, "Dynamic shape operator",
+                        fmt::format("Operator `{}`'s output shape depends on input Tensor data.", name)});
+}
+
+graph::ValueId TraceSession::bind_output(at::Tensor& result) {
+  if (!result.defined()) return graph::kNoValue;
+  c10::impl::ExcludeDispatchKeyGuard no_trace(kTracerKey);
+  const graph::ValueId v = value_of(result, c10::Argument("result"));
+  if (auto* tracer = as_tracer(result)) result = tracer->shadow();
+  return v;
+}
+
+graph::Graph TraceSession::finish() {
+  // A captured tensor only this trace still holds was created inside the callable without an op
+  // (from_blob): it becomes a constant owned by the graph. One the trace wrote to cannot be replayed.
+  inputs_by_storage_.clear();
+  for (auto& [position, tensor] : captured_tensors_) {
+    graph::Input& in = graph_.inputs[position];
+    const bool written = std::find(backed_up_storages_.begin(), backed_up_storages_.end(),
+                                   graph_.values[in.value].storage) != backed_up_storages_.end();
+    if (tensor.use_count() > 1 + (written ? 1 : 0)) continue;
+    if (written) unreplayable_ = "the callable wrote into a tensor it created without an ATen op (from_blob)";
+    in.kind = graph::InputKind::kConstant;
+    in.constant = tensor;
+    in.captured = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
+        c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>());
+  }
+  captured_tensors_.clear();
+  captured_current_.clear();
+  backups_.clear();
+  return std::move(graph_);
+}
+
+}  // namespace jitc::tracer

@@ -1,0 +1,90 @@
+// TraceSession: the state of one trace on one thread. The dispatcher fallback hands it every op; it
+// unwraps tracer arguments to their shadows, runs the real kernel, records a node and wraps the results.
+// Real tensors reaching an op (captured module parameters, closures) become graph inputs.
+#pragma once
+#include "graph/graph.h"
+#include "tracer/tracer_tensor.h"
+
+#include <ATen/core/stack.h>
+#include <c10/core/StorageImpl.h>
+
+#include <exception>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace jitc::tracer {
+
+struct BreakRecord {
+  std::string op;           // aten::_local_scalar_dense
+  std::string reason;       // Dynamo's "Graph Break Reason"
+  std::string explanation;  // Dynamo's "Explanation"
+};
+
+// Why a trace could not produce a graph. The engine restores mutated inputs and runs eagerly.
+class TraceFailure : public std::exception {
+ public:
+  enum class Kind { kUntraceable, kGradRequired, kFullGraph, kEscapedTracer };
+  TraceFailure(Kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+  Kind kind() const { return kind_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  Kind kind_;
+  std::string message_;
+};
+
+class TraceSession {
+ public:
+  explicit TraceSession(bool fullgraph);
+  ~TraceSession();
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+
+  static TraceSession* current();
+  uint64_t id() const { return id_; }
+
+  at::Tensor wrap_argument(const at::Tensor& real, int leaf, std::string name);
+  void record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
+
+  // Maps a result tensor to its graph value and replaces it with the real tensor for the user.
+  graph::ValueId bind_output(at::Tensor& result);
+
+  // Undo writes the trace made to arguments and captured tensors (before an eager re-run).
+  void restore_mutated_inputs();
+
+  // Ends the trace: captured tensors nobody else holds become constants owned by the graph.
+  graph::Graph finish();
+  // Set by finish() when the graph must not be replayed (the trace's own result is still right).
+  const std::string& unreplayable_reason() const { return unreplayable_; }
+  const std::vector<BreakRecord>& breaks() const { return breaks_; }
+
+ private:
+  graph::ValueId value_of(const at::Tensor& t, const c10::Argument& schema_arg);
+  graph::ValueId captured_value(const at::Tensor& real);
+  graph::ValueId define(const at::Tensor& real, int32_t producer);
+  int32_t storage_id(const at::Tensor& real);
+  graph::Arg record_arg(c10::IValue& v, const c10::Argument& schema_arg);
+  void before_write(graph::ValueId target);
+  void wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t begin,
+                    const std::vector<c10::IValue>& originals, graph::Node& node);
+  void note_break(graph::Node& node, const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t begin);
+
+  uint64_t id_;
+  bool fullgraph_;
+  TraceSession* previous_;
+  graph::Graph graph_;
+  std::vector<BreakRecord> breaks_;
+  std::unordered_map<const c10::TensorImpl*, graph::ValueId> captured_current_;  // latest version
+  std::vector<std::pair<size_t, at::Tensor>> captured_tensors_;                  // (input position, tensor)
+  std::unordered_map<const c10::StorageImpl*, int32_t> storage_ids_;
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storage_owners_;  // keep addresses unique
+  std::unordered_map<int32_t, std::vector<at::Tensor>> inputs_by_storage_;  // arguments and captured
+  std::vector<std::pair<at::Tensor, at::Tensor>> backups_;                 // (input, copy before write)
+  std::vector<int32_t> backed_up_storages_;
+  std::string unreplayable_;
+};
+
+bool is_data_dependent(const c10::OperatorHandle& op);
+
+}  // namespace jitc::tracer

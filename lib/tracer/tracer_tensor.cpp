@@ -1,0 +1,68 @@
+#include "tracer/tracer_tensor.h"
+
+namespace jitc::tracer {
+
+namespace {
+
+c10::DispatchKeySet tracer_keys(const at::Tensor& shadow) {
+  // The real backend key stays, so is_cpu()/is_cuda() and autocast behave as in eager.
+  return c10::DispatchKeySet{c10::computeDispatchKey(shadow.scalar_type(), shadow.layout(), shadow.device()),
+                             kTracerKey};
+}
+
+}  // namespace
+
+TracerTensorImpl::TracerTensorImpl(at::Tensor shadow, graph::ValueId value, uint64_t session)
+    : c10::TensorImpl(tracer_keys(shadow), shadow.dtype(), shadow.device()),
+      shadow_(std::move(shadow)),
+      value_(value),
+      session_(session) {
+  set_storage_access_should_throw();
+  sync_metadata();
+}
+
+void TracerTensorImpl::sync_metadata() {
+  set_sizes_and_strides(shadow_.sizes(), shadow_.strides(), shadow_.storage_offset());
+  if (shadow_.unsafeGetTensorImpl()->is_wrapped_number()) set_wrapped_number(true);
+}
+
+void TracerTensorImpl::rebind(graph::ValueId value) {
+  value_ = value;
+  sync_metadata();
+}
+
+c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(
+    const c10::VariableVersion& version_counter, bool allow_tensor_metadata_change) const {
+  auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
+  copy->set_version_counter(version_counter);
+  copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);
+  return copy;
+}
+
+c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(
+    c10::VariableVersion&& version_counter, bool allow_tensor_metadata_change) const {
+  auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
+  copy->set_version_counter(std::move(version_counter));
+  copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);
+  return copy;
+}
+
+void TracerTensorImpl::shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) {
+  auto* other = dynamic_cast<TracerTensorImpl*>(impl.get());
+  TORCH_CHECK(other, "jitc: cannot copy a real tensor's metadata into a traced tensor");
+  shadow_ = other->shadow_;
+  value_ = other->value_;
+  session_ = other->session_;
+  sync_metadata();
+}
+
+TracerTensorImpl* as_tracer(const at::Tensor& t) {
+  if (!t.defined() || !t.key_set().has(kTracerKey)) return nullptr;
+  return dynamic_cast<TracerTensorImpl*>(t.unsafeGetTensorImpl());
+}
+
+at::Tensor make_tracer(at::Tensor shadow, graph::ValueId value, uint64_t session) {
+  return at::detail::make_tensor<TracerTensorImpl>(std::move(shadow), value, session);
+}
+
+}  // namespace jitc::tracer
