@@ -1,1 +1,184 @@
+// End to end: compile, replay, fallbacks, explain, environment switches.
+#include "support/log_capture.h"
+#include "runtime/env.h"
+
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+using jitc::testing::LogCapture;
+
+namespace {
+
+at::Tensor mlp(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return at::gelu(at::linear(x, w, b)) * 0.5 + x;
+}
+
+}  // namespace
+
+TEST_CASE("first call is bit-identical to eager and replays equal eager on new data", "[e2e]") {
+  const auto w = at::randn({32, 32});
+  const auto b = at::randn({32});
+  auto f = jitc::compile(mlp);
+  const auto x0 = at::randn({4, 32});
+  CHECK(at::equal(f(x0, w, b), mlp(x0, w, b)));
+  for (int i = 0; i < 3; ++i) {
+    const auto x = at::randn({4, 32});
+    CHECK(at::equal(f(x, w, b), mlp(x, w, b)));
+  }
+  const auto s = f.stats();
+  CHECK(s.compiles == 1);
+  CHECK(s.hits == 3);
+  CHECK(s.calls == 4);
+}
+
+TEST_CASE("JITC_DISABLE=1 runs every call eagerly", "[e2e]") {
+  setenv("JITC_DISABLE", "1", 1);
+  jitc::runtime::reload_env();
+  auto f = jitc::compile([](const at::Tensor& x) { return x.sin(); });
+  const auto x = at::randn({3});
+  CHECK(at::equal(f(x), x.sin()));
+  CHECK(f.stats().compiles == 0);
+  CHECK(f.stats().eager_fallbacks == 1);
+  unsetenv("JITC_DISABLE");
+  jitc::runtime::reload_env();
+  CHECK(at::equal(f(x), x.sin()));
+  CHECK(f.stats().compiles == 1);
+}
+
+TEST_CASE("a callable that reads data_ptr runs eagerly once warned, with inputs written exactly once", "[e2e]") {
+  LogCapture logs;
+  auto f = jitc::compile([](const at::Tensor& x) {
+    x.add_(1);  // written before the untraceable read: the trace's write must be undone
+    const float first = x.data_ptr<float>()[0];
+    return x * first;
+  });
+  auto x = at::ones({3});
+  auto expected_input = at::ones({3}) + 1;
+  const auto y = f(x);
+  CHECK(at::equal(x, expected_input));
+  CHECK(at::equal(y, expected_input * 2));
+  CHECK(logs.contains("cannot be traced and runs eagerly from now on"));
+  f(x);
+  CHECK(f.stats().compiles == 0);
+  CHECK(f.stats().eager_fallbacks == 2);
+  CHECK(at::equal(x, at::ones({3}) + 2));
+}
+
+TEST_CASE("an exception thrown by the callable itself reaches the caller unchanged", "[e2e]") {
+  auto f = jitc::compile([](const at::Tensor& x, int64_t n) {
+    if (n < 0) throw std::invalid_argument("n must be >= 0");
+    return x * n;
+  });
+  const auto x = at::ones({2});
+  CHECK_THROWS_AS(f(x, -1), std::invalid_argument);
+  CHECK(at::equal(f(x, 3), x * 3));
+  CHECK(f.stats().compiles == 1);  // the failure did not mark the function eager-only
+}
+
+TEST_CASE("grad mode with an argument requiring grad runs eagerly and keeps autograd", "[e2e]") {
+  LogCapture logs;
+  auto f = jitc::compile([](const at::Tensor& x) { return (x * x).sum(); });
+  const auto x = at::randn({3}).requires_grad_(true);
+  auto y = f(x);
+  y.backward();
+  CHECK(at::allclose(x.grad(), 2 * x.detach()));
+  CHECK(logs.contains("inference-only"));
+  CHECK(f.stats().compiles == 0);
+  {
+    at::NoGradGuard no_grad;
+    CHECK(at::equal(f(x), (x * x).sum()));
+  }
+  CHECK(f.stats().compiles == 1);
+}
+
+TEST_CASE("a captured tensor requiring grad with grad mode on runs eagerly; under no_grad it compiles", "[e2e]") {
+  LogCapture logs;
+  const auto w = at::randn({3}).requires_grad_(true);
+  auto f = jitc::compile([&w](const at::Tensor& x) { return x * w; });
+  const auto x = at::randn({3});
+  CHECK(f(x).requires_grad());
+  CHECK(logs.contains("inference-only"));
+  at::NoGradGuard no_grad;
+  CHECK(at::equal(f(x), x * w));
+  CHECK(at::equal(f(x), x * w));
+  CHECK(f.stats().hits == 1);
+}
+
+TEST_CASE("a compiled function called while another is traced is inlined", "[e2e]") {
+  auto inner = jitc::compile([](const at::Tensor& x) { return x.cos(); });
+  auto outer = jitc::compile([&inner](const at::Tensor& x) { return inner(x) + 1; });
+  const auto x = at::randn({4});
+  CHECK(at::equal(outer(x), x.cos() + 1));
+  const auto report = jitc::explain(outer, x);
+  REQUIRE(report.ops_per_graph.size() == 1);
+  const auto& ops = report.ops_per_graph[0];
+  CHECK(std::find(ops.begin(), ops.end(), "aten::cos") != ops.end());
+  CHECK(inner.stats().compiles == 0);
+}
+
+TEST_CASE("explain reports graphs, breaks, ops and guards", "[e2e]") {
+  auto f = jitc::compile([](const at::Tensor& x) {
+    auto y = x.relu();
+    if (y.sum().item<double>() > 0) return y * 2;
+    return y - 1;
+  });
+  const auto report = jitc::explain(f, at::ones({4}));
+  CHECK(report.graph_count == 2);
+  CHECK(report.graph_break_count == 1);
+  REQUIRE(report.break_reasons.size() == 1);
+  CHECK(report.break_reasons[0].reason == "Data dependent operator");
+  CHECK(report.op_count >= 3);
+  CHECK_THAT(report.to_string(), Catch::Contains("Graph Count: 2") && Catch::Contains("TENSOR_MATCH"));
+}
+
+TEST_CASE("a tensor stored outside the callable while tracing fails loudly when used later", "[e2e]") {
+  static at::Tensor leaked;
+  auto f = jitc::compile([](const at::Tensor& x) {
+    auto y = x + 1;
+    leaked = y;
+    return y;
+  });
+  CHECK(at::equal(f(at::zeros({2})), at::ones({2})));
+  CHECK_THROWS_AS(leaked + 1, jitc::UnsupportedError);
+  leaked = at::Tensor();
+}
+
+TEST_CASE("a tensor made from a buffer inside the callable becomes a constant of the graph", "[e2e]") {
+  auto f = jitc::compile([](const at::Tensor& x) {
+    static float table[3] = {1, 2, 3};
+    return x * at::from_blob(table, {3});
+  });
+  const auto x = at::randn({3});
+  const auto expected = x * at::tensor({1.0f, 2.0f, 3.0f});
+  CHECK(at::equal(f(x), expected));
+  CHECK(at::equal(f(x), expected));
+  CHECK(f.stats().hits == 1);
+}
+
+TEST_CASE("void callables replay their writes into arguments", "[e2e]") {
+  auto f = jitc::compile([](const at::Tensor& x) { x.mul_(2).add_(1); });
+  auto x = at::ones({3});
+  f(x);
+  f(x);
+  CHECK(at::equal(x, at::full({3}, 7.0f)));
+  CHECK(f.stats().hits == 1);
+}
+
+TEST_CASE("backend inductor without a code generator says so once under perf_hints", "[e2e]") {
+  LogCapture logs("perf_hints");
+  auto f = jitc::compile([](const at::Tensor& x) { return x + 1; });
+  f(at::ones({2}));
+  f(at::ones({3}));
+  const auto text = logs.text();
+  CHECK(text.find("[__perf_hints]") != std::string::npos);
+  CHECK(text.find("eager backend") == text.rfind("eager backend"));
+  auto g = jitc::compile([](const at::Tensor& x) { return x + 1; }, jitc::Options{.backend = jitc::Backend::kEager});
+  const auto before = logs.text().size();
+  g(at::ones({2}));
+  CHECK(logs.text().size() == before);
+}
