@@ -1,0 +1,384 @@
+#include "graph/functionalize.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/stack.h>
+#include <fmt/format.h>
+
+namespace jitc::graph {
+
+namespace {
+
+bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
+
+std::optional<c10::OperatorHandle> find_op(const std::string& name, const std::string& overload) {
+  return c10::Dispatcher::singleton().findSchema({name, overload});
+}
+
+Arg value_arg(ValueId v) {
+  Arg a;
+  a.kind = Arg::Kind::kValue;
+  a.value = v;
+  return a;
+}
+
+Arg constant_arg(c10::IValue v) {
+  Arg a;
+  a.kind = Arg::Kind::kConstant;
+  a.constant = std::move(v);
+  return a;
+}
+
+at::Tensor meta_tensor(const TensorMeta& m) {
+  std::vector<int64_t> sizes, strides;
+  for (const auto& e : m.sizes) sizes.push_back(e.offset);
+  for (const auto& e : m.strides) strides.push_back(e.offset);
+  return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(at::kMeta))
+      .as_strided(sizes, strides, m.storage_offset);
+}
+
+struct RawInfo {
+  ValueId root = kNoValue;
+  std::vector<int> chain;    // view nodes (raw indices) from the root to this value
+  bool regenerable = true;   // false for list views (split, unbind): cannot be rebuilt or written through
+  ValueId fv = kNoValue;     // functional value holding its content ...
+  int version = -1;          // ... as of this version of its root
+};
+
+class Functionalizer {
+ public:
+  explicit Functionalizer(const Graph& raw) : raw_(raw), info_(raw.values.size()) {}
+
+  std::optional<Graph> run(std::string* why) {
+    const bool ok = inputs() && body() && epilogue();
+    if (!ok) {
+      if (why) *why = why_;
+      return std::nullopt;
+    }
+    return std::move(out_);
+  }
+
+ private:
+  bool fail(std::string why) {
+    why_ = std::move(why);
+    return false;
+  }
+
+  // ---- values ----
+  ValueId define(TensorMeta meta, int32_t storage) {
+    return out_.add_value(std::move(meta), static_cast<int32_t>(out_.nodes.size()), storage);
+  }
+
+  ValueId new_root(ValueId raw_value, ValueId functional) {
+    RawInfo& i = info_[raw_value];
+    i.root = raw_value;
+    i.fv = functional;
+    i.version = 0;
+    current_[raw_value] = functional;
+    return functional;
+  }
+
+  // The functional value with the current content of raw value r; rebuilds stale views of written memory.
+  ValueId read(ValueId r) {
+    RawInfo& i = info_[r];
+    if (i.root == r || i.chain.empty()) return current_[i.root];
+    if (i.version == version_[i.root]) return i.fv;
+    if (!i.regenerable) throw std::runtime_error("a view from split/unbind/chunk is read after its base was written");
+    const Node& view = raw_.nodes[i.chain.back()];
+    const int base_arg = base_argument(view);
+    std::vector<Arg> args = map_args(view, base_arg, read(view.args[base_arg].value));
+    i.fv = emit(view.op, std::move(args), raw_.values[r].meta, out_.values[current_[i.root]].storage);
+    i.version = version_[i.root];
+    return i.fv;
+  }
+
+  // The node's arguments with every tensor read at its current content; argument `replace` (if >= 0)
+  // takes the functional value `with` instead.
+  std::vector<Arg> map_args(const Node& n, int replace = -1, ValueId with = kNoValue) {
+    std::vector<Arg> args;
+    for (size_t k = 0; k < n.args.size(); ++k) {
+      Arg a = n.args[k];
+      if (static_cast<int>(k) == replace) a.value = with;
+      else if (a.kind == Arg::Kind::kValue) a.value = read(a.value);
+      for (auto& v : a.list)
+        if (v != kNoValue) v = read(v);
+      args.push_back(std::move(a));
+    }
+    return args;
+  }
+
+  // Exact metadata by running the op on meta tensors; `fallback` where the op has no meta kernel.
+  TensorMeta infer_meta(const c10::OperatorHandle& op, const std::vector<Arg>& args, const TensorMeta& fallback) {
+    torch::jit::Stack stack;
+    c10::Device device = fallback.device;
+    for (const auto& a : args) {
+      if (a.kind == Arg::Kind::kValue) {
+        stack.emplace_back(meta_tensor(out_.values[a.value].meta));
+      } else if (a.kind == Arg::Kind::kConstant) {
+        stack.push_back(a.constant);
+      } else {
+        return fallback;
+      }
+    }
+    try {
+      op.callBoxed(stack);
+    } catch (const std::exception&) {
+      return fallback;
+    }
+    if (stack.empty() || !stack[0].isTensor()) return fallback;
+    const at::Tensor t = stack[0].toTensor();
+    TensorMeta m;
+    m.dtype = t.scalar_type();
+    m.device = device;
+    m.sizes = constant_shape(t.sizes().data(), t.sizes().size());
+    m.strides = constant_shape(t.strides().data(), t.strides().size());
+    m.storage_offset = t.storage_offset();
+    return m;
+  }
+
+  ValueId emit(const c10::OperatorHandle& op, std::vector<Arg> args, const TensorMeta& fallback, int32_t storage) {
+    TensorMeta meta = infer_meta(op, args, fallback);
+    Node n(op);
+    n.args = std::move(args);
+    const ValueId v = define(std::move(meta), storage < 0 ? next_storage_++ : storage);
+    n.outputs.push_back({false, {v}});
+    out_.nodes.push_back(std::move(n));
+    return v;
+  }
+
+  // ---- inputs ----
+  bool inputs() {
+    std::vector<int32_t> storages;
+    for (const auto& v : raw_.values) next_storage_ = std::max(next_storage_, v.storage + 1);
+    current_.assign(raw_.values.size(), kNoValue);
+    version_.assign(raw_.values.size(), 0);
+    for (const auto& in : raw_.inputs) {
+      const int32_t s = raw_.values[in.value].storage;
+      if (std::find(storages.begin(), storages.end(), s) != storages.end())
+        return fail(fmt::format("{} shares memory with another input", in.name));
+      storages.push_back(s);
+      Input copy = in;
+      copy.value = out_.add_value(raw_.values[in.value].meta, -1, s);
+      out_.inputs.push_back(copy);
+      new_root(in.value, copy.value);
+    }
+    return true;
+  }
+
+  // ---- body ----
+  bool body() {
+    try {
+      for (size_t i = 0; i < raw_.nodes.size(); ++i)
+        if (!node(i)) return false;
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+    return true;
+  }
+
+  bool node(size_t i) {
+    const Node& n = raw_.nodes[i];
+    if (n.mutates) return mutation(i);
+    std::vector<Arg> args = map_args(n);
+    Node copy(n.op);
+    copy.kind = n.kind;
+    copy.expected = n.expected;
+    copy.args = std::move(args);
+    for (size_t r = 0; r < n.outputs.size(); ++r) {
+      NodeOutput out{n.outputs[r].is_list, {}};
+      for (ValueId raw_value : n.outputs[r].values) {
+        const Value& rv = raw_.values[raw_value];
+        const ValueId base_raw = alias_source(n, rv.storage);
+        const ValueId fv = out_.add_value(rv.meta, static_cast<int32_t>(out_.nodes.size()),
+                                          base_raw == kNoValue ? next_storage_++ : out_.values[read(base_raw)].storage);
+        out.values.push_back(fv);
+        if (base_raw == kNoValue) {
+          new_root(raw_value, fv);
+          continue;
+        }
+        RawInfo& info = info_[raw_value];
+        info = info_[base_raw];
+        info.chain.push_back(static_cast<int>(i));
+        info.regenerable = info.regenerable && !n.outputs[r].is_list;
+        info.fv = fv;
+        info.version = version_[info.root];
+      }
+      copy.outputs.push_back(std::move(out));
+    }
+    out_.nodes.push_back(std::move(copy));
+    return true;
+  }
+
+  // Position of the argument a view node's (first) result aliases.
+  int base_argument(const Node& view) const {
+    const int32_t storage = raw_.values[view.outputs[0].values[0]].storage;
+    for (size_t k = 0; k < view.args.size(); ++k)
+      if (view.args[k].kind == Arg::Kind::kValue && raw_.values[view.args[k].value].storage == storage)
+        return static_cast<int>(k);
+    throw std::runtime_error(view.name() + " was taken for a view but shares memory with no argument");
+  }
+
+  // The argument a result aliases, told by the trace's storage identity rather than by the schema
+  // (reshape and contiguous alias only sometimes; list views annotate the list's elements).
+  ValueId alias_source(const Node& n, int32_t storage) const {
+    for (const Arg& a : n.args)
+      if (a.kind == Arg::Kind::kValue && raw_.values[a.value].storage == storage) return a.value;
+    return kNoValue;
+  }
+
+  bool mutation(size_t i) {
+    const Node& n = raw_.nodes[i];
+    const auto& schema = n.op.schema();
+    if (n.op.hasTag(at::Tag::inplace_view)) return fail(fmt::format("{} changes a tensor's view in place", n.name()));
+    const auto& name = n.op.operator_name();
+    if (name.name.back() != '_' || !writes(schema.arguments()[0]))
+      return fail(fmt::format("{} writes into an out= argument", n.name()));
+    auto functional = find_op(name.name.substr(0, name.name.size() - 1), name.overload_name);
+    if (!functional) return fail(fmt::format("{} has no out-of-place variant", n.name()));
+    const ValueId target = n.args[0].value;
+    const TensorMeta& target_meta = raw_.values[target].meta;
+    ValueId value = emit(*functional, map_args(n), target_meta, -1);
+    if (out_.values[value].meta.dtype != target_meta.dtype) value = cast(value, target_meta);
+    write(target, value);
+    // The op's result is the target's next version: the same memory, now holding `value`.
+    const ValueId raw_out = n.outputs[0].values[0];
+    info_[raw_out] = info_[target];
+    info_[raw_out].fv = value;
+    info_[raw_out].version = version_[info_[target].root];
+    return true;
+  }
+
+  ValueId cast(ValueId v, const TensorMeta& like) {
+    auto to_copy = find_op("aten::_to_copy", "");
+    std::vector<Arg> args = {value_arg(v), constant_arg(like.dtype), constant_arg(c10::IValue()), constant_arg(c10::IValue()),
+                             constant_arg(c10::IValue()), constant_arg(false), constant_arg(c10::IValue())};
+    return emit(*to_copy, std::move(args), like, -1);
+  }
+
+  // New content `value` for raw value `target`: scatter it up the view chain into a new root version.
+  void write(ValueId target, ValueId value) {
+    const RawInfo info = info_[target];
+    if (!info.regenerable) throw std::runtime_error("a write through a view made by split/unbind/chunk");
+    for (size_t k = info.chain.size(); k-- > 0;) {
+      const Node& view = raw_.nodes[info.chain[k]];
+      const int base_arg = base_argument(view);
+      const ValueId base_raw = view.args[base_arg].value;
+      value = inverse(view, read(base_raw), value, raw_.values[base_raw].meta);
+    }
+    current_[info.root] = value;
+    version_[info.root]++;
+  }
+
+  ValueId inverse(const Node& view, ValueId base, ValueId value, const TensorMeta& base_meta) {
+    const std::string name = view.op.operator_name().name;
+    auto scatter = [&](const char* op, size_t first_constant, size_t count) {
+      std::vector<Arg> args = {value_arg(base), value_arg(value)};
+      for (size_t k = first_constant; k < first_constant + count; ++k) args.push_back(view.args[k]);
+      return emit(*find_op(op, ""), std::move(args), base_meta, -1);
+    };
+    if (name == "aten::slice") return scatter("aten::slice_scatter", 1, 4);
+    if (name == "aten::select") return scatter("aten::select_scatter", 1, 2);
+    if (name == "aten::diagonal") return scatter("aten::diagonal_scatter", 1, 3);
+    if (name == "aten::as_strided") return scatter("aten::as_strided_scatter", 1, 3);
+    if (name == "aten::narrow" && view.args[2].constant.isInt()) {
+      const int64_t start = view.args[2].constant.toInt();
+      std::vector<Arg> args = {value_arg(base), value_arg(value), view.args[1], constant_arg(start),
+                               constant_arg(start + view.args[3].constant.toInt()), constant_arg(int64_t{1})};
+      return emit(*find_op("aten::slice_scatter", ""), std::move(args), base_meta, -1);
+    }
+    if (name == "aten::t" || name == "aten::transpose") {  // their own inverses
+      std::vector<Arg> args = view.args;
+      args[0] = value_arg(value);
+      return emit(view.op, std::move(args), base_meta, out_.values[value].storage);
+    }
+    if (name == "aten::permute") {
+      const auto dims = view.args[1].constant.toIntVector();
+      std::vector<int64_t> inverse_dims(dims.size());
+      for (size_t d = 0; d < dims.size(); ++d) inverse_dims[(dims[d] + dims.size()) % dims.size()] = static_cast<int64_t>(d);
+      return emit(view.op, {value_arg(value), constant_arg(inverse_dims)}, base_meta, out_.values[value].storage);
+    }
+    // Ops that return their input itself when they alias it.
+    if (name == "aten::alias" || name == "aten::contiguous" || name == "aten::to") return value;
+    // Views that keep the logical element order: reshaping back to the base's sizes inverts them.
+    static const char* const kReshapes[] = {"aten::view",    "aten::_unsafe_view", "aten::reshape",
+                                            "aten::unsqueeze", "aten::squeeze",    "aten::flatten",
+                                            "aten::unflatten", "aten::view_as",    "aten::_reshape_alias"};
+    for (const char* r : kReshapes)
+      if (name == r) {
+        std::vector<int64_t> sizes;
+        for (const auto& e : base_meta.sizes) sizes.push_back(e.offset);
+        return emit(*find_op("aten::reshape", ""), {value_arg(value), constant_arg(sizes)}, base_meta, -1);
+      }
+    throw std::runtime_error(fmt::format("a write through {} cannot be turned into a scatter", view.name()));
+  }
+
+  // ---- epilogue ----
+  bool epilogue() {
+    std::vector<ValueId> written(raw_.values.size(), kNoValue);  // input root -> value after write-back
+    for (size_t p = 0; p < raw_.inputs.size(); ++p) {
+      const ValueId root = raw_.inputs[p].value;
+      if (version_[root] == 0) continue;
+      if (raw_.inputs[p].kind == InputKind::kConstant) continue;  // nobody else sees it
+      Node copy(*find_op("aten::copy_", ""));
+      copy.mutates = true;
+      const ValueId input = out_.inputs[p].value;
+      copy.args = {value_arg(input), value_arg(current_[root]), constant_arg(false)};
+      const ValueId after = define(out_.values[input].meta, out_.values[input].storage);
+      copy.outputs.push_back({false, {after}});
+      out_.nodes.push_back(std::move(copy));
+      written[root] = after;
+    }
+    try {
+      for (ValueId r : raw_.outputs) out_.outputs.push_back(r == kNoValue ? kNoValue : output(r, written));
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+    return true;
+  }
+
+  // A result aliasing a written input is rebuilt as a view of the input after its write-back.
+  ValueId output(ValueId r, const std::vector<ValueId>& written) {
+    const RawInfo& info = info_[r];
+    if (written[info.root] == kNoValue) return read(r);
+    if (!info.regenerable) throw std::runtime_error("a result is a split/unbind view of a written input");
+    ValueId v = written[info.root];
+    for (int k : info.chain) {
+      const Node& view = raw_.nodes[k];
+      const int base_arg = base_argument(view);
+      std::vector<Arg> args = view.args;
+      for (size_t a = 0; a < args.size(); ++a)
+        if (static_cast<int>(a) == base_arg) args[a].value = v;
+        else if (args[a].kind == Arg::Kind::kValue) args[a].value = read(args[a].value);
+      v = emit(view.op, std::move(args), raw_.values[view.outputs[0].values[0]].meta, out_.values[v].storage);
+    }
+    return v;
+  }
+
+  const Graph& raw_;
+  Graph out_;
+  std::vector<RawInfo> info_;
+  std::vector<ValueId> current_;  // per root raw value: functional value of its latest content
+  std::vector<int> version_;      // per root raw value: number of writes so far
+  int32_t next_storage_ = 0;
+  std::string why_;
+};
+
+}  // namespace
+
+std::optional<Graph> functionalize(const Graph& graph, std::string* why_not) {
+  return Functionalizer(graph).run(why_not);
+}
+
+bool is_functional(const Graph& graph) {
+  bool in_epilogue = false;
+  for (const auto& n : graph.nodes) {
+    const bool write_back = n.mutates && n.op.operator_name().name == "aten::copy_";
+    const auto& returns = n.op.schema().returns();
+    const bool view = !returns.empty() && returns[0].alias_info() && !returns[0].alias_info()->isWrite();
+    if (n.mutates && !write_back) return false;
+    if (in_epilogue && !write_back && !view) return false;  // after the first write-back: copy_ and views only
+    in_epilogue = in_epilogue || write_back;
+  }
+  return true;
+}
+
+}  // namespace jitc::graph
