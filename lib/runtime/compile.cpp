@@ -100,24 +100,17 @@ std::pair<int64_t, int64_t> Engine::mark_range(c10::ArrayRef<Leaf> leaves, size_
 }
 
 std::vector<uint64_t> Engine::dynamic_candidates(c10::ArrayRef<Leaf> leaves) {
-  if (first_sizes_.size() != leaves.size()) {
-    first_sizes_.assign(leaves.size(), {});
-    changed_dims_.assign(leaves.size(), 0);
-  }
+  history_.resize(leaves.size());
   const auto names = leaf_names(leaves);
   std::vector<uint64_t> candidates(leaves.size(), 0);
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (leaves[i].kind != Leaf::Kind::kTensor) continue;
     const auto sizes = leaves[i].tensor->sizes();
-    auto& first = first_sizes_[i];
-    if (first.empty()) first.assign(sizes.begin(), sizes.end());
-    for (size_t d = 0; first.size() == sizes.size() && d < sizes.size() && d < 64; ++d)
-      if (first[d] != sizes[d] && !(changed_dims_[i] >> d & 1)) {
-        changed_dims_[i] |= 1ull << d;
-        runtime::log(runtime::Artifact::kDynamic,
-                     fmt::format("automatic dynamic {} size({}) {} != {}", names[i], d, first[d], sizes[d]));
-      }
-    uint64_t dynamic = options_.dynamic.value_or(true) ? changed_dims_[i] : 0;
+    const uint64_t fresh = history_.observe(i, sizes);
+    for (size_t d = 0; d < sizes.size() && d < 64; ++d)
+      if (fresh >> d & 1)
+        runtime::log(runtime::Artifact::kDynamic, fmt::format("automatic dynamic {} size({}) {} != {}", names[i], d,
+                                                              history_.first_size(i, d), sizes[d]));
     uint64_t marked = 0, pinned = 0;
     for (const auto& m : options_.dim_marks) {
       if (m.argument != leaves[i].argument || m.dim < 0 || m.dim >= 64) continue;
@@ -128,7 +121,7 @@ std::vector<uint64_t> Engine::dynamic_candidates(c10::ArrayRef<Leaf> leaves) {
       marked |= marks.dynamic;
       pinned |= marks.stat;
     }
-    candidates[i] = (dynamic & ~pinned) | marked;  // mark_dynamic outranks mark_static
+    candidates[i] = guards::dynamic_dims(history_.changed(i), options_.dynamic, marked, pinned);
   }
   return candidates;
 }

@@ -89,14 +89,18 @@ bool break_holds(const graph::Graph& g, const graph::Node& node, const torch::ji
 bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
   // The trace ran below autograd and autocast; their effects (casts) are recorded as ops.
   c10::impl::ExcludeDispatchKeyGuard below(c10::autograd_dispatch_keyset | c10::autocast_dispatch_keyset);
-  torch::jit::Stack stack;
+  thread_local torch::jit::Stack stack;  // reused: a hit allocates no stack
   for (const auto& node : g.nodes) {
     stack.clear();
     push_args(node, in, stack);
     node.op.callBoxed(stack);
     take_outputs(node, stack, *in.values);
-    if (node.kind == graph::NodeKind::kBreak && !break_holds(g, node, stack, *in.values, in.symbols, why)) return false;
+    if (node.kind == graph::NodeKind::kBreak && !break_holds(g, node, stack, *in.values, in.symbols, why)) {
+      stack.clear();
+      return false;
+    }
   }
+  stack.clear();
   return true;
 }
 

@@ -185,8 +185,7 @@ void Engine::reset() {
     entries_.clear();
     most_recent_.store(0);
   }
-  first_sizes_.clear();
-  changed_dims_.clear();
+  history_.clear();
   next_compile_number_ = 0;
   calls_ = hits_ = eager_calls_ = 0;
   {

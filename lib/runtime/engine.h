@@ -2,6 +2,7 @@
 // first) and replays the entry that passes; a miss traces the call again (compile.cpp), up to the
 // recompile limit, after which misses run eagerly (Dynamo's RUN_ONLY).
 #pragma once
+#include "guards/recompile_policy.h"
 #include "runtime/entry.h"
 
 #include <jitc/compiled_function.h>
@@ -68,8 +69,7 @@ class Engine {
   std::atomic<size_t> most_recent_{0};
 
   std::mutex compile_mutex_;  // one trace at a time per function; hits go on meanwhile
-  std::vector<std::vector<int64_t>> first_sizes_;  // automatic dynamic: sizes first seen per leaf
-  std::vector<uint64_t> changed_dims_;             // ... and the dims that changed since
+  guards::DimHistory history_;  // automatic dynamic: sizes seen per leaf
   int next_compile_number_ = 0;
 
   std::atomic<int64_t> calls_{0}, hits_{0}, eager_calls_{0};
