@@ -49,7 +49,7 @@ struct IsModule<M, std::void_t<decltype(&std::decay_t<decltype(*std::declval<M&>
 template <class M, class R, class... A>
 CompiledFunction<R(A...)> compile_module(M module, Options options, R (*)(A...), std::source_location where) {
   return CompiledFunction<R(A...)>(
-      [module = std::move(module)](A... args) -> R { return (*module).forward(std::forward<A>(args)...); },
+      [module = std::move(module)](A... args) mutable -> R { return (*module).forward(std::forward<A>(args)...); },
       std::move(options), where);
 }
 template <class T>

@@ -1,6 +1,7 @@
 #include "graph/passes.h"
 #include "graph/renumber.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace jitc::graph {
@@ -56,6 +57,14 @@ std::vector<bool> written_storages(const Graph& g) {
   return written;
 }
 
+// A result handed to the caller twice would alias itself: eager returns distinct tensors.
+bool defines_result(const Graph& g, const Node& n) {
+  for (const auto& o : n.outputs)
+    for (ValueId v : o.values)
+      if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
+  return false;
+}
+
 }  // namespace
 
 Graph eliminate_common_subexpressions(const Graph& g) {
@@ -70,6 +79,7 @@ Graph eliminate_common_subexpressions(const Graph& g) {
     for (size_t j : candidates) {
       const Node& m = g.nodes[j];
       if (!same_args(m, n, replace) || m.outputs.size() != n.outputs.size()) continue;
+      if (defines_result(g, n) && defines_result(g, m)) continue;
       for (size_t o = 0; o < n.outputs.size(); ++o)
         for (size_t k = 0; k < n.outputs[o].values.size(); ++k)
           if (n.outputs[o].values[k] != kNoValue) replace[n.outputs[o].values[k]] = m.outputs[o].values[k];

@@ -101,6 +101,11 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   in.value = v;
   in.name = fmt::format("captured[{}]", captured_tensors_.size());
   in.captured = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(real.getIntrusivePtr());
+  // Memory the tensor does not own (from_blob) may be changed or freed by the callable after this op;
+  // if the tensor turns out to be a temporary of the callable, the graph keeps this copy.
+  // Such storage has no allocator (ATen's own tensors always have one).
+  if (real.has_storage() && real.storage().allocator() == nullptr)
+    borrowed_snapshots_.emplace(graph_.inputs.size(), real.clone());
   captured_tensors_.emplace_back(graph_.inputs.size(), real);
   graph_.inputs.push_back(std::move(in));
   captured_current_.emplace(real.unsafeGetTensorImpl(), v);
@@ -276,12 +281,14 @@ graph::Graph TraceSession::finish() {
     if (tensor.use_count() > 1 + (written ? 1 : 0)) continue;
     if (written) unreplayable_ = "the callable wrote into a tensor it created without an ATen op (from_blob)";
     in.kind = graph::InputKind::kConstant;
-    in.constant = tensor;
+    auto snapshot = borrowed_snapshots_.find(position);
+    in.constant = snapshot != borrowed_snapshots_.end() ? snapshot->second : tensor;
     in.captured = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
         c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>());
   }
   captured_tensors_.clear();
   captured_current_.clear();
+  borrowed_snapshots_.clear();
   backups_.clear();
   return std::move(graph_);
 }
