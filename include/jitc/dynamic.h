@@ -1,5 +1,8 @@
-// Dynamic-shape marks on tensors, with torch._dynamo's semantics:
-// - mark_dynamic(t, dim, min, max): the dim is symbolic from the start (within [min, max]);
+// Dynamic-shape marks on tensors, with torch._dynamo's semantics except where noted:
+// - mark_dynamic(t, dim, min, max): the dim may be symbolic (within [min, max]), even with dynamic=false.
+//   Unlike torch._dynamo, the first entry is still static: a C++ tracer cannot see the arithmetic the
+//   callable does on sizes, so the symbolic graph is derived from two traces at different sizes (see
+//   lib/graph/generalize.h). The dim becomes symbolic at its first size change;
 // - maybe_mark_dynamic(t, dim): symbolic if possible, no error if it must be specialized;
 // - mark_static(t, dim): never symbolic (lower precedence than mark_dynamic).
 // Marks live on the tensor object (its TensorImpl) until it is freed; marking a new dim later forces a

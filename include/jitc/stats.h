@@ -11,6 +11,8 @@ struct Stats {
   int64_t hits = 0;             // calls served by a compiled entry
   int64_t compiles = 0;         // traces that produced an entry (the first one included)
   int64_t recompiles = 0;       // compiles after the first
+  int64_t size_checks = 0;      // traces that confirmed a symbolic entry for new sizes (no new entry)
+  // Every call is exactly one of: a hit, a compile, a size check, or an eager fallback.
   int64_t eager_fallbacks = 0;  // calls that ran the callable eagerly
   int64_t graph_breaks = 0;     // breaks seen while tracing
   int64_t entries = 0;          // live cache entries

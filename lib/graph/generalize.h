@@ -5,8 +5,9 @@
 // outside the dispatcher and only its result is seen. Each integer that differs between the traces must
 // be explained by exactly one form with one free parameter (k*s, s + c, k*s*t), fixed by the first trace
 // and verified by the second; anything else (a different op sequence, an unexplained or ambiguous
-// integer, a differing float) keeps the dims static. Code that branches on a size at other thresholds
-// than the two traced sizes is invisible to this check: mark such dims static (see README).
+// integer, a differing float) keeps the dims static. Two traces cannot rule out an integer that only
+// looks affine at those two sizes (x.size(0) / 2 is 1 at 2 and 3), so the engine trusts the result at a
+// new size only once that size's own trace generalizes to the same graph (runtime::SizeLedger).
 #pragma once
 #include "graph/graph.h"
 

@@ -4,6 +4,8 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <fmt/ranges.h>
 
 namespace jitc::guards {
@@ -93,15 +95,21 @@ class Walker {
     return c_.captured[i - g_.num_argument_tensors];
   }
 
+  // Structure first; a list of another length is reported as its len() guard, as Dynamo does.
   bool layout() {
-    if (c_.leaves.size() != g_.layout.size())
-      return fail([&] { return fmt::format("argument structure mismatch. expected {} leaves, actual {}", g_.layout.size(), c_.leaves.size()); });
-    for (size_t i = 0; i < g_.layout.size(); ++i)
+    const size_t n = std::min(c_.leaves.size(), g_.layout.size());
+    for (size_t i = 0; i < n; ++i) {
       if (c_.leaves[i].kind != g_.layout[i])
         return fail([&] {
           return fmt::format("argument '{}' mismatch. expected {}, actual {}", g_.leaf_names[i], kind_name(g_.layout[i]),
                              kind_name(c_.leaves[i].kind));
         });
+      if (g_.layout[i] == Kind::kListSize)
+        for (const auto& s : g_.scalars)
+          if (s.leaf == static_cast<int>(i) && s.i != c_.leaves[i].i) return fail([&] { return scalar_text(s); });
+    }
+    if (c_.leaves.size() != g_.layout.size())
+      return fail([&] { return fmt::format("argument structure mismatch. expected {} leaves, actual {}", g_.layout.size(), c_.leaves.size()); });
     return true;
   }
 

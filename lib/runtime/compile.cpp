@@ -71,17 +71,11 @@ std::vector<std::string> Engine::leaf_names(c10::ArrayRef<Leaf> leaves) const {
 std::vector<std::string> Engine::failure_reasons(c10::ArrayRef<Leaf> leaves, const uint64_t* marks) const {
   std::vector<std::string> reasons;
   std::shared_lock lock(entries_mutex_);
-  c10::SmallVector<c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, 8> refs;
-  c10::SmallVector<const c10::TensorImpl*, 8> raw;
+  runtime::CapturedTensors captured;
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const auto& e = **it;
-    refs.clear();
-    raw.clear();
-    for (size_t position : e.captured_inputs) {
-      refs.push_back(e.graph.inputs[position].captured.lock());
-      raw.push_back(refs.back().defined() ? refs.back().get() : nullptr);
-    }
-    const std::string why = guards::explain(e.guards, {leaves, raw.data(), raw.size(), marks});
+    captured.lock(e);
+    const std::string why = guards::explain(e.guards, captured.view(leaves, marks));
     if (!why.empty()) reasons.push_back(fmt::format("{}: {}", compile_id(e.compile_number), why));
   }
   return reasons;
@@ -152,13 +146,13 @@ std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::Arr
   return e;
 }
 
-std::shared_ptr<runtime::Entry> Engine::generalized(const runtime::Entry& a, const runtime::Entry& b,
+std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const EntryPtr& second,
                                                     c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates) {
+  const runtime::Entry& a = *first;
+  const runtime::Entry& b = *second;
   if (a.traced.num_symbols != 0 || a.leaf_sizes.size() != b.leaf_sizes.size()) return nullptr;
   graph::SymbolValues values;
   std::vector<std::pair<int64_t, int64_t>> ranges;
-  const auto names = leaf_names(leaves);
-  std::vector<std::string> created;
   for (size_t i = 0; i < b.leaf_sizes.size(); ++i) {
     if (a.leaf_sizes[i].size() != b.leaf_sizes[i].size()) return nullptr;
     for (size_t d = 0; d < b.leaf_sizes[i].size(); ++d) {
@@ -173,8 +167,6 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const runtime::Entry& a, con
       values.a.push_back(va);
       values.b.push_back(vb);
       ranges.push_back(range);
-      created.push_back(fmt::format("create_symbol s{} = {} for {}.size()[{}] [{}, {}]", s, vb, names[i], d, range.first,
-                                    range.second == std::numeric_limits<int64_t>::max() ? "int_oo" : std::to_string(range.second)));
     }
   }
   if (values.a.empty()) return nullptr;
@@ -196,7 +188,10 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const runtime::Entry& a, con
   for (size_t k = 0; k < result_ints.size(); ++k) e->result[k].i = result_ints[k];
   if (e->guards.symbols.size() != values.a.size()) return nullptr;  // every symbol must be read off an argument
   e->breaks = b.breaks;
-  for (const auto& line : created) runtime::log(runtime::Artifact::kDynamic, line);
+  e->first = first;
+  e->second = second;
+  e->sizes.record(values.a, true);  // both traces confirm the fit at their own sizes
+  e->sizes.record(values.b, true);
   return e;
 }
 
@@ -204,9 +199,15 @@ void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> 
                      const std::vector<uint64_t>& candidates) {
   std::unique_lock lock(entries_mutex_);
   for (size_t i = entries_.size(); i-- > 0;) {
-    auto symbolic = generalized(*entries_[i], *entry, leaves, candidates);
+    auto symbolic = generalized(entries_[i], entry, leaves, candidates);
     if (!symbolic) continue;
     symbolic->compile_number = entry->compile_number;
+    for (const auto& sym : symbolic->guards.symbols)
+      runtime::log(runtime::Artifact::kDynamic,
+                   fmt::format("create_symbol s{} = {} for {} [{}, {}]", sym.symbol,
+                               leaves[symbolic->guards.tensors[sym.tensor].leaf].tensor->size(sym.dim),
+                               symbolic->guards.symbol_sources[sym.symbol], sym.min,
+                               sym.max == std::numeric_limits<int64_t>::max() ? "int_oo" : std::to_string(sym.max)));
     log_entry(*symbolic);
     entries_[i] = std::move(symbolic);
     most_recent_.store(i);
@@ -265,13 +266,38 @@ ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::
   return out;
 }
 
+bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile, tracer::TraceOutcome& outcome,
+                        ResultLeaves& eager) {
+  try {
+    outcome = tracer::trace(invoker_, leaves, leaf_names(leaves), options_.fullgraph);
+  } catch (const tracer::TraceFailure& f) {
+    if (f.kind() == tracer::TraceFailure::Kind::kFullGraph) throw FullGraphError(f.what());
+    compile.unlock();
+    eager = after_trace_failure(leaves, f, f.kind() == tracer::TraceFailure::Kind::kGradRequired);
+    return false;
+  } catch (const FullGraphError&) {
+    throw;
+  } catch (const Error& e) {
+    compile.unlock();
+    eager = after_trace_failure(leaves, e, false);
+    return false;
+  }
+  if (outcome.unreplayable.empty()) return true;
+  eager_only_ = true;
+  runtime::warn(fmt::format("jitc: '{}' runs eagerly from now on: {}", name_, outcome.unreplayable));
+  eager = std::move(outcome.result);
+  return false;
+}
+
 ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure) {
   std::unique_lock compile(compile_mutex_);
   std::string again;
-  if (auto out = try_entries(leaves, marks, &again)) {  // another thread compiled it meanwhile
+  Unchecked unchecked;
+  if (auto out = try_entries(leaves, marks, &again, &unchecked)) {  // another thread compiled it meanwhile
     hits_.fetch_add(1, std::memory_order_relaxed);
     return std::move(*out);
   }
+  if (unchecked.entry) return check_sizes_and_run(unchecked, leaves, compile);
   auto reasons = failure_reasons(leaves, marks);
   if (!again.empty() || !break_failure.empty()) reasons.insert(reasons.begin(), again.empty() ? break_failure : again);
   size_t count;
@@ -297,23 +323,8 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
   const auto candidates = dynamic_candidates(leaves);
   const auto started = std::chrono::steady_clock::now();
   tracer::TraceOutcome outcome;
-  try {
-    outcome = tracer::trace(invoker_, leaves, leaf_names(leaves), options_.fullgraph);
-  } catch (const tracer::TraceFailure& f) {
-    if (f.kind() == tracer::TraceFailure::Kind::kFullGraph) throw FullGraphError(f.what());
-    compile.unlock();
-    return after_trace_failure(leaves, f, f.kind() == tracer::TraceFailure::Kind::kGradRequired);
-  } catch (const FullGraphError&) {
-    throw;
-  } catch (const Error& e) {
-    compile.unlock();
-    return after_trace_failure(leaves, e, false);
-  }
-  if (!outcome.unreplayable.empty()) {
-    eager_only_ = true;
-    runtime::warn(fmt::format("jitc: '{}' runs eagerly from now on: {}", name_, outcome.unreplayable));
-    return std::move(outcome.result);
-  }
+  ResultLeaves eager;
+  if (!trace_call(leaves, compile, outcome, eager)) return eager;
   next_compile_number_++;
   auto entry = make_entry(std::move(outcome.graph), leaves, outcome.result, candidates, {});
   entry->compile_number = number;
@@ -333,6 +344,83 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
                              "through the eager backend",
                              name_),
                  compile_id(number));
+  return std::move(outcome.result);
+}
+
+namespace {
+
+bool same_program(const runtime::Entry& a, const runtime::Entry& b) {
+  if (graph::to_text(a.graph) != graph::to_text(b.graph) || a.result.size() != b.result.size()) return false;
+  for (size_t k = 0; k < a.result.size(); ++k)
+    if (a.result[k].kind != b.result[k].kind || a.result[k].i != b.result[k].i || a.result[k].d != b.result[k].d) return false;
+  return true;
+}
+
+std::string sizes_text(const std::vector<int64_t>& symbols) {
+  std::string s;
+  for (size_t k = 0; k < symbols.size(); ++k) s += fmt::format("{}s{}={}", k ? ", " : "", k, symbols[k]);
+  return s;
+}
+
+}  // namespace
+
+// A symbolic entry meets sizes it was not checked against: trace this call and keep the entry for these
+// sizes only if the trace generalizes to the very same program; otherwise the sizes get their own entry.
+ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves,
+                                         std::unique_lock<std::mutex>& compile) {
+  const auto candidates = dynamic_candidates(leaves);
+  const auto started = std::chrono::steady_clock::now();
+  tracer::TraceOutcome outcome;
+  ResultLeaves eager;
+  if (!trace_call(leaves, compile, outcome, eager)) return eager;
+  const runtime::Entry& symbolic = *unchecked.entry;
+  std::shared_ptr<const runtime::Entry> fresh =
+      make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
+  bool confirmed = false;
+  for (const auto& origin : {symbolic.first, symbolic.second}) {
+    if (confirmed || !origin) continue;
+    auto again = generalized(origin, fresh, leaves, candidates);
+    confirmed = again && same_program(*again, symbolic);
+  }
+  symbolic.sizes.record(unchecked.symbols, confirmed);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    compile_stats_.size_checks += confirmed;  // a rejected check counts below, as a compile or an eager call
+    compile_stats_.compile_seconds += seconds;
+  }
+  const std::string id = compile_id(symbolic.compile_number);
+  if (confirmed) {
+    runtime::log(runtime::Artifact::kDynamic, fmt::format("{}: sizes {} follow the symbolic graph", name_, sizes_text(unchecked.symbols)), id);
+    return std::move(outcome.result);
+  }
+  runtime::log(runtime::Artifact::kDynamic,
+               fmt::format("{}: at sizes {} the trace does not follow the symbolic graph (an integer computed from a "
+                           "size is not the fitted expression); these sizes get their own entry",
+                           name_, sizes_text(unchecked.symbols)),
+               id);
+  size_t count;
+  {
+    std::shared_lock lock(entries_mutex_);
+    count = entries_.size();
+  }
+  if (count >= static_cast<size_t>(runtime::env_recompile_limit(options_.recompile_limit))) {
+    eager_calls_.fetch_add(1, std::memory_order_relaxed);  // its ops ran once, for real; no entry
+    return std::move(outcome.result);
+  }
+  auto entry = make_entry(std::move(outcome.graph), leaves, outcome.result, candidates, {});
+  entry->compile_number = next_compile_number_++;
+  entry->breaks = outcome.breaks;
+  log_entry(*entry);
+  {
+    std::unique_lock lock(entries_mutex_);
+    entries_.push_back(std::move(entry));
+    most_recent_.store(entries_.size() - 1);
+  }
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  compile_stats_.compiles++;
+  compile_stats_.recompiles++;
+  compile_stats_.recompile_reasons.push_back(fmt::format("{}: sizes {} do not follow the symbolic graph", id, sizes_text(unchecked.symbols)));
   return std::move(outcome.result);
 }
 

@@ -21,17 +21,6 @@ std::vector<at::Tensor>& scratch_values() {
   return values;
 }
 
-using CapturedRefs = c10::SmallVector<c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, 8>;
-
-void lock_captured(const runtime::Entry& e, CapturedRefs& refs, c10::SmallVector<const c10::TensorImpl*, 8>& raw) {
-  refs.clear();
-  raw.clear();
-  for (size_t position : e.captured_inputs) {
-    refs.push_back(e.graph.inputs[position].captured.lock());
-    raw.push_back(refs.back().defined() ? refs.back().get() : nullptr);
-  }
-}
-
 }  // namespace
 
 Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_location where)
@@ -59,7 +48,7 @@ ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
   }
   const uint64_t* mark_ptr = marks.empty() ? nullptr : marks.data();
   std::string break_failure;
-  if (auto out = try_entries(leaves, mark_ptr, &break_failure)) {
+  if (auto out = try_entries(leaves, mark_ptr, &break_failure, nullptr)) {
     hits_.fetch_add(1, std::memory_order_relaxed);
     return std::move(*out);
   }
@@ -93,31 +82,46 @@ ResultLeaves Engine::run_eager(c10::ArrayRef<Leaf> leaves) {
   return invoker_(leaves);
 }
 
-Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols) {
-  CapturedRefs refs;
-  c10::SmallVector<const c10::TensorImpl*, 8> raw;
+Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
+                                    size_t* index, Unchecked* unchecked) {
+  runtime::CapturedTensors captured;
   std::shared_lock lock(entries_mutex_);
   const size_t n = entries_.size();
-  if (n == 0) return nullptr;
   size_t first = most_recent_.load(std::memory_order_relaxed);
   if (first >= n) first = 0;
   for (size_t k = 0; k < n; ++k) {
     const size_t i = k == 0 ? first : (k <= first ? k - 1 : k);
+    if (i < 64 && (skip >> i & 1)) continue;
     const auto& entry = entries_[i];
-    lock_captured(*entry, refs, raw);
-    guards::CallView view{leaves, raw.data(), raw.size(), marks};
-    if (!guards::check(entry->guards, view, symbols)) continue;
+    captured.lock(*entry);
+    if (!guards::check(entry->guards, captured.view(leaves, marks), symbols)) continue;
+    if (const int s = entry->graph.num_symbols; s > 0) {
+      const auto verdict = entry->sizes.lookup({symbols, static_cast<size_t>(s)});
+      if (verdict == runtime::SizeLedger::Verdict::kRejected) continue;
+      if (verdict == runtime::SizeLedger::Verdict::kUnknown) {
+        if (unchecked && !unchecked->entry) *unchecked = {entry, std::vector<int64_t>(symbols, symbols + s)};
+        continue;
+      }
+    }
     if (i != first) most_recent_.store(i, std::memory_order_relaxed);
+    *index = i;
     return entry;
   }
   return nullptr;
 }
 
-std::optional<ResultLeaves> Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure) {
+std::optional<ResultLeaves> Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure,
+                                                Unchecked* unchecked) {
   int64_t symbols[kMaxSymbols];
-  EntryPtr entry = find_entry(leaves, marks, symbols);
-  if (!entry) return std::nullopt;
-  return run_entry(*entry, leaves, symbols, failure);
+  uint64_t skip = 0;
+  for (;;) {
+    size_t index = 0;
+    EntryPtr entry = find_entry(leaves, marks, symbols, skip, &index, unchecked);
+    if (!entry) return std::nullopt;
+    if (auto out = run_entry(*entry, leaves, symbols, failure)) return out;
+    if (index >= 64) return std::nullopt;
+    skip |= 1ull << index;  // a graph break gave another value: another entry may hold it
+  }
 }
 
 std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves,

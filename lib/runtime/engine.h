@@ -4,6 +4,7 @@
 #pragma once
 #include "guards/recompile_policy.h"
 #include "runtime/entry.h"
+#include "tracer/trace.h"
 
 #include <jitc/compiled_function.h>
 
@@ -32,9 +33,20 @@ class Engine {
   using EntryPtr = std::shared_ptr<const runtime::Entry>;
   static constexpr int kMaxSymbols = 16;
 
+  // A symbolic entry whose guards pass for sizes it has not been checked against yet.
+  struct Unchecked {
+    EntryPtr entry;
+    std::vector<int64_t> symbols;
+  };
+
   // ---- hit path (engine.cpp) ----
-  std::optional<ResultLeaves> try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure);
-  EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols);
+  // Runs the first entry whose guards pass and whose graph breaks hold. `unchecked` receives a
+  // symbolic entry that would serve these sizes once checked (compile.cpp does that).
+  std::optional<ResultLeaves> try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure,
+                                          Unchecked* unchecked);
+  // Entries are tried most recently hit first; bit i of `skip` skips entries_[i].
+  EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
+                      size_t* index, Unchecked* unchecked);
   std::optional<ResultLeaves> run_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves,
                                         const int64_t* symbols, std::string* failure);
   std::optional<std::string> eager_reason(c10::ArrayRef<Leaf> leaves) const;
@@ -42,6 +54,11 @@ class Engine {
 
   // ---- miss path (compile.cpp) ----
   ResultLeaves compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure);
+  ResultLeaves check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves,
+                                   std::unique_lock<std::mutex>& compile);
+  // Traces the call; on failure runs it eagerly (and returns false with `eager` set) or throws.
+  bool trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile, tracer::TraceOutcome& outcome,
+                  ResultLeaves& eager);
   std::vector<std::string> failure_reasons(c10::ArrayRef<Leaf> leaves, const uint64_t* marks) const;
   ResultLeaves at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons);
   ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required);
@@ -50,8 +67,8 @@ class Engine {
   std::shared_ptr<runtime::Entry> make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves,
                                              const ResultLeaves& result, const std::vector<uint64_t>& dynamic_dims,
                                              const std::vector<std::pair<int64_t, int64_t>>& ranges);
-  std::shared_ptr<runtime::Entry> generalized(const runtime::Entry& partner, const runtime::Entry& fresh,
-                                              c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
+  std::shared_ptr<runtime::Entry> generalized(const EntryPtr& partner, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
+                                              const std::vector<uint64_t>& candidates);
   void install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
   void log_entry(const runtime::Entry& entry) const;
   std::string compile_id(int compile_number) const;

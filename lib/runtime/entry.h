@@ -7,6 +7,11 @@
 
 #include <jitc/detail/leaves.h>
 
+#include <c10/util/SmallVector.h>
+
+#include <map>
+#include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -17,6 +22,28 @@ struct ResultSlot {
   graph::ValueId value = graph::kNoValue;  // tensors
   double d = 0;                            // kDouble
   graph::SymExpr i;                        // kInt / kBool (may depend on symbolic sizes)
+};
+
+// The symbol values a symbolic entry has been checked against. Two traces can fit integers that do not
+// hold at other sizes (x.size(0) / 2 is 1 at sizes 2 and 3), so an entry serves a size only after that
+// size's own trace produced the same symbolic graph; a size whose trace differs is rejected and gets a
+// static entry of its own. Kernels compiled for the entry are reused either way.
+class SizeLedger {
+ public:
+  enum class Verdict { kUnknown, kAccepted, kRejected };
+  Verdict lookup(c10::ArrayRef<int64_t> symbols) const;
+  void record(c10::ArrayRef<int64_t> symbols, bool accepted);
+
+ private:
+  struct Less {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+    }
+  };
+  mutable std::shared_mutex mutex_;
+  std::map<std::vector<int64_t>, bool, Less> verdicts_;
 };
 
 struct Entry {
@@ -31,6 +58,19 @@ struct Entry {
   // Inputs written before a graph break: copied before a replay so that a failed break check can undo
   // the writes before the call is traced again.
   std::vector<size_t> backup_inputs;
+  // A symbolic entry: the two static entries it was generalized from, and the sizes checked so far.
+  std::shared_ptr<const Entry> first, second;
+  mutable SizeLedger sizes;
+};
+
+// The entry's captured tensors, locked for one call (null where a tensor was freed), in guard order.
+struct CapturedTensors {
+  c10::SmallVector<c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, 8> refs;
+  c10::SmallVector<const c10::TensorImpl*, 8> raw;
+  void lock(const Entry& entry);
+  guards::CallView view(c10::ArrayRef<detail::Leaf> leaves, const uint64_t* marks) const {
+    return {leaves, raw.data(), raw.size(), marks};
+  }
 };
 
 // Builds the guards of a graph traced on `leaves` (marks: per leaf, dims that may be dynamic).

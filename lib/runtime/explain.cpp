@@ -13,7 +13,8 @@ ExplainOutput Engine::explain(c10::ArrayRef<Leaf> leaves) {
   for (size_t i = 0; i < leaves.size(); ++i)
     if (leaves[i].kind == Leaf::Kind::kTensor) marks[i] = runtime::marks_of(leaves[i].tensor->unsafeGetTensorImpl()).dynamic;
   int64_t symbols[kMaxSymbols];
-  EntryPtr entry = find_entry(leaves, marks.data(), symbols);
+  size_t index = 0;
+  EntryPtr entry = find_entry(leaves, marks.data(), symbols, 0, &index, nullptr);
   if (!entry) {  // ran eagerly
     out.break_reasons.push_back({"<whole function>", "ran eagerly (see the warning jitc printed)"});
     return out;

@@ -3,6 +3,8 @@
 // Graphs are built by running the real tracer (tracer::trace) on small callables.
 #include <catch2/catch.hpp>
 
+#include "support/trace_of.h"
+
 #include "graph/generalize.h"
 #include "graph/graph.h"
 #include "graph/passes.h"
@@ -26,28 +28,11 @@ using jitc::graph::SymbolValues;
 
 namespace {
 
-// Traces fn(args...) with the tracer exactly as CompiledFunction's invoker would call it.
-template <class F, class... Args>
-jitc::tracer::TraceOutcome trace_of(F fn, const Args&... args) {
-  using R = std::decay_t<std::invoke_result_t<F&, const Args&...>>;
-  jitc::detail::Leaves leaves;
-  int position = 0;
-  (jitc::detail::flatten_arg(leaves, position++, args), ...);
-  jitc::detail::Invoker invoker = [&fn](c10::ArrayRef<jitc::detail::Leaf> ls) {
-    size_t pos = 0;
-    std::tuple<Args...> typed{jitc::detail::ArgReader<Args>::read(ls, pos)...};
-    jitc::detail::ResultLeaves out;
-    jitc::detail::ResultCodec<R>::flatten(out, std::apply(fn, typed));
-    return out;
-  };
-  std::vector<std::string> names;
-  for (size_t i = 0; i < leaves.size(); ++i) names.push_back("args[" + std::to_string(i) + "]");
-  return jitc::tracer::trace(invoker, leaves, names, /*fullgraph=*/false);
-}
+using jitc::testing::trace_of;
 
 template <class F, class... Args>
 Graph graph_of(F fn, const Args&... args) {
-  return trace_of(std::move(fn), args...).graph;
+  return trace_of(fn, args...).graph;
 }
 
 std::vector<std::string> op_names(const Graph& g) {
@@ -83,8 +68,8 @@ TEST_CASE("to_text prints the canonical text of x*2+1 on f32[2,3]", "[graph]") {
 
 TEST_CASE("to_text shows dtypes, views with offsets and non-tensor result slots", "[graph]") {
   const auto x = at::arange(12, at::kLong).view({3, 4});
-  const auto outcome = trace_of(
-      [](const at::Tensor& t) { return std::make_tuple(t.select(0, 1), t.size(0) * 2); }, x);
+  auto fn = [](const at::Tensor& t) { return std::make_tuple(t.select(0, 1), t.size(0) * 2); };
+  const auto outcome = trace_of(fn, x);
   const std::string text = jitc::graph::to_text(outcome.graph);
   INFO(text);
   CHECK(contains(text, "%0: i64[3, 4]{4, 1} arg"));

@@ -3,6 +3,8 @@
 // eager), later calls replay the recorded graph.
 #include <catch2/catch.hpp>
 
+#include "support/trace_of.h"
+
 #include "graph/graph.h"
 #include "graph/passes.h"
 #include "tracer/trace.h"
@@ -42,24 +44,7 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// Runs the tracer directly, as CompiledFunction's invoker would.
-template <class F, class... Args>
-jitc::tracer::TraceOutcome trace_of(F& fn, const Args&... args) {
-  using R = std::decay_t<std::invoke_result_t<F&, const Args&...>>;
-  jitc::detail::Leaves leaves;
-  int position = 0;
-  (jitc::detail::flatten_arg(leaves, position++, args), ...);
-  jitc::detail::Invoker invoker = [&fn](c10::ArrayRef<jitc::detail::Leaf> ls) {
-    size_t pos = 0;
-    std::tuple<Args...> typed{jitc::detail::ArgReader<Args>::read(ls, pos)...};
-    jitc::detail::ResultLeaves out;
-    jitc::detail::ResultCodec<R>::flatten(out, std::apply(fn, typed));
-    return out;
-  };
-  std::vector<std::string> names;
-  for (size_t i = 0; i < leaves.size(); ++i) names.push_back("args[" + std::to_string(i) + "]");
-  return jitc::tracer::trace(invoker, leaves, names, /*fullgraph=*/false);
-}
+using jitc::testing::trace_of;
 
 const float kData[3] = {1.f, 2.f, 3.f};
 
@@ -547,7 +532,10 @@ TEST_CASE("a size-dependent view traced at two batch sizes replays right at a th
   const auto s = f.stats();
   CHECK(s.compiles == 2);  // 4, then 6 generalizes to one symbolic entry that serves 10 and 3
   CHECK(s.entries == 1);
-  CHECK(s.hits == 2);
+  CHECK(s.size_checks == 2);  // 10 and 3 were each confirmed by one trace...
+  const auto x = at::randn({10, 8});
+  CHECK(same(f(x), fn(x)));
+  CHECK(f.stats().hits == 1);  // ... and hit from then on
 }
 
 TEST_CASE("identical pure results are distinct tensors, as in eager", "[tracer]") {
