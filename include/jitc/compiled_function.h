@@ -37,6 +37,10 @@ class CompiledFunction;
 
 template <class R, class... Args>
 class CompiledFunction<R(Args...)> {
+  static_assert(((!std::is_lvalue_reference_v<Args> || std::is_const_v<std::remove_reference_t<Args>>) && ...),
+                "jitc::compile: the callable takes a non-const reference; it would write into a copy. Return the "
+                "value instead (results may be tensors, tuples or vectors of tensors).");
+
  public:
   using Result = std::decay_t<R>;
 

@@ -49,19 +49,30 @@ std::vector<bool> written_storages(const Graph& g) {
   int32_t max_storage = 0;
   for (const auto& v : g.values) max_storage = std::max(max_storage, v.storage + 1);
   std::vector<bool> written(max_storage, false);
-  for (const auto& n : g.nodes)
-    if (n.mutates)
-      for (const auto& o : n.outputs)
-        for (ValueId v : o.values)
-          if (v != kNoValue && g.values[v].storage >= 0) written[g.values[v].storage] = true;
+  auto mark = [&](ValueId v) {
+    if (v != kNoValue && g.values[v].storage >= 0) written[g.values[v].storage] = true;
+  };
+  for (const auto& n : g.nodes) {
+    if (!n.mutates) continue;
+    for (const auto& o : n.outputs)
+      for (ValueId v : o.values) mark(v);
+    if (!writes_unannotated(n)) continue;
+    for (const auto& a : n.args) {
+      if (a.kind == Arg::Kind::kValue) mark(a.value);
+      for (ValueId v : a.list) mark(v);
+    }
+  }
   return written;
 }
 
-// A result handed to the caller twice would alias itself: eager returns distinct tensors.
-bool defines_result(const Graph& g, const Node& n) {
+// Whether a node's results share memory with a result of the graph (are one, or a view of one).
+// Merging two such nodes would make two results handed to the caller share a buffer; eager's do not.
+bool backs_result(const Graph& g, const Node& n, const std::vector<int32_t>& result_storages) {
   for (const auto& o : n.outputs)
     for (ValueId v : o.values)
-      if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
+      if (v != kNoValue && std::find(result_storages.begin(), result_storages.end(), g.values[v].storage) !=
+                               result_storages.end())
+        return true;
   return false;
 }
 
@@ -69,6 +80,9 @@ bool defines_result(const Graph& g, const Node& n) {
 
 Graph eliminate_common_subexpressions(const Graph& g) {
   const auto written = written_storages(g);
+  std::vector<int32_t> result_storages;
+  for (ValueId v : g.outputs)
+    if (v != kNoValue) result_storages.push_back(g.values[v].storage);
   std::vector<ValueId> replace(g.values.size());
   std::iota(replace.begin(), replace.end(), 0);
   std::vector<bool> keep(g.nodes.size(), true);
@@ -79,7 +93,7 @@ Graph eliminate_common_subexpressions(const Graph& g) {
     for (size_t j : candidates) {
       const Node& m = g.nodes[j];
       if (!same_args(m, n, replace) || m.outputs.size() != n.outputs.size()) continue;
-      if (defines_result(g, n) && defines_result(g, m)) continue;
+      if (backs_result(g, n, result_storages) && backs_result(g, m, result_storages)) continue;
       for (size_t o = 0; o < n.outputs.size(); ++o)
         for (size_t k = 0; k < n.outputs[o].values.size(); ++k)
           if (n.outputs[o].values[k] != kNoValue) replace[n.outputs[o].values[k]] = m.outputs[o].values[k];

@@ -278,9 +278,21 @@ class Functionalizer {
     if (name == "aten::slice") return scatter("aten::slice_scatter", 1, 4);
     if (name == "aten::select") return scatter("aten::select_scatter", 1, 2);
     if (name == "aten::diagonal") return scatter("aten::diagonal_scatter", 1, 3);
-    if (name == "aten::as_strided") return scatter("aten::as_strided_scatter", 1, 3);
+    if (name == "aten::as_strided") {
+      // as_strided_scatter addresses a fresh contiguous copy of the base: right only for such bases.
+      int64_t expected = 1;
+      bool contiguous = base_meta.storage_offset == 0;
+      for (size_t d = base_meta.sizes.size(); d-- > 0;) {
+        contiguous = contiguous && (base_meta.sizes[d].offset == 1 || base_meta.strides[d].offset == expected);
+        expected *= base_meta.sizes[d].offset;
+      }
+      if (!contiguous) throw std::runtime_error("a write through as_strided of a non-contiguous tensor");
+      return scatter("aten::as_strided_scatter", 1, 3);
+    }
     if (name == "aten::narrow" && view.args[2].constant.isInt()) {
-      const int64_t start = view.args[2].constant.toInt();
+      int64_t start = view.args[2].constant.toInt();
+      const int64_t dim = view.args[1].constant.toInt();
+      if (start < 0) start += base_meta.sizes[(dim + base_meta.sizes.size()) % base_meta.sizes.size()].offset;
       std::vector<Arg> args = {value_arg(base), value_arg(value), view.args[1], constant_arg(start),
                                constant_arg(start + view.args[3].constant.toInt()), constant_arg(int64_t{1})};
       return emit(*find_op("aten::slice_scatter", ""), std::move(args), base_meta, -1);
@@ -303,7 +315,7 @@ class Functionalizer {
                                             "aten::unsqueeze", "aten::squeeze",    "aten::flatten",
                                             "aten::unflatten", "aten::view_as",    "aten::_reshape_alias"};
     for (const char* r : kReshapes)
-      if (name == r) {
+      if (name == r && view.op.operator_name().overload_name != "dtype") {  // view.dtype reinterprets bytes
         std::vector<int64_t> sizes;
         for (const auto& e : base_meta.sizes) sizes.push_back(e.offset);
         return emit(*find_op("aten::reshape", ""), {value_arg(value), constant_arg(sizes)}, base_meta, -1);

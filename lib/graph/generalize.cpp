@@ -70,8 +70,9 @@ class Generalizer {
     for (size_t v = 0; v < a_.values.size(); ++v) {
       const TensorMeta& x = a_.values[v].meta;
       const TensorMeta& y = b_.values[v].meta;
-      if (x.dtype != y.dtype || x.device != y.device || x.storage_offset != y.storage_offset)
-        return fail(fmt::format("%{} has a different dtype, device or offset", v));
+      if (x.dtype != y.dtype || x.device != y.device || x.storage_offset != y.storage_offset ||
+          a_.values[v].storage != b_.values[v].storage)
+        return fail(fmt::format("%{} has a different dtype, device, offset or aliasing", v));
       if (!shape(x.sizes, y.sizes, out.values[v].meta.sizes, "size", v) ||
           !shape(x.strides, y.strides, out.values[v].meta.strides, "stride", v))
         return false;

@@ -83,6 +83,12 @@ struct Node {
   std::string name() const;  // "aten::add.Tensor"
 };
 
+// Ops that write some of their tensor arguments without saying so in their schema (batch_norm updates
+// its running statistics in training mode). The tracer marks their nodes `mutates`; passes must then
+// assume every tensor argument is written.
+bool writes_unannotated(const c10::OperatorHandle& op);
+inline bool writes_unannotated(const Node& n) { return writes_unannotated(n.op); }
+
 struct Graph {
   std::vector<Input> inputs;
   std::vector<Value> values;

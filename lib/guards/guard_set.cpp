@@ -3,9 +3,11 @@
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/SmallVector.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fmt/ranges.h>
 
 namespace jitc::guards {
@@ -78,7 +80,8 @@ class Walker {
   std::string reason;
 
   bool run() {
-    if (!(capture_global_state() == g_.global)) return fail([&] { return global_diff(g_.global, capture_global_state()); });
+    const GlobalState now = c_.global ? *c_.global : capture_global_state();
+    if (!(now == g_.global)) return fail([&] { return global_diff(g_.global, now); });
     return layout() && scalars() && tensors() && aliasing() && symbols() && shapes();
   }
 
@@ -116,7 +119,8 @@ class Walker {
   bool scalars() {
     for (const auto& s : g_.scalars) {
       const auto& leaf = c_.leaves[s.leaf];
-      const bool same = s.kind == Kind::kDouble ? leaf.d == s.d || (leaf.d != leaf.d && s.d != s.d) : leaf.i == s.i;
+      // Doubles compare bitwise: the graph holds the traced value, and -0.0 and NaN payloads matter.
+      const bool same = s.kind == Kind::kDouble ? std::memcmp(&leaf.d, &s.d, sizeof s.d) == 0 : leaf.i == s.i;
       if (!same) return fail([&] { return scalar_text(s); });
     }
     return true;
@@ -166,17 +170,20 @@ class Walker {
   }
 
   // Each argument tensor must be the same object as, and share storage with, the same earlier
-  // arguments as when traced.
+  // arguments as when traced. Storage pointers are read once per argument.
   bool aliasing() {
-    for (int i = 0; i < g_.num_argument_tensors; ++i) {
+    const int n = static_cast<int>(g_.tensors.size());  // arguments and captured tensors
+    c10::SmallVector<const void*, 16> storages(n);
+    for (int i = 0; i < n; ++i) {
+      const auto* t = tensor(i);
+      storages[i] = t->has_storage() ? static_cast<const void*>(t->storage().unsafeGetStorageImpl()) : t;
+    }
+    for (int i = 0; i < n; ++i) {
       const auto* a = tensor(i);
       int object = i, storage = i;
-      for (int j = 0; j < i; ++j) {
-        const auto* b = tensor(j);
-        if (object == i && a == b) object = j;
-        if (storage == i && a->has_storage() && b->has_storage() &&
-            a->storage().unsafeGetStorageImpl() == b->storage().unsafeGetStorageImpl())
-          storage = j;
+      for (int j = 0; j < i && (object == i || storage == i); ++j) {
+        if (object == i && a == tensor(j)) object = j;
+        if (storage == i && storages[i] == storages[j]) storage = j;
       }
       if (object != g_.same_object[i] || storage != g_.same_storage[i]) return alias_failure(i);
     }
@@ -231,6 +238,24 @@ std::string explain(const GuardSet& guards, const CallView& call) {
   std::vector<int64_t> symbols(static_cast<size_t>(guards.num_symbols) + 1);
   Walker<true> w(guards, call, symbols.data());
   return w.run() ? std::string() : w.reason;
+}
+
+bool same_except_shapes(const GuardSet& a, const GuardSet& b) {
+  if (a.layout != b.layout || !(a.global == b.global) || a.num_argument_tensors != b.num_argument_tensors ||
+      a.same_object != b.same_object || a.same_storage != b.same_storage || a.tensors.size() != b.tensors.size() ||
+      a.scalars.size() != b.scalars.size())
+    return false;
+  for (size_t i = 0; i < a.scalars.size(); ++i) {
+    const auto &x = a.scalars[i], &y = b.scalars[i];
+    if (x.leaf != y.leaf || x.kind != y.kind || x.i != y.i || std::memcmp(&x.d, &y.d, sizeof x.d) != 0) return false;
+  }
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const auto &x = a.tensors[i], &y = b.tensors[i];
+    if (x.leaf != y.leaf || x.dispatch_keys != y.dispatch_keys || x.dtype != y.dtype || x.device != y.device ||
+        x.requires_grad != y.requires_grad || x.sizes.size() != y.sizes.size())
+      return false;
+  }
+  return true;
 }
 
 std::vector<std::string> describe(const GuardSet& g) {

@@ -71,8 +71,8 @@ struct GuardSet {
   std::vector<detail::Leaf::Kind> layout;  // argument structure: None vs tensor, list lengths below
   std::vector<TensorGuard> tensors;        // arguments first, then captured tensors
   int num_argument_tensors = 0;
-  std::vector<int16_t> same_object;   // per argument tensor: first argument tensor that is the same object
-  std::vector<int16_t> same_storage;  // per argument tensor: first argument tensor sharing its storage
+  std::vector<int16_t> same_object;   // per tensor (arguments, then captured): first tensor that is the same object
+  std::vector<int16_t> same_storage;  // per tensor: first tensor sharing its storage
   std::vector<ScalarGuard> scalars;
   std::vector<SymbolGuard> symbols;
   std::vector<ShapeGuard> shapes;
@@ -88,6 +88,7 @@ struct CallView {
   const c10::TensorImpl* const* captured = nullptr;  // nullptr entries: the captured tensor was freed
   size_t num_captured = 0;
   const uint64_t* marks = nullptr;
+  const GlobalState* global = nullptr;  // read once per call by the caller; nullptr: read it here
 };
 
 // Hot path. On success, symbols[0..num_symbols) hold the bound sizes.
@@ -95,6 +96,10 @@ bool check(const GuardSet& guards, const CallView& call, int64_t* symbols);
 
 // The first failing guard in Dynamo's text, or "" if every guard passes.
 std::string explain(const GuardSet& guards, const CallView& call);
+
+// True if two guard sets differ at most in sizes and strides: only then may two traces be generalized
+// into one symbolic entry (everything else the callable could branch on must be the same).
+bool same_except_shapes(const GuardSet& a, const GuardSet& b);
 
 // One line per guard, for JITC_LOGS=guards and jitc::explain.
 std::vector<std::string> describe(const GuardSet& guards);

@@ -47,6 +47,15 @@ std::vector<size_t> inputs_written_before_last_break(const graph::Graph& g) {
   return positions;
 }
 
+bool draws_before_last_break(const graph::Graph& g) {
+  bool draws = false;
+  for (const auto& n : g.nodes) {
+    if (n.kind == graph::NodeKind::kBreak && draws) return true;
+    draws = draws || n.op.hasTag(at::Tag::nondeterministic_seeded);
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> Engine::leaf_names(c10::ArrayRef<Leaf> leaves) const {
@@ -143,6 +152,7 @@ std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::Arr
                                 ? std::vector<int64_t>(leaf.tensor->sizes().begin(), leaf.tensor->sizes().end())
                                 : std::vector<int64_t>{});
   e->backup_inputs = inputs_written_before_last_break(e->graph);
+  e->draws_before_break = draws_before_last_break(e->graph);
   return e;
 }
 
@@ -151,6 +161,9 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   const runtime::Entry& a = *first;
   const runtime::Entry& b = *second;
   if (a.traced.num_symbols != 0 || a.leaf_sizes.size() != b.leaf_sizes.size()) return nullptr;
+  // Only sizes may differ: a scalar argument, an aliasing pattern or global state the two traces saw
+  // differently could also explain a differing integer, and the fit would then be wrong.
+  if (!guards::same_except_shapes(a.guards, b.guards)) return nullptr;
   graph::SymbolValues values;
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (size_t i = 0; i < b.leaf_sizes.size(); ++i) {
@@ -236,7 +249,8 @@ void Engine::log_entry(const runtime::Entry& e) const {
                  id);
 }
 
-ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons) {
+ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons,
+                                        const std::string& id) {
   const int limit = runtime::env_recompile_limit(options_.recompile_limit);
   const std::string last = reasons.empty() ? "unknown" : reasons.front();
   if (options_.fullgraph)
@@ -247,7 +261,7 @@ ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::v
     runtime::warn(fmt::format("jitc hit recompile_limit ({})\n   function: '{}' ({})\n   last reason: {}\nTo log all "
                               "recompilation reasons, use JITC_LOGS=\"recompiles\".",
                               limit, name_, where_, last),
-                  compile_id(next_compile_number_));
+                  id);
   return run_eager(leaves);
 }
 
@@ -289,11 +303,28 @@ bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>
   return false;
 }
 
-ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure) {
+void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates,
+                       int number) {
+  try {
+    auto entry = make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
+    entry->compile_number = number;
+    entry->breaks = outcome.breaks;
+    install(std::move(entry), leaves, candidates);
+  } catch (const std::exception& e) {
+    eager_only_ = true;
+    runtime::warn(fmt::format("jitc: building the entry for '{}' failed and it runs eagerly from now on (this is a "
+                              "jitc bug; please report it with JITC_LOGS=graph_code): {}",
+                              name_, e.what()),
+                  compile_id(number));
+  }
+}
+
+ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure,
+                                     uint64_t skip) {
   std::unique_lock compile(compile_mutex_);
   std::string again;
   Unchecked unchecked;
-  if (auto out = try_entries(leaves, marks, &again, &unchecked)) {  // another thread compiled it meanwhile
+  if (auto out = try_entries(leaves, marks, &again, &unchecked, skip)) {  // another thread compiled it meanwhile
     hits_.fetch_add(1, std::memory_order_relaxed);
     return std::move(*out);
   }
@@ -305,11 +336,11 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
     std::shared_lock lock(entries_mutex_);
     count = entries_.size();
   }
+  const int number = next_compile_number_;
   if (count >= static_cast<size_t>(runtime::env_recompile_limit(options_.recompile_limit))) {
     compile.unlock();
-    return at_recompile_limit(leaves, reasons);
+    return at_recompile_limit(leaves, reasons, compile_id(number));
   }
-  const int number = next_compile_number_;
   if (count > 0) {
     std::string list;
     for (const auto& r : reasons) list += (list.empty() ? "" : "\n") + r;
@@ -326,10 +357,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
   ResultLeaves eager;
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   next_compile_number_++;
-  auto entry = make_entry(std::move(outcome.graph), leaves, outcome.result, candidates, {});
-  entry->compile_number = number;
-  entry->breaks = outcome.breaks;
-  install(std::move(entry), leaves, candidates);
+  add_entry(outcome, leaves, candidates, number);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -374,13 +402,17 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   ResultLeaves eager;
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   const runtime::Entry& symbolic = *unchecked.entry;
-  std::shared_ptr<const runtime::Entry> fresh =
-      make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
   bool confirmed = false;
-  for (const auto& origin : {symbolic.first, symbolic.second}) {
-    if (confirmed || !origin) continue;
-    auto again = generalized(origin, fresh, leaves, candidates);
-    confirmed = again && same_program(*again, symbolic);
+  try {
+    std::shared_ptr<const runtime::Entry> fresh =
+        make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
+    for (const auto& origin : {symbolic.first, symbolic.second}) {
+      if (confirmed || !origin) continue;
+      auto again = generalized(origin, fresh, leaves, candidates);
+      confirmed = again && same_program(*again, symbolic);
+    }
+  } catch (const std::exception& e) {  // a jitc bug: keep the trace's result, never confirm
+    runtime::warn(fmt::format("jitc: checking sizes for '{}' failed: {}", name_, e.what()));
   }
   symbolic.sizes.record(unchecked.symbols, confirmed);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -408,15 +440,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
     eager_calls_.fetch_add(1, std::memory_order_relaxed);  // its ops ran once, for real; no entry
     return std::move(outcome.result);
   }
-  auto entry = make_entry(std::move(outcome.graph), leaves, outcome.result, candidates, {});
-  entry->compile_number = next_compile_number_++;
-  entry->breaks = outcome.breaks;
-  log_entry(*entry);
-  {
-    std::unique_lock lock(entries_mutex_);
-    entries_.push_back(std::move(entry));
-    most_recent_.store(entries_.size() - 1);
-  }
+  add_entry(outcome, leaves, candidates, next_compile_number_++);
   std::lock_guard<std::mutex> lock(stats_mutex_);
   compile_stats_.compiles++;
   compile_stats_.recompiles++;

@@ -86,21 +86,42 @@ bool break_holds(const graph::Graph& g, const graph::Node& node, const torch::ji
 
 }  // namespace
 
+namespace {
+
+// The per-thread stack a replay reuses (a hit allocates none); a replay nested inside another one (an
+// op that calls a compiled function) gets its own. Cleared on every exit, errors included.
+class StackLease {
+ public:
+  StackLease() : stack_(depth_++ == 0 ? shared_ : own_) {}
+  ~StackLease() {
+    stack_.clear();
+    --depth_;
+  }
+  torch::jit::Stack& get() { return stack_; }
+
+ private:
+  static thread_local int depth_;
+  static thread_local torch::jit::Stack shared_;
+  torch::jit::Stack own_;
+  torch::jit::Stack& stack_;
+};
+thread_local int StackLease::depth_ = 0;
+thread_local torch::jit::Stack StackLease::shared_;
+
+}  // namespace
+
 bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
   // The trace ran below autograd and autocast; their effects (casts) are recorded as ops.
   c10::impl::ExcludeDispatchKeyGuard below(c10::autograd_dispatch_keyset | c10::autocast_dispatch_keyset);
-  thread_local torch::jit::Stack stack;  // reused: a hit allocates no stack
+  StackLease lease;
+  torch::jit::Stack& stack = lease.get();
   for (const auto& node : g.nodes) {
     stack.clear();
     push_args(node, in, stack);
     node.op.callBoxed(stack);
     take_outputs(node, stack, *in.values);
-    if (node.kind == graph::NodeKind::kBreak && !break_holds(g, node, stack, *in.values, in.symbols, why)) {
-      stack.clear();
-      return false;
-    }
+    if (node.kind == graph::NodeKind::kBreak && !break_holds(g, node, stack, *in.values, in.symbols, why)) return false;
   }
-  stack.clear();
   return true;
 }
 

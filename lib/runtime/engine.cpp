@@ -6,6 +6,9 @@
 #include "runtime/marks.h"
 #include "tracer/trace.h"
 
+#include <jitc/errors.h>
+
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 
@@ -15,11 +18,25 @@ namespace {
 
 std::atomic<int> g_next_frame{0};
 
-// Per-thread replay scratch: one slot per graph value, reused so that a hit allocates no table.
-std::vector<at::Tensor>& scratch_values() {
-  thread_local std::vector<at::Tensor> values;
-  return values;
-}
+// Per-thread replay scratch: one slot per graph value, reused so that a hit allocates no table. A run
+// nested in another (an op calling a compiled function) gets its own.
+class ValuesLease {
+ public:
+  ValuesLease() : values_(depth_++ == 0 ? shared_ : own_) {}
+  ~ValuesLease() {
+    values_.assign(values_.size(), at::Tensor());  // release intermediates now, not at the next call
+    --depth_;
+  }
+  std::vector<at::Tensor>& get() { return values_; }
+
+ private:
+  static thread_local int depth_;
+  static thread_local std::vector<at::Tensor> shared_;
+  std::vector<at::Tensor> own_;
+  std::vector<at::Tensor>& values_;
+};
+thread_local int ValuesLease::depth_ = 0;
+thread_local std::vector<at::Tensor> ValuesLease::shared_;
 
 }  // namespace
 
@@ -48,11 +65,12 @@ ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
   }
   const uint64_t* mark_ptr = marks.empty() ? nullptr : marks.data();
   std::string break_failure;
-  if (auto out = try_entries(leaves, mark_ptr, &break_failure, nullptr)) {
+  uint64_t skip = 0;
+  if (auto out = try_entries(leaves, mark_ptr, &break_failure, nullptr, skip)) {
     hits_.fetch_add(1, std::memory_order_relaxed);
     return std::move(*out);
   }
-  return compile_and_run(leaves, mark_ptr, break_failure);
+  return compile_and_run(leaves, mark_ptr, break_failure, skip);
 }
 
 std::optional<std::string> Engine::eager_reason(c10::ArrayRef<Leaf> leaves) const {
@@ -83,8 +101,8 @@ ResultLeaves Engine::run_eager(c10::ArrayRef<Leaf> leaves) {
 }
 
 Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
-                                    size_t* index, Unchecked* unchecked) {
-  runtime::CapturedTensors captured;
+                                    size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured) {
+  const guards::GlobalState global = guards::capture_global_state();
   std::shared_lock lock(entries_mutex_);
   const size_t n = entries_.size();
   size_t first = most_recent_.load(std::memory_order_relaxed);
@@ -94,7 +112,7 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
     if (i < 64 && (skip >> i & 1)) continue;
     const auto& entry = entries_[i];
     captured.lock(*entry);
-    if (!guards::check(entry->guards, captured.view(leaves, marks), symbols)) continue;
+    if (!guards::check(entry->guards, captured.view(leaves, marks, &global), symbols)) continue;
     if (const int s = entry->graph.num_symbols; s > 0) {
       const auto verdict = entry->sizes.lookup({symbols, static_cast<size_t>(s)});
       if (verdict == runtime::SizeLedger::Verdict::kRejected) continue;
@@ -111,46 +129,48 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
 }
 
 std::optional<ResultLeaves> Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure,
-                                                Unchecked* unchecked) {
+                                                Unchecked* unchecked, uint64_t& skip) {
   int64_t symbols[kMaxSymbols];
-  uint64_t skip = 0;
+  runtime::CapturedTensors captured;
   for (;;) {
     size_t index = 0;
-    EntryPtr entry = find_entry(leaves, marks, symbols, skip, &index, unchecked);
+    EntryPtr entry = find_entry(leaves, marks, symbols, skip, &index, unchecked, captured);
     if (!entry) return std::nullopt;
-    if (auto out = run_entry(*entry, leaves, symbols, failure)) return out;
+    if (auto out = run_entry(*entry, captured, leaves, symbols, failure)) return out;
     if (index >= 64) return std::nullopt;
     skip |= 1ull << index;  // a graph break gave another value: another entry may hold it
   }
 }
 
-std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves,
-                                              const int64_t* symbols, std::string* failure) {
-  auto& values = scratch_values();
-  values.assign(entry.graph.values.size(), at::Tensor());
-  for (const auto& in : entry.graph.inputs) {
-    switch (in.kind) {
-      case graph::InputKind::kArgument: values[in.value] = *leaves[in.leaf].tensor; break;
-      case graph::InputKind::kCaptured: values[in.value] = at::Tensor(in.captured.lock()); break;
-      case graph::InputKind::kConstant: values[in.value] = in.constant; break;
-    }
-  }
+std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured,
+                                              c10::ArrayRef<Leaf> leaves, const int64_t* symbols, std::string* failure) {
+  ValuesLease lease;
+  auto& values = lease.get();
+  values.resize(entry.graph.values.size());
+  for (const auto& in : entry.graph.inputs)
+    if (in.kind == graph::InputKind::kArgument) values[in.value] = *leaves[in.leaf].tensor;
+    else if (in.kind == graph::InputKind::kConstant) values[in.value] = in.constant;
+  for (size_t k = 0; k < entry.captured_inputs.size(); ++k)  // the tensors the guards checked
+    values[entry.graph.inputs[entry.captured_inputs[k]].value] = at::Tensor(captured.refs[k]);
   std::vector<std::pair<at::Tensor, at::Tensor>> backups;
   for (size_t position : entry.backup_inputs) {
     const at::Tensor& t = values[entry.graph.inputs[position].value];
     backups.emplace_back(t, t.clone());
   }
-  std::string why;
-  bool ok = false;
-  try {
-    ok = runtime::replay(entry.graph, {&values, symbols}, &why);
-  } catch (...) {
-    values.assign(values.size(), at::Tensor());
-    throw;
+  at::Generator generator;
+  at::Tensor generator_state;
+  if (entry.draws_before_break) {
+    generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator_state = generator.get_state();
   }
-  if (!ok) {
+  std::string why;
+  if (!runtime::replay(entry.graph, {&values, symbols}, &why)) {
     for (auto it = backups.rbegin(); it != backups.rend(); ++it) it->first.copy_(it->second);
-    values.assign(values.size(), at::Tensor());
+    if (generator_state.defined()) {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(generator_state);
+    }
     *failure = fmt::format("{}: graph break: {}", compile_id(entry.compile_number), why);
     return std::nullopt;
   }
@@ -165,7 +185,6 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, c10::
       out[k].i = slot.i.eval(symbols);
     }
   }
-  values.assign(values.size(), at::Tensor());  // release intermediates now, not at the next call
   return out;
 }
 
@@ -183,6 +202,9 @@ Stats Engine::stats() const {
 }
 
 void Engine::reset() {
+  if (tracer::is_tracing())
+    throw UnsupportedError("jitc::reset() was called inside a compiled callable while it was traced; call it "
+                           "outside compiled code");
   std::lock_guard<std::mutex> compile(compile_mutex_);
   {
     std::unique_lock lock(entries_mutex_);

@@ -42,25 +42,34 @@ class Engine {
   // ---- hit path (engine.cpp) ----
   // Runs the first entry whose guards pass and whose graph breaks hold. `unchecked` receives a
   // symbolic entry that would serve these sizes once checked (compile.cpp does that).
+  // Bit i of `skip` skips entries_[i]; entries whose graph break failed are added to it, so that a
+  // second attempt (under the compile lock) does not run them again.
   std::optional<ResultLeaves> try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure,
-                                          Unchecked* unchecked);
-  // Entries are tried most recently hit first; bit i of `skip` skips entries_[i].
+                                          Unchecked* unchecked, uint64_t& skip);
+  // Entries are tried most recently hit first. On success `captured` holds the entry's captured
+  // tensors, locked for the whole call.
   EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
-                      size_t* index, Unchecked* unchecked);
-  std::optional<ResultLeaves> run_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves,
-                                        const int64_t* symbols, std::string* failure);
+                      size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured);
+  std::optional<ResultLeaves> run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured,
+                                        c10::ArrayRef<Leaf> leaves, const int64_t* symbols, std::string* failure);
   std::optional<std::string> eager_reason(c10::ArrayRef<Leaf> leaves) const;
   ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
 
   // ---- miss path (compile.cpp) ----
-  ResultLeaves compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure);
+  ResultLeaves compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure,
+                               uint64_t skip);
   ResultLeaves check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves,
                                    std::unique_lock<std::mutex>& compile);
   // Traces the call; on failure runs it eagerly (and returns false with `eager` set) or throws.
   bool trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile, tracer::TraceOutcome& outcome,
                   ResultLeaves& eager);
   std::vector<std::string> failure_reasons(c10::ArrayRef<Leaf> leaves, const uint64_t* marks) const;
-  ResultLeaves at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons);
+  ResultLeaves at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons,
+                                  const std::string& id);
+  // Builds and installs an entry from a finished trace. Any error here is a jitc bug: the call still
+  // returns the trace's (correct) result and the function runs eagerly from then on.
+  void add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates,
+                 int number);
   ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required);
   std::vector<uint64_t> dynamic_candidates(c10::ArrayRef<Leaf> leaves);
   std::vector<std::string> leaf_names(c10::ArrayRef<Leaf> leaves) const;

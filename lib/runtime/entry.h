@@ -58,6 +58,9 @@ struct Entry {
   // Inputs written before a graph break: copied before a replay so that a failed break check can undo
   // the writes before the call is traced again.
   std::vector<size_t> backup_inputs;
+  // RNG ops run before a graph break: the CPU generator's state is saved too, so that a failed break
+  // check does not leave extra draws behind (eager draws once per call).
+  bool draws_before_break = false;
   // A symbolic entry: the two static entries it was generalized from, and the sizes checked so far.
   std::shared_ptr<const Entry> first, second;
   mutable SizeLedger sizes;
@@ -68,8 +71,9 @@ struct CapturedTensors {
   c10::SmallVector<c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, 8> refs;
   c10::SmallVector<const c10::TensorImpl*, 8> raw;
   void lock(const Entry& entry);
-  guards::CallView view(c10::ArrayRef<detail::Leaf> leaves, const uint64_t* marks) const {
-    return {leaves, raw.data(), raw.size(), marks};
+  guards::CallView view(c10::ArrayRef<detail::Leaf> leaves, const uint64_t* marks,
+                        const guards::GlobalState* global = nullptr) const {
+    return {leaves, raw.data(), raw.size(), marks, global};
   }
 };
 

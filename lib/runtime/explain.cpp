@@ -14,7 +14,8 @@ ExplainOutput Engine::explain(c10::ArrayRef<Leaf> leaves) {
     if (leaves[i].kind == Leaf::Kind::kTensor) marks[i] = runtime::marks_of(leaves[i].tensor->unsafeGetTensorImpl()).dynamic;
   int64_t symbols[kMaxSymbols];
   size_t index = 0;
-  EntryPtr entry = find_entry(leaves, marks.data(), symbols, 0, &index, nullptr);
+  runtime::CapturedTensors captured;
+  EntryPtr entry = find_entry(leaves, marks.data(), symbols, 0, &index, nullptr, captured);
   if (!entry) {  // ran eagerly
     out.break_reasons.push_back({"<whole function>", "ran eagerly (see the warning jitc printed)"});
     return out;

@@ -41,10 +41,14 @@ class Builder {
       else if (leaves_[i].kind != Kind::kNone) add_scalar(i);
     }
     out_.num_argument_tensors = static_cast<int>(out_.tensors.size());
-    add_aliasing();
+    for (size_t i = 0; i < leaves_.size(); ++i)
+      if (leaves_[i].kind == Kind::kTensor) real_.push_back(*leaves_[i].tensor);
     for (const auto& in : g_.inputs)
-      if (in.kind == graph::InputKind::kCaptured)
-        out_.tensors.push_back(tensor_guard(at::Tensor(in.captured.lock()), in.name, -1));
+      if (in.kind == graph::InputKind::kCaptured) {
+        real_.emplace_back(in.captured.lock());
+        out_.tensors.push_back(tensor_guard(real_.back(), in.name, -1));
+      }
+    add_aliasing();
     return std::move(out_);
   }
 
@@ -90,13 +94,14 @@ class Builder {
     out_.shapes.push_back({index, static_cast<int>(d), stride, e});
   }
 
+  // Aliasing among arguments and captured tensors (a module's own buffer passed back in, say).
   void add_aliasing() {
-    const int n = out_.num_argument_tensors;
+    const int n = static_cast<int>(real_.size());
     for (int i = 0; i < n; ++i) {
-      const at::Tensor& a = *leaves_[out_.tensors[i].leaf].tensor;
+      const at::Tensor& a = real_[i];
       int object = i, storage = i;
       for (int j = 0; j < i; ++j) {
-        const at::Tensor& b = *leaves_[out_.tensors[j].leaf].tensor;
+        const at::Tensor& b = real_[j];
         if (object == i && a.unsafeGetTensorImpl() == b.unsafeGetTensorImpl()) object = j;
         if (storage == i && a.has_storage() && b.has_storage() &&
             a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl())
@@ -112,6 +117,7 @@ class Builder {
   const std::vector<std::pair<int64_t, int64_t>>& ranges_;
   guards::GuardSet out_;
   std::vector<bool> bound_;
+  std::vector<at::Tensor> real_;  // per tensor guard: the tensor it was built from
 };
 
 }  // namespace

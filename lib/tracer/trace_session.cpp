@@ -199,6 +199,14 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
                          fmt::format("{} writes into a list of tensors; jitc does not trace that yet", op_name(op)));
     before_write(node.args.back().value);
   }
+  if (graph::writes_unannotated(op)) {  // e.g. batch_norm's running statistics
+    node.mutates = true;
+    for (const auto& arg : node.args) {
+      if (arg.kind == graph::Arg::Kind::kValue) before_write(arg.value);
+      for (auto v : arg.list)
+        if (v != graph::kNoValue) before_write(v);
+    }
+  }
   op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey), stack);
   wrap_returns(op, stack, begin, originals, node);
   if (breaks) note_break(node, op, *stack, begin);

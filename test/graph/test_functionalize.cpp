@@ -90,6 +90,10 @@ TEST_CASE("writes through chains of views scatter back to the base", "[functiona
   check_against_eager([](auto& a) { a[0].permute({2, 0, 1})[1].sub_(3); return a[0] * 1; }, {at::randn({2, 3, 4})});
 }
 
+TEST_CASE("narrow with a negative start scatters back to the right rows", "[functionalize]") {
+  check_against_eager([](auto& a) { a[0].narrow(0, -2, 2).zero_(); return a[0] * 1; }, {at::randn({5, 2})});
+}
+
 TEST_CASE("a view read after its base is written sees the new values", "[functionalize]") {
   check_against_eager([](auto& a) { auto row = a[0][0]; a[0].add_(1); return row * 1; }, {at::randn({3, 4})});
 }

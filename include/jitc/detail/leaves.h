@@ -33,7 +33,7 @@ struct ResultLeaf {
   double d = 0;
   int64_t i = 0;
 };
-using ResultLeaves = std::vector<ResultLeaf>;
+using ResultLeaves = c10::SmallVector<ResultLeaf, 4>;  // inline: a call returning a few results allocates no list
 
 // Runs the user's callable on (possibly substituted) leaves and flattens its result.
 using Invoker = std::function<ResultLeaves(c10::ArrayRef<Leaf>)>;
