@@ -11,7 +11,7 @@ namespace {
 // Views are never merged (two views are distinct tensors a later write could tell apart), nor are ops
 // whose results are ever written (merging would make two buffers one) or whose inputs are.
 bool mergeable(const Graph& g, const Node& n, const std::vector<bool>& written_storage) {
-  if (n.mutates || n.kind == NodeKind::kBreak || n.op.hasTag(at::Tag::nondeterministic_seeded)) return false;
+  if (n.mutates || n.checked() || n.op.hasTag(at::Tag::nondeterministic_seeded)) return false;
   for (const auto& r : n.op.schema().returns())
     if (r.alias_info()) return false;
   auto written = [&](ValueId v) { return v != kNoValue && g.values[v].storage >= 0 && written_storage[g.values[v].storage]; };

@@ -9,8 +9,7 @@ namespace {
 
 // Writes, breaks, RNG draws, and ops that return nothing (asserts: they exist for their error).
 bool has_side_effect(const Node& n) {
-  return n.mutates || n.kind == NodeKind::kBreak || n.op.hasTag(at::Tag::nondeterministic_seeded) ||
-         n.op.schema().returns().empty();
+  return n.mutates || n.checked() || n.op.hasTag(at::Tag::nondeterministic_seeded) || n.op.schema().returns().empty();
 }
 
 void mark_args_live(const Node& n, std::vector<bool>& live) {

@@ -77,10 +77,13 @@ struct Node {
   NodeKind kind = NodeKind::kOp;
   std::vector<Arg> args;
   std::vector<NodeOutput> outputs;
-  c10::IValue expected;  // kBreak with a scalar result: the value seen while tracing
+  // The scalar result seen while tracing, for a kBreak or any op returning a bool/int/float that the
+  // callable may have branched on (is_same_size, is_pinned...): replays check it.
+  c10::IValue expected;
   bool mutates = false;  // writes one of its arguments (in-place or out=)
 
   std::string name() const;  // "aten::add.Tensor"
+  bool checked() const { return kind == NodeKind::kBreak || !expected.isNone(); }  // replay may fail here
 };
 
 // Ops that write some of their tensor arguments without saying so in their schema (batch_norm updates

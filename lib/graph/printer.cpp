@@ -88,11 +88,12 @@ std::string node_text(const Graph& g, const Node& n) {
   std::string s = "  ";
   if (!outs.empty()) s += fmt::format("{} = ", fmt::join(outs, ", "));
   s += fmt::format("{}({})", n.name(), fmt::join(args, ", "));
-  if (n.kind == NodeKind::kBreak) {
-    std::ostringstream os;
-    if (!n.expected.isNone()) os << n.expected;
-    s += n.expected.isNone() ? "  # graph break: sizes guarded" : "  # graph break: == " + os.str();
-  }
+  std::ostringstream expected;
+  if (!n.expected.isNone()) expected << n.expected;
+  if (n.kind == NodeKind::kBreak)
+    s += n.expected.isNone() ? "  # graph break: sizes guarded" : "  # graph break: == " + expected.str();
+  else if (!n.expected.isNone())
+    s += "  # checked: == " + expected.str();
   return s;
 }
 

@@ -34,7 +34,7 @@ std::string indent(const std::string& text, const std::string& prefix) {
 std::vector<size_t> inputs_written_before_last_break(const graph::Graph& g) {
   int last_break = -1;
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (g.nodes[i].kind == graph::NodeKind::kBreak) last_break = static_cast<int>(i);
+    if (g.nodes[i].checked()) last_break = static_cast<int>(i);
   std::vector<size_t> positions;
   for (size_t p = 0; p < g.inputs.size(); ++p) {
     const int32_t storage = g.values[g.inputs[p].value].storage;
@@ -50,7 +50,7 @@ std::vector<size_t> inputs_written_before_last_break(const graph::Graph& g) {
 bool draws_before_last_break(const graph::Graph& g) {
   bool draws = false;
   for (const auto& n : g.nodes) {
-    if (n.kind == graph::NodeKind::kBreak && draws) return true;
+    if (n.checked() && draws) return true;
     draws = draws || n.op.hasTag(at::Tag::nondeterministic_seeded);
   }
   return false;

@@ -120,7 +120,7 @@ bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
     push_args(node, in, stack);
     node.op.callBoxed(stack);
     take_outputs(node, stack, *in.values);
-    if (node.kind == graph::NodeKind::kBreak && !break_holds(g, node, stack, *in.values, in.symbols, why)) return false;
+    if (node.checked() && !break_holds(g, node, stack, *in.values, in.symbols, why)) return false;
   }
   return true;
 }

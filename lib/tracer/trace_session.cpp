@@ -38,6 +38,10 @@ void check_traceable_result(const at::Tensor& t, const c10::OperatorHandle& op) 
                                    c10::toString(t.layout())));
 }
 
+bool is_checkable_scalar(const c10::IValue& v) {
+  return v.isBool() || v.isInt() || v.isDouble() || v.isScalar();
+}
+
 }  // namespace
 
 bool is_data_dependent(const c10::OperatorHandle& op) {
@@ -83,7 +87,10 @@ at::Tensor TraceSession::wrap_argument(const at::Tensor& real, int leaf, std::st
   in.name = std::move(name);
   graph_.inputs.push_back(std::move(in));
   inputs_by_storage_[graph_.values[v].storage].push_back(real);
-  return make_tracer(real, v, id_);
+  at::Tensor tracer = make_tracer(real, v, id_);
+  // Code may branch on requires_grad (grad mode is off here, or the call would run eagerly).
+  if (real.requires_grad()) tracer.unsafeGetTensorImpl()->set_requires_grad(true);
+  return tracer;
 }
 
 graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
@@ -210,6 +217,8 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
   op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey), stack);
   wrap_returns(op, stack, begin, originals, node);
   if (breaks) note_break(node, op, *stack, begin);
+  else if (!op.schema().returns().empty() && is_checkable_scalar((*stack)[begin]))
+    node.expected = (*stack)[begin];  // C++ may branch on it: replays check it like a break
   graph_.nodes.push_back(std::move(node));
 }
 

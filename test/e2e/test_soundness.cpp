@@ -111,3 +111,15 @@ TEST_CASE("random draws before a graph break happen once per call, as in eager",
     CHECK(at::equal(after_compiled, after_eager));
   }
 }
+
+TEST_CASE("a callable branching on requires_grad sees what eager sees", "[soundness]") {
+  at::NoGradGuard no_grad;
+  auto fn = [](const at::Tensor& x) { return x.requires_grad() ? x * 2 : x - 1; };
+  auto f = jitc::compile(fn);
+  const auto x = at::ones({3}).requires_grad_(true);
+  CHECK(at::equal(f(x), fn(x)));
+  CHECK(at::equal(f(x), fn(x)));
+  const auto y = at::ones({3});
+  CHECK(at::equal(f(y), fn(y)));
+  CHECK(f.stats().compiles == 2);
+}

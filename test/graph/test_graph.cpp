@@ -203,6 +203,17 @@ TEST_CASE("eliminate_dead_code keeps unused in-place ops and RNG ops", "[graph]"
   REQUIRE_NOTHROW(jitc::graph::verify(d));
 }
 
+TEST_CASE("a scalar an op returns is checked on replay and survives DCE even when unused", "[graph]") {
+  auto fn = [](const at::Tensor& x, const at::Tensor& y) {
+    (void)x.is_same_size(y);  // the callable could branch on it
+    return x + 1;
+  };
+  const Graph g = jitc::graph::eliminate_dead_code(trace_of(fn, at::ones({2}), at::ones({2})).graph);
+  const std::string text = jitc::graph::to_text(g);
+  INFO(text);
+  CHECK(contains(text, "aten::is_same_size(%0, %1)  # checked: == True"));
+}
+
 // ---- common-subexpression elimination ----------------------------------------------------------------
 
 TEST_CASE("eliminate_common_subexpressions merges identical pure ops and their users", "[graph]") {
