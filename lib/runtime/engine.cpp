@@ -47,6 +47,23 @@ Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_
       where_(fmt::format("{}:{}", where.file_name(), where.line())),
       frame_id_(g_next_frame.fetch_add(1)) {
   name_ = options_.name.empty() ? fmt::format("compiled_fn_{}", frame_id_) : options_.name;
+  validate_options();
+}
+
+// Mistakes in Options are reported when the function is compiled, not ignored at some later call.
+void Engine::validate_options() const {
+  for (const auto& m : options_.dim_marks)
+    if (m.argument < 0 || m.argument >= num_arguments_ || m.dim < 0 || m.dim >= 64 || m.min > m.max)
+      throw UnsupportedError(fmt::format(
+          "jitc::Options for '{}': a dim mark names argument {} dim {} (range [{}, {}]), but the callable takes {} "
+          "argument(s); give an argument position in [0, {}), a dim in [0, 64) and min <= max",
+          name_, m.argument, m.dim, m.min, m.max, num_arguments_, num_arguments_));
+  if (options_.arg_names.size() > static_cast<size_t>(num_arguments_))
+    throw UnsupportedError(fmt::format("jitc::Options for '{}': {} arg_names for a callable of {} argument(s)", name_,
+                                       options_.arg_names.size(), num_arguments_));
+  if (options_.recompile_limit < 0)
+    throw UnsupportedError(fmt::format("jitc::Options for '{}': recompile_limit must be >= 0, got {}", name_,
+                                       options_.recompile_limit));
 }
 
 ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {

@@ -39,6 +39,8 @@ class Engine {
     std::vector<int64_t> symbols;
   };
 
+  void validate_options() const;
+
   // ---- hit path (engine.cpp) ----
   // Runs the first entry whose guards pass and whose graph breaks hold. `unchecked` receives a
   // symbolic entry that would serve these sizes once checked (compile.cpp does that).

@@ -66,3 +66,12 @@ TEST_CASE("an out-of-range op argument gives eager's error at trace and at repla
   CHECK_THROWS_AS(f(at::ones({2, 2}), 5), c10::Error);
   CHECK(at::equal(f(at::ones({2, 2}), 1), at::full({2}, 2.0f)));
 }
+
+TEST_CASE("mistakes in Options are reported when compiling", "[bad_input]") {
+  auto body = [](const at::Tensor& x) { return x + 1; };
+  CHECK_THROWS_WITH(jitc::compile(body, jitc::Options().mark_dynamic(1, 0)), Catch::Contains("takes 1 argument"));
+  CHECK_THROWS_AS(jitc::compile(body, jitc::Options().mark_static(0, -1)), jitc::UnsupportedError);
+  CHECK_THROWS_AS(jitc::compile(body, jitc::Options{.recompile_limit = -1}), jitc::UnsupportedError);
+  CHECK_THROWS_AS(jitc::compile(body, jitc::Options{.arg_names = {"x", "y"}}), jitc::UnsupportedError);
+  CHECK_NOTHROW(jitc::compile(body, jitc::Options().mark_dynamic(0, 0, 2, 64)));
+}
