@@ -1,0 +1,134 @@
+#include "runtime/cpu_jit.h"
+
+#include <jitc/errors.h>
+
+#include <fmt/format.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <mutex>
+
+namespace jitc::runtime {
+
+namespace {
+
+std::string to_string(llvm::Error error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << error;
+  return os.str();
+}
+
+// One LLJIT per process, created on first use: libjitc loads and runs without touching LLVM otherwise.
+struct Jit {
+  std::unique_ptr<llvm::orc::LLJIT> lljit;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::mutex mutex;  // module addition and optimization
+  std::atomic<uint64_t> next_dylib{0};
+
+  static Jit& get() {
+    static Jit* jit = [] {
+      llvm::InitializeNativeTarget();
+      llvm::InitializeNativeTargetAsmPrinter();
+      auto* j = new Jit();
+      auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+      if (!builder) throw CompileError("jitc: LLVM cannot describe this host: " + to_string(builder.takeError()));
+      builder->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+      auto machine = builder->createTargetMachine();
+      if (!machine) throw CompileError("jitc: LLVM target machine: " + to_string(machine.takeError()));
+      j->machine = std::move(*machine);
+      auto lljit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*builder)).create();
+      if (!lljit) throw CompileError("jitc: creating the ORC JIT failed: " + to_string(lljit.takeError()));
+      j->lljit = std::move(*lljit);
+      return j;
+    }();
+    return *jit;
+  }
+
+  void optimize(llvm::Module& m) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopVectorization = true;
+    tuning.SLPVectorization = true;
+    llvm::PassBuilder pb(machine.get(), tuning);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cam, mam);
+    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+  }
+};
+
+class OrcModule final : public CpuModule {
+ public:
+  OrcModule(llvm::orc::JITDylib& dylib, std::string ir) : dylib_(dylib), ir_(std::move(ir)) {}
+  ~OrcModule() override {
+    auto& jit = Jit::get();
+    std::lock_guard<std::mutex> lock(jit.mutex);
+    llvm::consumeError(jit.lljit->getExecutionSession().removeJITDylib(dylib_));
+  }
+  void* symbol(const std::string& name) const override {
+    auto address = Jit::get().lljit->lookup(dylib_, name);
+    if (!address) throw CompileError(fmt::format("jitc: ORC could not link {}: {}", name, to_string(address.takeError())));
+    return address->toPtr<void*>();
+  }
+  const std::string& optimized_ir() const override { return ir_; }
+
+ private:
+  llvm::orc::JITDylib& dylib_;
+  std::string ir_;
+};
+
+}  // namespace
+
+std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name) {
+  auto& jit = Jit::get();
+  auto context = std::make_unique<llvm::LLVMContext>();
+  llvm::SMDiagnostic diagnostic;
+  auto module = llvm::parseIR(llvm::MemoryBufferRef(ir_text, name), diagnostic, *context);
+  if (!module) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    diagnostic.print(name.c_str(), os);
+    throw CompileError(fmt::format("jitc: LLVM rejected the IR of {}: {}\n{}", name, os.str(), ir_text));
+  }
+  module->setDataLayout(jit.machine->createDataLayout());
+  module->setTargetTriple(jit.machine->getTargetTriple().str());
+  std::lock_guard<std::mutex> lock(jit.mutex);
+  jit.optimize(*module);
+  std::string optimized;
+  llvm::raw_string_ostream os(optimized);
+  module->print(os, nullptr);
+  // One JITDylib per module: its symbols cannot clash with another module's, and removing it frees the code.
+  auto dylib = jit.lljit->createJITDylib(fmt::format("{}.{}", name, jit.next_dylib++));
+  if (!dylib) throw CompileError("jitc: ORC: " + to_string(dylib.takeError()));
+  // Kernels call libm (expf, ...) and nothing else from the process.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      jit.lljit->getDataLayout().getGlobalPrefix());
+  if (!process) throw CompileError("jitc: ORC: " + to_string(process.takeError()));
+  dylib->addGenerator(std::move(*process));
+  if (auto error = jit.lljit->addIRModule(*dylib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
+    throw CompileError(fmt::format("jitc: ORC could not add {}: {}", name, to_string(std::move(error))));
+  return std::make_unique<OrcModule>(*dylib, os.str());
+}
+
+std::string cpu_target_description() {
+  auto& jit = Jit::get();
+  return fmt::format("{} {} {}", jit.machine->getTargetTriple().str(), jit.machine->getTargetCPU().str(),
+                     jit.machine->getTargetFeatureString().str());
+}
+
+}  // namespace jitc::runtime

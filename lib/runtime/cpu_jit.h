@@ -1,0 +1,24 @@
+// CpuJit: compiles LLVM IR text in-process with ORC LLJIT, optimized at O3 for the host CPU and its
+// features, and hands back function addresses. Code generators print IR text; only this file's .cpp
+// sees LLVM. Each compiled module has its own resource tracker, so a program can be dropped whole.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace jitc::runtime {
+
+class CpuModule {
+ public:
+  virtual ~CpuModule() = default;
+  virtual void* symbol(const std::string& name) const = 0;  // throws CompileError if it cannot be linked
+  virtual const std::string& optimized_ir() const = 0;     // after O3, for JITC_LOGS=output_code and tests
+};
+
+// Throws jitc::CompileError with LLVM's message and the IR when parsing or compiling fails.
+std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name);
+
+// The host target as the kernels are compiled for it: triple, CPU name and features (cache keys).
+std::string cpu_target_description();
+
+}  // namespace jitc::runtime
