@@ -42,8 +42,6 @@ class Printer {
 
   void header() {
     line("declare float @llvm.exp.f32(float)");
-    line("declare float @llvm.maximum.f32(float, float)");
-    line("declare float @llvm.minimum.f32(float, float)");
     line(fmt::format("define void @{}(ptr noalias %buffers) {{", k_.name));
     line("entry:");
     for (int b = 0; b <= k_.num_inputs; ++b) {
@@ -99,8 +97,10 @@ class Printer {
       case ScalarOp::kMul: line(fmt::format("  {} = fmul float {}, {}", v, a, b)); break;
       case ScalarOp::kDiv: line(fmt::format("  {} = fdiv float {}, {}", v, a, b)); break;
       case ScalarOp::kNeg: line(fmt::format("  {} = fneg float {}", v, a)); break;
-      case ScalarOp::kMaximum: line(fmt::format("  {} = call float @llvm.maximum.f32(float {}, float {})", v, a, b)); break;
-      case ScalarOp::kMinimum: line(fmt::format("  {} = call float @llvm.minimum.f32(float {}, float {})", v, a, b)); break;
+      // llvm.maximum/minimum would propagate NaN too, but LLVM 16's x86 back end cannot select them
+      // (it aborts the process): compare and select, NaN-propagating like ATen's kernels.
+      case ScalarOp::kMaximum: extremum(v, a, b, "ogt"); break;
+      case ScalarOp::kMinimum: extremum(v, a, b, "olt"); break;
       case ScalarOp::kExp: line(fmt::format("  {} = call float @llvm.exp.f32(float {})", v, a)); break;
       case ScalarOp::kRelu:  // NaN stays NaN, as in ATen
         line(fmt::format("  {}.lt = fcmp olt float {}, 0.0", v, a));
@@ -116,12 +116,21 @@ class Printer {
     return v;
   }
 
+  void extremum(const std::string& v, const std::string& a, const std::string& b, const char* compare) {
+    line(fmt::format("  {}.c = fcmp {} float {}, {}", v, compare, a, b));
+    line(fmt::format("  {}.s = select i1 {}.c, float {}, float {}", v, v, a, b));
+    line(fmt::format("  {}.u = fcmp uno float {}, {}", v, a, b));
+    line(fmt::format("  {}.n = fadd float {}, {}", v, a, b));  // NaN when either is
+    line(fmt::format("  {} = select i1 {}.u, float {}.n, float {}.s", v, v, v, v));
+  }
+
   void inner_loop() {
     line("  br label %col");
     line("col:");
     line("  %j = phi i64 [ 0, %row ], [ %j.next, %col ]");
-    std::string result;
-    for (size_t i = 0; i < k_.body.size(); ++i) result = expr(i);
+    for (size_t i = 0; i < k_.body.size(); ++i) expr(i);
+    const int stored = k_.result >= 0 ? k_.result : static_cast<int>(k_.body.size()) - 1;
+    const std::string result = fmt::format("%e{}", stored);
     const std::string p = element("st", "sx", k_.store);
     line(fmt::format("  store float {}, ptr {}", result, p));
     line("  %j.next = add nuw nsw i64 %j, 1");

@@ -28,7 +28,8 @@ struct PointwiseKernel {
   std::string name;
   std::vector<int64_t> sizes;  // the iteration space = the output's sizes
   std::vector<Access> loads;
-  std::vector<Expr> body;      // the last expression is stored
+  std::vector<Expr> body;
+  int result = -1;             // the expression stored; -1 = the last one
   Access store;
   int num_inputs = 0;
 };

@@ -93,3 +93,25 @@ TEST_CASE("kernels over empty iteration spaces do nothing", "[inductor][cpu]") {
 TEST_CASE("invalid IR is a CompileError carrying LLVM's message", "[inductor][cpu]") {
   CHECK_THROWS_AS(jitc::runtime::compile_cpu_module("define void @f( {", "broken"), jitc::CompileError);
 }
+
+TEST_CASE("maximum and minimum propagate NaN from either side, as ATen does", "[inductor][cpu]") {
+  auto a = at::randn({2, 16});
+  auto b = at::randn({2, 16});
+  a.data_ptr<float>()[1] = NAN;
+  b.data_ptr<float>()[5] = NAN;
+  for (auto op : {ScalarOp::kMaximum, ScalarOp::kMinimum}) {
+    auto out = at::empty({2, 16});
+    PointwiseKernel k;
+    k.name = op == ScalarOp::kMaximum ? "maximum" : "minimum";
+    k.sizes = {2, 16};
+    k.num_inputs = 2;
+    k.loads = {access_of(a, 1, k.sizes), access_of(b, 2, k.sizes)};
+    k.store = access_of(out, 0, k.sizes);
+    k.body = {{ScalarOp::kLoad, -1, -1, 0}, {ScalarOp::kLoad, -1, -1, 1}, {op, 0, 1}};
+    auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(k), k.name);
+    run(*module, k.name, {out, a, b});
+    const auto expected = op == ScalarOp::kMaximum ? at::maximum(a, b) : at::minimum(a, b);
+    CHECK(at::equal(out.isnan(), expected.isnan()));
+    CHECK(at::equal(at::nan_to_num(out), at::nan_to_num(expected)));
+  }
+}
