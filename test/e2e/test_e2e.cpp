@@ -96,7 +96,7 @@ TEST_CASE("grad mode with an argument requiring grad runs eagerly and keeps auto
   CHECK(f.stats().compiles == 1);
 }
 
-TEST_CASE("a captured tensor requiring grad with grad mode on runs eagerly; under no_grad it compiles", "[e2e]") {
+TEST_CASE("a captured tensor requiring grad with grad mode on runs eagerly and under no_grad it compiles", "[e2e]") {
   LogCapture logs;
   const auto w = at::randn({3}).requires_grad_(true);
   auto f = jitc::compile([&w](const at::Tensor& x) { return x * w; });

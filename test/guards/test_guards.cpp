@@ -407,7 +407,7 @@ at::Tensor add_then_sum(at::Tensor a, at::Tensor b) {
 }
 }  // namespace
 
-TEST_CASE("aliasing between arguments is guarded; results stay eager's", "[guards][recompile]") {
+TEST_CASE("aliasing between arguments is guarded and results stay eager's", "[guards][recompile]") {
   auto f = jitc::compile([](at::Tensor a, at::Tensor b) { return add_then_sum(a, b); });
   auto x = at::randn({4});
   auto y = at::randn({4});
@@ -540,7 +540,7 @@ TEST_CASE("dynamic=false over ten sizes: eight compiles then eager with one warn
   CHECK(logs.count("jitc hit recompile_limit") == 1);
 }
 
-TEST_CASE("Options::recompile_limit sets the limit; JITC_RECOMPILE_LIMIT overrides it", "[recompile]") {
+TEST_CASE("Options::recompile_limit sets the limit and JITC_RECOMPILE_LIMIT overrides it", "[recompile]") {
   LogCapture logs("");
   jitc::Options o;
   o.dynamic = false;
@@ -912,7 +912,7 @@ TEST_CASE("sizes computed from a symbolic dim are right at new sizes", "[dynamic
   }
 }
 
-TEST_CASE("two dims that vary together share a symbol; diverging recompiles", "[dynamic][recompile]") {
+TEST_CASE("two dims that vary together share a symbol and diverging recompiles", "[dynamic][recompile]") {
   auto fn = [](const at::Tensor& x, const at::Tensor& y) { return at::cat({x, y}) * 2; };
   auto f = jitc::compile(fn);
   for (int64_t b : {2, 3, 5}) {

@@ -383,7 +383,7 @@ TEST_CASE("the same tensor passed twice is one tensor inside the callable", "[tr
 
 // ---- argument kinds ----------------------------------------------------------------------------------------
 
-TEST_CASE("std::vector<at::Tensor> arguments; a different length recompiles", "[tracer]") {
+TEST_CASE("std::vector<at::Tensor> arguments and a different length recompiles", "[tracer]") {
   auto fn = [](const std::vector<at::Tensor>& xs) { return at::cat(xs, 0) * 2; };
   auto f = jitc::compile(fn);
   auto make = [](size_t n) {
@@ -736,7 +736,7 @@ TEST_CASE("compiled: an exception of the callable propagates and the argument is
   CHECK(same(x, at::ones({3})));
 }
 
-TEST_CASE("host side effects run only while tracing; is_tracing is true inside the trace", "[tracer]") {
+TEST_CASE("host side effects run only while tracing and is_tracing is true inside the trace", "[tracer]") {
   int runs = 0;
   bool traced_inside = false;
   auto f = jitc::compile([&](const at::Tensor& x) {
