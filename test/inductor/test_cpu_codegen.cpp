@@ -19,17 +19,24 @@ Access access_of(const at::Tensor& t, int buffer, at::IntArrayRef sizes) {
   return {buffer, expanded.strides().vec(), expanded.storage_offset()};
 }
 
+// A kernel over out's sizes reading `inputs` (buffers 1..n) with the given body.
+PointwiseKernel kernel_over(std::string name, const at::Tensor& out, const std::vector<at::Tensor>& inputs,
+                            std::vector<Expr> body) {
+  PointwiseKernel k;
+  k.name = std::move(name);
+  k.sizes = out.sizes().vec();
+  k.num_inputs = static_cast<int>(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) k.loads.push_back(access_of(inputs[i], static_cast<int>(i) + 1, out.sizes()));
+  k.store = access_of(out, 0, out.sizes());
+  k.body = std::move(body);
+  return k;
+}
+
 // relu(a * b + c) over a's sizes.
 PointwiseKernel fused_kernel(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
-  PointwiseKernel k;
-  k.name = "fused_mul_add_relu";
-  k.sizes = out.sizes().vec();
-  k.num_inputs = 3;
-  k.loads = {access_of(a, 1, out.sizes()), access_of(b, 2, out.sizes()), access_of(c, 3, out.sizes())};
-  k.store = access_of(out, 0, out.sizes());
-  k.body = {{ScalarOp::kLoad, -1, -1, 0}, {ScalarOp::kLoad, -1, -1, 1}, {ScalarOp::kMul, 0, 1},
-            {ScalarOp::kLoad, -1, -1, 2}, {ScalarOp::kAdd, 2, 3},       {ScalarOp::kRelu, 4}};
-  return k;
+  return kernel_over("fused_mul_add_relu", out, {a, b, c},
+                     {{ScalarOp::kLoad, -1, -1, 0}, {ScalarOp::kLoad, -1, -1, 1}, {ScalarOp::kMul, 0, 1},
+                      {ScalarOp::kLoad, -1, -1, 2}, {ScalarOp::kAdd, 2, 3}, {ScalarOp::kRelu, 4}});
 }
 
 void run(const jitc::runtime::CpuModule& module, const std::string& name, std::vector<at::Tensor> buffers) {
@@ -59,14 +66,9 @@ TEST_CASE("a fused pointwise kernel over strided and broadcast inputs matches ea
 TEST_CASE("the inner loop of a contiguous kernel is vectorized for the host", "[inductor][cpu]") {
   const auto a = at::randn({4, 256});
   auto out = at::empty({4, 256});
-  PointwiseKernel k;
-  k.name = "sigmoid_times_two";
-  k.sizes = {4, 256};
-  k.num_inputs = 1;
-  k.loads = {access_of(a, 1, k.sizes)};
-  k.store = access_of(out, 0, k.sizes);
-  k.body = {{ScalarOp::kLoad, -1, -1, 0}, {ScalarOp::kSigmoid, 0}, {ScalarOp::kConstant, -1, -1, -1, 2.0},
-            {ScalarOp::kMul, 1, 2}};
+  const auto k = kernel_over("sigmoid_times_two", out, {a},
+                             {{ScalarOp::kLoad, -1, -1, 0}, {ScalarOp::kSigmoid, 0},
+                              {ScalarOp::kConstant, -1, -1, -1, 2.0}, {ScalarOp::kMul, 1, 2}});
   auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(k), k.name);
   INFO(module->optimized_ir());
   CHECK_THAT(module->optimized_ir(), Catch::Contains("x float>"));  // <N x float>: vector code
@@ -78,13 +80,7 @@ TEST_CASE("the inner loop of a contiguous kernel is vectorized for the host", "[
 TEST_CASE("kernels over empty iteration spaces do nothing", "[inductor][cpu]") {
   const auto a = at::randn({0, 8});
   auto out = at::empty({0, 8});
-  PointwiseKernel k;
-  k.name = "empty_kernel";
-  k.sizes = {0, 8};
-  k.num_inputs = 1;
-  k.loads = {access_of(a, 1, k.sizes)};
-  k.store = access_of(out, 0, k.sizes);
-  k.body = {{ScalarOp::kLoad, -1, -1, 0}};
+  const auto k = kernel_over("empty_kernel", out, {a}, {{ScalarOp::kLoad, -1, -1, 0}});
   auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(k), k.name);
   run(*module, k.name, {out, a});
   CHECK(out.numel() == 0);
@@ -101,13 +97,8 @@ TEST_CASE("maximum and minimum propagate NaN from either side, as ATen does", "[
   b.data_ptr<float>()[5] = NAN;
   for (auto op : {ScalarOp::kMaximum, ScalarOp::kMinimum}) {
     auto out = at::empty({2, 16});
-    PointwiseKernel k;
-    k.name = op == ScalarOp::kMaximum ? "maximum" : "minimum";
-    k.sizes = {2, 16};
-    k.num_inputs = 2;
-    k.loads = {access_of(a, 1, k.sizes), access_of(b, 2, k.sizes)};
-    k.store = access_of(out, 0, k.sizes);
-    k.body = {{ScalarOp::kLoad, -1, -1, 0}, {ScalarOp::kLoad, -1, -1, 1}, {op, 0, 1}};
+    const auto k = kernel_over(op == ScalarOp::kMaximum ? "maximum" : "minimum", out, {a, b},
+                               {{ScalarOp::kLoad, -1, -1, 0}, {ScalarOp::kLoad, -1, -1, 1}, {op, 0, 1}});
     auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(k), k.name);
     run(*module, k.name, {out, a, b});
     const auto expected = op == ScalarOp::kMaximum ? at::maximum(a, b) : at::minimum(a, b);
