@@ -1,7 +1,5 @@
 #include "guards/guard_set.h"
 
-#include <c10/core/DefaultDtype.h>
-#include <c10/core/GradMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/SmallVector.h>
 #include <fmt/format.h>
@@ -11,15 +9,6 @@
 #include <fmt/ranges.h>
 
 namespace jitc::guards {
-
-GlobalState capture_global_state() {
-  GlobalState s;
-  s.grad_mode = c10::GradMode::is_enabled();
-  s.autocast_cpu = !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutocastCPU);
-  s.autocast_cuda = !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutocastCUDA);
-  s.default_dtype = c10::typeMetaToScalarType(c10::get_default_dtype());
-  return s;
-}
 
 namespace {
 
@@ -40,7 +29,9 @@ const char* kind_name(Kind k) {
 std::string global_diff(const GlobalState& want, const GlobalState& got) {
   std::string s = "GLOBAL_STATE changed: ";
   if (want.grad_mode != got.grad_mode) s += "grad_mode ";
-  if (want.autocast_cpu != got.autocast_cpu || want.autocast_cuda != got.autocast_cuda) s += "autocast ";
+  if (want.autocast_cpu != got.autocast_cpu || want.autocast_cuda != got.autocast_cuda ||
+      want.autocast_cpu_dtype != got.autocast_cpu_dtype || want.autocast_cuda_dtype != got.autocast_cuda_dtype)
+    s += "autocast ";
   if (want.default_dtype != got.default_dtype) s += "default_dtype ";
   return s;
 }
@@ -80,7 +71,7 @@ class Walker {
   std::string reason;
 
   bool run() {
-    const GlobalState now = c_.global ? *c_.global : capture_global_state();
+    const GlobalState& now = *c_.global;
     if (!(now == g_.global)) return fail([&] { return global_diff(g_.global, now); });
     return layout() && scalars() && tensors() && aliasing() && symbols() && shapes();
   }
@@ -261,8 +252,9 @@ bool same_except_shapes(const GuardSet& a, const GuardSet& b) {
 std::vector<std::string> describe(const GuardSet& g) {
   std::vector<std::string> lines;
   const auto& s = g.global;
-  lines.push_back(fmt::format("GLOBAL_STATE: grad_mode={} autocast_cpu={} autocast_cuda={} default_dtype={}", s.grad_mode,
-                              s.autocast_cpu, s.autocast_cuda, c10::toString(s.default_dtype)));
+  lines.push_back(fmt::format("GLOBAL_STATE: grad_mode={} autocast_cpu={} ({}) autocast_cuda={} ({}) default_dtype={}",
+                              s.grad_mode, s.autocast_cpu, c10::toString(s.autocast_cpu_dtype), s.autocast_cuda,
+                              c10::toString(s.autocast_cuda_dtype), c10::toString(s.default_dtype)));
   for (const auto& t : g.tensors) {
     std::vector<std::string> sizes, strides;
     for (auto v : t.sizes) sizes.push_back(v == kSymbolic ? "None" : std::to_string(v));

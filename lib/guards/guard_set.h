@@ -56,15 +56,17 @@ struct ScalarGuard {
   int64_t i = 0;
 };
 
-// Thread-local state that changes what the traced ops do (Dynamo's GLOBAL_STATE).
+// Thread-local state that changes what the traced ops do (Dynamo's GLOBAL_STATE). Plain data: the
+// runtime reads it (runtime/global_state.h), once per call.
 struct GlobalState {
   bool grad_mode = false;
   bool autocast_cpu = false;
   bool autocast_cuda = false;
+  c10::ScalarType autocast_cpu_dtype = c10::ScalarType::BFloat16;  // the casts autocast records
+  c10::ScalarType autocast_cuda_dtype = c10::ScalarType::Half;
   c10::ScalarType default_dtype = c10::ScalarType::Float;
   bool operator==(const GlobalState&) const = default;
 };
-GlobalState capture_global_state();
 
 struct GuardSet {
   std::vector<std::string> leaf_names;     // args[0], args[1][2], ... (or the names given in Options)
@@ -88,7 +90,7 @@ struct CallView {
   const c10::TensorImpl* const* captured = nullptr;  // nullptr entries: the captured tensor was freed
   size_t num_captured = 0;
   const uint64_t* marks = nullptr;
-  const GlobalState* global = nullptr;  // read once per call by the caller; nullptr: read it here
+  const GlobalState* global = nullptr;  // the caller's state, read once per call (required)
 };
 
 // Hot path. On success, symbols[0..num_symbols) hold the bound sizes.

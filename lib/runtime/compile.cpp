@@ -3,6 +3,7 @@
 #include "graph/generalize.h"
 #include "graph/passes.h"
 #include "runtime/engine.h"
+#include "runtime/global_state.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
@@ -81,10 +82,11 @@ std::vector<std::string> Engine::failure_reasons(c10::ArrayRef<Leaf> leaves, con
   std::vector<std::string> reasons;
   std::shared_lock lock(entries_mutex_);
   runtime::CapturedTensors captured;
+  const guards::GlobalState global = runtime::capture_global_state();
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const auto& e = **it;
     captured.lock(e);
-    const std::string why = guards::explain(e.guards, captured.view(leaves, marks));
+    const std::string why = guards::explain(e.guards, captured.view(leaves, marks, &global));
     if (!why.empty()) reasons.push_back(fmt::format("{}: {}", compile_id(e.compile_number), why));
   }
   return reasons;

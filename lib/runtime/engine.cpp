@@ -1,4 +1,5 @@
 #include "runtime/engine.h"
+#include "runtime/global_state.h"
 
 #include "runtime/eager_replay.h"
 #include "runtime/env.h"
@@ -119,7 +120,7 @@ ResultLeaves Engine::run_eager(c10::ArrayRef<Leaf> leaves) {
 
 Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
                                     size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured) {
-  const guards::GlobalState global = guards::capture_global_state();
+  const guards::GlobalState global = runtime::capture_global_state();
   std::shared_lock lock(entries_mutex_);
   const size_t n = entries_.size();
   size_t first = most_recent_.load(std::memory_order_relaxed);

@@ -72,7 +72,7 @@ struct CapturedTensors {
   c10::SmallVector<const c10::TensorImpl*, 8> raw;
   void lock(const Entry& entry);
   guards::CallView view(c10::ArrayRef<detail::Leaf> leaves, const uint64_t* marks,
-                        const guards::GlobalState* global = nullptr) const {
+                        const guards::GlobalState* global) const {
     return {leaves, raw.data(), raw.size(), marks, global};
   }
 };

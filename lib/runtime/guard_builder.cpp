@@ -1,4 +1,5 @@
 #include "runtime/entry.h"
+#include "runtime/global_state.h"
 
 #include <fmt/format.h>
 
@@ -34,7 +35,7 @@ class Builder {
   }
 
   guards::GuardSet build(const std::vector<uint64_t>& dynamic_dims) {
-    out_.global = guards::capture_global_state();
+    out_.global = capture_global_state();
     for (size_t i = 0; i < leaves_.size(); ++i) {
       out_.layout.push_back(leaves_[i].kind);
       if (leaves_[i].kind == Kind::kTensor) add_argument(i, dynamic_dims[i]);

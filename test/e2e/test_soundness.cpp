@@ -2,6 +2,7 @@
 #include <jitc/jitc.h>
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <catch2/catch.hpp>
 #include <torch/nn/modules/batchnorm.h>
@@ -122,4 +123,25 @@ TEST_CASE("a callable branching on requires_grad sees what eager sees", "[soundn
   const auto y = at::ones({3});
   CHECK(at::equal(f(y), fn(y)));
   CHECK(f.stats().compiles == 2);
+}
+
+TEST_CASE("a different autocast dtype is a recompile and gives eager's dtype", "[soundness]") {
+  const auto w = at::randn({8, 8});
+  auto fn = [&w](const at::Tensor& x) { return at::mm(x, w); };
+  auto f = jitc::compile(fn);
+  const auto x = at::randn({4, 8});
+  at::autocast::set_autocast_enabled(at::kCPU, true);
+  for (auto dtype : {at::kBFloat16, at::kHalf, at::kBFloat16}) {
+    at::autocast::set_autocast_dtype(at::kCPU, dtype);
+    const auto expected = fn(x);
+    const auto got = f(x);
+    CHECK(got.scalar_type() == expected.scalar_type());
+    CHECK(at::equal(got, expected));
+  }
+  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCPU, false);
+  at::autocast::clear_cache();
+  CHECK(f.stats().compiles == 2);
+  CHECK(f.stats().hits == 1);
+  CHECK_THAT(f.stats().recompile_reasons.at(0), Catch::Contains("GLOBAL_STATE changed: autocast"));
 }
