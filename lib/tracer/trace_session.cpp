@@ -120,7 +120,7 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   return v;
 }
 
-graph::ValueId TraceSession::value_of(const at::Tensor& t, const c10::Argument&) {
+graph::ValueId TraceSession::value_of(const at::Tensor& t) {
   if (auto* tracer = as_tracer(t)) {
     if (tracer->session() != id_)
       throw TraceFailure(TraceFailure::Kind::kEscapedTracer,
@@ -130,12 +130,12 @@ graph::ValueId TraceSession::value_of(const at::Tensor& t, const c10::Argument&)
   return captured_value(t);
 }
 
-graph::Arg TraceSession::record_arg(c10::IValue& v, const c10::Argument& schema_arg) {
+graph::Arg TraceSession::record_arg(c10::IValue& v) {
   graph::Arg arg;
   if (v.isTensor() && v.toTensor().defined()) {
     const at::Tensor t = v.toTensor();
     arg.kind = graph::Arg::Kind::kValue;
-    arg.value = value_of(t, schema_arg);
+    arg.value = value_of(t);
     if (auto* tracer = as_tracer(t)) v = tracer->shadow();
     return arg;
   }
@@ -146,7 +146,7 @@ graph::Arg TraceSession::record_arg(c10::IValue& v, const c10::Argument& schema_
       c10::List<std::optional<at::Tensor>> real;
       for (const std::optional<at::Tensor>& t : v.toOptionalTensorList()) {
         const bool present = t.has_value() && t->defined();
-        arg.list.push_back(present ? value_of(*t, schema_arg) : graph::kNoValue);
+        arg.list.push_back(present ? value_of(*t) : graph::kNoValue);
         if (!present) real.push_back(std::nullopt);
         else real.push_back(as_tracer(*t) ? as_tracer(*t)->shadow() : *t);
       }
@@ -154,7 +154,7 @@ graph::Arg TraceSession::record_arg(c10::IValue& v, const c10::Argument& schema_
     } else {
       c10::List<at::Tensor> real;
       for (const at::Tensor& t : v.toTensorList()) {
-        arg.list.push_back(value_of(t, schema_arg));
+        arg.list.push_back(value_of(t));
         real.push_back(as_tracer(t) ? as_tracer(t)->shadow() : t);
       }
       v = real;
@@ -198,7 +198,7 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
   std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(begin), stack->end());
   for (size_t i = 0; i < n; ++i) {
     const auto& schema_arg = schema.arguments()[i];
-    node.args.push_back(record_arg((*stack)[begin + i], schema_arg));
+    node.args.push_back(record_arg((*stack)[begin + i]));
     if (!writes(schema_arg)) continue;
     node.mutates = true;
     if (node.args.back().kind != graph::Arg::Kind::kValue)
@@ -282,7 +282,7 @@ void TraceSession::note_break(graph::Node& node, const c10::OperatorHandle& op, 
 graph::ValueId TraceSession::bind_output(at::Tensor& result) {
   if (!result.defined()) return graph::kNoValue;
   c10::impl::ExcludeDispatchKeyGuard no_trace(kTracerKey);
-  const graph::ValueId v = value_of(result, c10::Argument("result"));
+  const graph::ValueId v = value_of(result);
   if (auto* tracer = as_tracer(result)) result = tracer->shadow();
   return v;
 }

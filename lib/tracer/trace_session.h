@@ -60,11 +60,11 @@ class TraceSession {
   const std::vector<BreakRecord>& breaks() const { return breaks_; }
 
  private:
-  graph::ValueId value_of(const at::Tensor& t, const c10::Argument& schema_arg);
+  graph::ValueId value_of(const at::Tensor& t);
   graph::ValueId captured_value(const at::Tensor& real);
   graph::ValueId define(const at::Tensor& real, int32_t producer);
   int32_t storage_id(const at::Tensor& real);
-  graph::Arg record_arg(c10::IValue& v, const c10::Argument& schema_arg);
+  graph::Arg record_arg(c10::IValue& v);
   void before_write(graph::ValueId target);
   void wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t begin,
                     const std::vector<c10::IValue>& originals, graph::Node& node);
