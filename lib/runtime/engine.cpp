@@ -75,13 +75,8 @@ ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
     if (!warned_input_.exchange(true)) runtime::warn(fmt::format("jitc: running '{}' eagerly: {}", name_, *why));
     return run_eager(leaves);
   }
-  c10::SmallVector<uint64_t, 16> marks;
-  if (runtime::any_marks()) {
-    marks.resize(leaves.size(), 0);
-    for (size_t i = 0; i < leaves.size(); ++i)
-      if (leaves[i].kind == Leaf::Kind::kTensor) marks[i] = runtime::marks_of(leaves[i].tensor->unsafeGetTensorImpl()).dynamic;
-  }
-  const uint64_t* mark_ptr = marks.empty() ? nullptr : marks.data();
+  LeafMarks marks;
+  const uint64_t* mark_ptr = dynamic_marks(leaves, marks);
   std::string break_failure;
   uint64_t skip = 0;
   if (auto out = try_entries(leaves, mark_ptr, &break_failure, nullptr, skip)) {
@@ -89,6 +84,14 @@ ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
     return std::move(*out);
   }
   return compile_and_run(leaves, mark_ptr, break_failure, skip);
+}
+
+const uint64_t* Engine::dynamic_marks(c10::ArrayRef<Leaf> leaves, LeafMarks& marks) {
+  if (!runtime::any_marks()) return nullptr;  // no tensor was ever marked: skip the registry
+  marks.assign(leaves.size(), 0);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].kind == Leaf::Kind::kTensor) marks[i] = runtime::marks_of(leaves[i].tensor->unsafeGetTensorImpl()).dynamic;
+  return marks.data();
 }
 
 std::optional<std::string> Engine::eager_reason(c10::ArrayRef<Leaf> leaves) const {

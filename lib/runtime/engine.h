@@ -40,6 +40,9 @@ class Engine {
   };
 
   void validate_options() const;
+  // Per leaf, the dims marked dynamic on the tensor (bit d = dim d); nullptr when nothing was ever marked.
+  using LeafMarks = c10::SmallVector<uint64_t, 16>;
+  static const uint64_t* dynamic_marks(c10::ArrayRef<Leaf> leaves, LeafMarks& marks);
 
   // ---- hit path (engine.cpp) ----
   // Runs the first entry whose guards pass and whose graph breaks hold. `unchecked` receives a

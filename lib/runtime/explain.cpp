@@ -1,7 +1,6 @@
 // Engine::explain: torch._dynamo.explain for one set of arguments.
 #include "runtime/engine.h"
 
-#include "runtime/marks.h"
 
 namespace jitc::detail {
 
@@ -9,13 +8,12 @@ ExplainOutput Engine::explain(c10::ArrayRef<Leaf> leaves) {
   call(leaves);  // compiles if needed
   ExplainOutput out;
   out.compile_seconds = stats().compile_seconds;
-  c10::SmallVector<uint64_t, 16> marks(leaves.size(), 0);
-  for (size_t i = 0; i < leaves.size(); ++i)
-    if (leaves[i].kind == Leaf::Kind::kTensor) marks[i] = runtime::marks_of(leaves[i].tensor->unsafeGetTensorImpl()).dynamic;
+  LeafMarks marks;
+  const uint64_t* mark_ptr = dynamic_marks(leaves, marks);
   int64_t symbols[kMaxSymbols];
   size_t index = 0;
   runtime::CapturedTensors captured;
-  EntryPtr entry = find_entry(leaves, marks.data(), symbols, 0, &index, nullptr, captured);
+  EntryPtr entry = find_entry(leaves, mark_ptr, symbols, 0, &index, nullptr, captured);
   if (!entry) {  // ran eagerly
     out.break_reasons.push_back({"<whole function>", "ran eagerly (see the warning jitc printed)"});
     return out;
