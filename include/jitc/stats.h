@@ -16,7 +16,9 @@ struct Stats {
   int64_t eager_fallbacks = 0;  // calls that ran the callable eagerly
   int64_t graph_breaks = 0;     // breaks seen while tracing
   int64_t entries = 0;          // live cache entries
-  double compile_seconds = 0;   // time spent tracing and compiling
+  double compile_seconds = 0;   // time spent tracing and compiling (code generation included)
+  int64_t programs_compiled = 0;  // graphs turned into compiled programs (backend inductor)
+  int64_t kernels_compiled = 0;   // fused kernels generated and compiled for them
   std::vector<std::string> recompile_reasons;  // one per recompile, Dynamo's text
 };
 

@@ -1,159 +1,737 @@
-#include "inductor/kernel_ir.h"
+// Kernel IR -> LLVM IR text. Loop counters and reduction accumulators live in allocas (as clang emits
+// them); O3's mem2reg turns them into SSA, after which the inner loops vectorize. Each kernel gives:
+//   void  @<name>(ptr buffers, ptr symbols, i64 tile_begin, i64 tile_end)
+//   i64   @<name>.tiles(ptr symbols)       the number of tiles (rows, or row x column tiles)
+// The body is a private function taking each buffer as a `noalias` pointer: outputs are fresh
+// allocations, so no store can alias a load, and the vectorizer needs no runtime alias checks.
+#include "inductor/codegen_cpu.h"
 
 #include <fmt/format.h>
 
 #include <bit>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace jitc::inductor {
 
 namespace {
 
-std::string float_literal(double v) {  // LLVM wants float constants as the hex of their double value
-  return fmt::format("0x{:016X}", std::bit_cast<uint64_t>(static_cast<double>(static_cast<float>(v))));
+using c10::ScalarType;
+
+bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
+bool is_unsigned(ScalarType t) { return t == ScalarType::Byte || t == ScalarType::Bool; }
+
+const char* compute_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float: return "float";
+    case ScalarType::Double: return "double";
+    case ScalarType::Long: return "i64";
+    case ScalarType::Int: return "i32";
+    case ScalarType::Short: return "i16";
+    case ScalarType::Char:
+    case ScalarType::Byte: return "i8";
+    case ScalarType::Bool: return "i1";
+    default: throw std::invalid_argument(fmt::format("cpu codegen: no compute type for {}", c10::toString(t)));
+  }
 }
+
+const char* storage_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::Half: return "half";
+    case ScalarType::BFloat16: return "i16";
+    case ScalarType::Bool: return "i8";
+    default: return compute_type(t);
+  }
+}
+
+// Compute type of what a buffer of this dtype loads as: half and bfloat16 compute in float.
+ScalarType compute_of(ScalarType storage) {
+  return storage == ScalarType::Half || storage == ScalarType::BFloat16 ? ScalarType::Float : storage;
+}
+
+int bits(ScalarType t) {
+  switch (t) {
+    case ScalarType::Double:
+    case ScalarType::Long: return 64;
+    case ScalarType::Float:
+    case ScalarType::Int: return 32;
+    case ScalarType::Short: return 16;
+    case ScalarType::Bool: return 1;
+    default: return 8;
+  }
+}
+
+std::string float_literal(double v, ScalarType t) {  // LLVM wants the hex of the double value
+  const double exact = t == ScalarType::Float ? static_cast<double>(static_cast<float>(v)) : v;
+  return fmt::format("0x{:016X}", std::bit_cast<uint64_t>(exact));
+}
+
+const char* libm_suffix(ScalarType t) { return t == ScalarType::Float ? "f" : ""; }
 
 class Printer {
  public:
-  explicit Printer(const PointwiseKernel& k) : k_(k) {}
+  explicit Printer(const Kernel& k) : k_(k), emitted_(k.body.size()) {}
 
   std::string run() {
-    if (k_.sizes.empty()) throw std::invalid_argument("emit_llvm_ir: a kernel needs at least one dim");
-    for (int64_t size : k_.sizes)
-      if (size == 0) return fmt::format("define void @{}(ptr %buffers) {{\n  ret void\n}}\n", k_.name);
-    header();
-    outer_loop_head();
-    for (size_t i = 0; i < k_.loads.size(); ++i) row_base(fmt::format("l{}", i), k_.loads[i]);
-    row_base("st", k_.store);
-    inner_loop();
-    footer();
-    return out_;
+    classify();
+    std::string body = body_function();
+    return declarations_ + body + wrapper() + tiles_function();
   }
 
  private:
-  void line(const std::string& s) { out_ += s + "\n"; }
+  enum class Scope { kEntry, kRow, kReduction, kElement };
 
-  int64_t inner() const { return k_.sizes.back(); }
-  int64_t rows() const {
-    int64_t r = 1;
-    for (size_t d = 0; d + 1 < k_.sizes.size(); ++d) r *= k_.sizes[d];
-    return r;
-  }
-
-  void header() {
-    line("declare float @llvm.exp.f32(float)");
-    line(fmt::format("define void @{}(ptr noalias %buffers) {{", k_.name));
-    line("entry:");
-    for (int b = 0; b <= k_.num_inputs; ++b) {
-      line(fmt::format("  %slot{} = getelementptr ptr, ptr %buffers, i64 {}", b, b));
-      line(fmt::format("  %buf{} = load ptr, ptr %slot{}", b, b));
+  // ---- placement --------------------------------------------------------------------------------
+  void classify() {
+    scope_.assign(k_.body.size(), Scope::kEntry);
+    loop_of_.assign(k_.body.size(), -1);
+    for (size_t i = 0; i < k_.body.size(); ++i) {
+      const Expr& e = k_.body[i];
+      Scope s = Scope::kEntry;
+      int loop = -1;
+      auto join = [&](int operand) {
+        if (operand < 0) return;
+        if (k_.body[operand].op == ScalarOp::kReduce) {  // a reduction's result is a row value
+          s = std::max(s, Scope::kRow);
+          return;
+        }
+        if (scope_[operand] == Scope::kReduction) loop = loop_of_[operand];
+        s = std::max(s, scope_[operand]);
+      };
+      join(e.a), join(e.b), join(e.c);
+      if (e.op == ScalarOp::kVar) {
+        const LoopVar& v = k_.vars[e.var];
+        s = v.kind == LoopVar::Kind::kOuter ? Scope::kRow : v.kind == LoopVar::Kind::kInner ? Scope::kElement : Scope::kReduction;
+        loop = v.loop;
+      }
+      if (e.op == ScalarOp::kReduce) {  // placed in its loop; its value is read after the loop
+        s = Scope::kReduction;
+        loop = e.loop;
+      }
+      if (e.op == ScalarOp::kStore && s < Scope::kRow) s = Scope::kRow;
+      if (e.op == ScalarOp::kLoad && s == Scope::kEntry) s = Scope::kRow;  // a buffer is read per call
+      scope_[i] = s;
+      loop_of_[i] = loop;
     }
-    line("  br label %row");
   }
 
-  void outer_loop_head() {
-    line("row:");
-    line("  %r = phi i64 [ 0, %entry ], [ %r.next, %row.end ]");
+  // ---- text helpers -----------------------------------------------------------------------------
+  void line(const std::string& s) { out_ += "  " + s + "\n"; }
+  void label(const std::string& s) { out_ += s + ":\n"; }
+  std::string fresh(const std::string& stem) { return fmt::format("%{}.{}", stem, counter_++); }
+  std::string name(int e) const { return fmt::format("%e{}", e); }
+  std::string declare(const std::string& decl) {
+    if (declared_.emplace(decl, true).second) declarations_ += "declare " + decl + "\n";
+    return decl;
+  }
+  std::string call(const std::string& fn, ScalarType t, const std::string& arg) {
+    const char* ty = compute_type(t);
+    declare(fmt::format("{} @{}({})", ty, fn, ty));
+    return fmt::format("call {} @{}({} {})", ty, fn, ty, arg);
+  }
+  std::string intrinsic(const char* stem, ScalarType t, const std::string& arg) {
+    return call(fmt::format("llvm.{}.{}", stem, t == ScalarType::Float ? "f32" : "f64"), t, arg);
   }
 
-  // Element offset of row r for an access: sum over outer dims of (coordinate * stride) + offset.
-  void row_base(const std::string& tag, const Access& a) {
-    std::string acc = std::to_string(a.offset);
-    int64_t below = 1;  // product of the sizes of the outer dims after d
-    for (size_t d = k_.sizes.size() - 1; d-- > 0;) {
-      const std::string coord = fmt::format("%{}.c{}", tag, d);
-      line(fmt::format("  %{}.q{} = udiv i64 %r, {}", tag, d, below));
-      line(fmt::format("  {} = urem i64 %{}.q{}, {}", coord, tag, d, k_.sizes[d]));
-      line(fmt::format("  %{}.t{} = mul i64 {}, {}", tag, d, coord, a.strides[d]));
-      line(fmt::format("  %{}.s{} = add i64 {}, %{}.t{}", tag, d, acc, tag, d));
-      acc = fmt::format("%{}.s{}", tag, d);
-      below *= k_.sizes[d];
+  // ---- functions --------------------------------------------------------------------------------
+  std::string body_function() {
+    std::string params;
+    for (size_t b = 0; b < k_.buffers.size(); ++b) params += fmt::format("ptr noalias %buf{}, ", b);
+    out_ += fmt::format("define internal void @{}.body({}ptr %syms, i64 %tile_begin, i64 %tile_end) alwaysinline {{\n",
+                        k_.name, params);
+    label("entry");
+    for (size_t i = 0; i < k_.body.size(); ++i)
+      if (scope_[i] == Scope::kEntry) emit(static_cast<int>(i));
+    tiles_per_row_ = tiles_per_row();
+    line("%tile = alloca i64");
+    line("store i64 %tile_begin, ptr %tile");
+    line("br label %tile.head");
+    label("tile.head");
+    line("%t = load i64, ptr %tile");
+    line("%t.more = icmp slt i64 %t, %tile_end");
+    line("br i1 %t.more, label %tile.body, label %exit");
+    label("tile.body");
+    row();
+    line("%t.next = add nsw i64 %t, 1");
+    line("store i64 %t.next, ptr %tile");
+    line("br label %tile.head");
+    label("exit");
+    line("ret void");
+    out_ += "}\n";
+    return std::exchange(out_, "");
+  }
+
+  std::string wrapper() {
+    std::string s = fmt::format("define void @{}(ptr %buffers, ptr %syms, i64 %tile_begin, i64 %tile_end) {{\nentry:\n", k_.name);
+    std::string args;
+    for (size_t b = 0; b < k_.buffers.size(); ++b) {
+      s += fmt::format("  %slot{} = getelementptr ptr, ptr %buffers, i64 {}\n  %buf{} = load ptr, ptr %slot{}\n", b, b, b, b);
+      args += fmt::format("ptr %buf{}, ", b);
     }
-    line(fmt::format("  %{}.base = add i64 {}, 0", tag, acc));
+    s += fmt::format("  call void @{}.body({}ptr %syms, i64 %tile_begin, i64 %tile_end)\n  ret void\n}}\n", k_.name, args);
+    return s;
   }
 
-  // Address of the element at (row, %j) for an access whose row base is %<base>.base.
-  std::string element(const std::string& base, const std::string& tag, const Access& a) {
-    line(fmt::format("  %{}.j = mul i64 %j, {}", tag, a.strides.back()));
-    line(fmt::format("  %{}.i = add i64 %{}.base, %{}.j", tag, base, tag));
-    line(fmt::format("  %{}.p = getelementptr float, ptr %buf{}, i64 %{}.i", tag, a.buffer, tag));
-    return fmt::format("%{}.p", tag);
+  std::string tiles_function() {
+    out_.clear();
+    std::fill(emitted_.begin(), emitted_.end(), false);
+    out_ += fmt::format("define i64 @{}.tiles(ptr %syms) {{\n", k_.name);
+    label("entry");
+    std::string rows = "1";
+    for (int v : k_.outer_vars()) {
+      const std::string extent = emit(k_.vars[v].extent);
+      const std::string product = fresh("rows");
+      line(fmt::format("{} = mul i64 {}, {}", product, rows, extent));
+      rows = product;
+    }
+    const std::string per_row = tiles_per_row();
+    const std::string total = fresh("tiles");
+    line(fmt::format("{} = mul i64 {}, {}", total, rows, per_row));
+    line(fmt::format("ret i64 {}", total));
+    out_ += "}\n";
+    return std::exchange(out_, "");
   }
 
-  std::string expr(size_t i) {
-    const Expr& e = k_.body[i];
-    const std::string v = fmt::format("%e{}", i);
-    const std::string a = e.a >= 0 ? fmt::format("%e{}", e.a) : "";
-    const std::string b = e.b >= 0 ? fmt::format("%e{}", e.b) : "";
-    switch (e.op) {
-      case ScalarOp::kLoad: {
-        const std::string p = element(fmt::format("l{}", e.load), fmt::format("x{}", i), k_.loads[e.load]);
-        line(fmt::format("  {} = load float, ptr {}", v, p));
+  // Tiles per row: 1, or ceil(inner extent / tile) for a tiled pointwise kernel.
+  std::string tiles_per_row() {
+    if (k_.tile == 0) return "1";
+    const auto inner = k_.inner_vars();
+    if (inner.size() != 1) throw std::invalid_argument("cpu codegen: a tiled kernel needs exactly one inner dim");
+    const std::string extent = emit(k_.vars[inner[0]].extent);
+    const std::string bumped = fresh("ext"), count = fresh("tpr");
+    line(fmt::format("{} = add i64 {}, {}", bumped, extent, k_.tile - 1));
+    line(fmt::format("{} = sdiv i64 {}, {}", count, bumped, k_.tile));
+    return count;
+  }
+
+  // ---- one tile: outer coordinates, reductions, row values, the element loop ----------------------
+  void row() {
+    std::string rest = "%t";
+    std::string column_tile = "0";
+    if (k_.tile > 0) {
+      rest = fresh("row");
+      column_tile = fresh("ctile");
+      line(fmt::format("{} = sdiv i64 %t, {}", rest, tiles_per_row_));
+      line(fmt::format("{} = srem i64 %t, {}", column_tile, tiles_per_row_));
+    }
+    const auto outer = k_.outer_vars();
+    for (size_t d = outer.size(); d-- > 0;) {  // the last outer dim varies fastest
+      const std::string extent = name(k_.vars[outer[d]].extent);
+      var_value_[outer[d]] = fresh("o");
+      line(fmt::format("{} = srem i64 {}, {}", var_value_[outer[d]], rest, extent));
+      const std::string next = fresh("q");
+      line(fmt::format("{} = sdiv i64 {}, {}", next, rest, extent));
+      rest = next;
+    }
+    for (size_t i = 0; i < k_.body.size(); ++i) {
+      if (scope_[i] == Scope::kRow) emit(static_cast<int>(i));
+      else if (k_.body[i].op == ScalarOp::kReduce) reduction(static_cast<int>(i));
+    }
+    element_loop(column_tile);
+  }
+
+  // A loop nest over `vars`; the innermost is bounded by [lo, hi) when given. Calls body() inside.
+  template <class Body>
+  void loop_nest(const std::vector<int>& vars, const std::string& lo, const std::string& hi, Body&& body) {
+    std::vector<std::string> tails;
+    for (size_t d = 0; d < vars.size(); ++d) {
+      const bool innermost = d + 1 == vars.size();
+      const std::string tag = fresh("l").substr(1);
+      const std::string slot = "%" + tag + ".i";
+      line(fmt::format("{} = alloca i64", slot));
+      line(fmt::format("store i64 {}, ptr {}", innermost && !lo.empty() ? lo : "0", slot));
+      line(fmt::format("br label %{}.head", tag));
+      label(tag + ".head");
+      const std::string v = "%" + tag + ".v";
+      line(fmt::format("{} = load i64, ptr {}", v, slot));
+      const std::string bound = innermost && !hi.empty() ? hi : name(k_.vars[vars[d]].extent);
+      line(fmt::format("%{}.more = icmp slt i64 {}, {}", tag, v, bound));
+      line(fmt::format("br i1 %{}.more, label %{}.body, label %{}.end", tag, tag, tag));
+      label(tag + ".body");
+      var_value_[vars[d]] = v;
+      tails.push_back(tag);
+    }
+    body();
+    for (size_t d = tails.size(); d-- > 0;) {
+      const std::string& tag = tails[d];
+      line(fmt::format("%{}.n = add nsw i64 %{}.v, 1", tag, tag));
+      line(fmt::format("store i64 %{}.n, ptr %{}.i", tag, tag));
+      line(fmt::format("br label %{}.head", tag));
+      label(tag + ".end");
+    }
+  }
+
+  void element_loop(const std::string& column_tile) {
+    const auto inner = k_.inner_vars();
+    bool any = false;
+    for (size_t i = 0; i < k_.body.size(); ++i) any |= scope_[i] == Scope::kElement;
+    if (!any) return;
+    std::string lo, hi;
+    if (k_.tile > 0) {
+      lo = fresh("jlo"), hi = fresh("jhi");
+      const std::string end = fresh("jend"), over = fresh("jover");
+      line(fmt::format("{} = mul i64 {}, {}", lo, column_tile, k_.tile));
+      line(fmt::format("{} = add i64 {}, {}", end, lo, k_.tile));
+      line(fmt::format("{} = icmp slt i64 {}, {}", over, name(k_.vars[inner[0]].extent), end));
+      line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", hi, over, name(k_.vars[inner[0]].extent), end));
+    }
+    auto saved = emitted_;
+    loop_nest(inner, lo, hi, [&] {
+      for (size_t i = 0; i < k_.body.size(); ++i)
+        if (scope_[i] == Scope::kElement) emit(static_cast<int>(i));
+    });
+    emitted_ = std::move(saved);
+  }
+
+  std::vector<int> loop_vars(int loop) const {
+    std::vector<int> out;
+    for (size_t v = 0; v < k_.vars.size(); ++v)
+      if (k_.vars[v].kind == LoopVar::Kind::kReduction && k_.vars[v].loop == loop) out.push_back(static_cast<int>(v));
+    return out;
+  }
+
+  // ---- reductions -------------------------------------------------------------------------------
+  void reduction(int r) {
+    const Expr& e = k_.body[r];
+    const ScalarType t = e.dtype;
+    const ScalarType vt = k_.body[e.a].dtype;  // the value's type (argmax yields int64 positions)
+    const char* ty = compute_type(vt);
+    const std::string acc = fmt::format("%acc{}", r), pos = fmt::format("%pos{}", r);
+    line(fmt::format("{} = alloca {}", acc, ty));
+    line(fmt::format("store {} {}, ptr {}", ty, identity(e.reduce, vt), acc));
+    const bool arg = e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin;
+    if (arg) {
+      line(fmt::format("{} = alloca i64", pos));
+      line(fmt::format("store i64 0, ptr {}", pos));
+    }
+    auto saved = emitted_;
+    loop_nest(loop_vars(e.loop), "", "", [&] {
+      for (int i = 0; i < r; ++i)
+        if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
+      const std::string old = fresh("old");
+      line(fmt::format("{} = load {}, ptr {}", old, ty, acc));
+      const std::string v = name(e.a);
+      if (arg) {
+        const std::string take = better(e.reduce == ReduceKind::kArgMax, vt, v, old);
+        const std::string nv = fresh("nv"), np = fresh("np"), op = fresh("op");
+        line(fmt::format("{} = select i1 {}, {} {}, {} {}", nv, take, ty, v, ty, old));
+        line(fmt::format("{} = load i64, ptr {}", op, pos));
+        line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", np, take, name(e.b), op));
+        line(fmt::format("store {} {}, ptr {}", ty, nv, acc));
+        line(fmt::format("store i64 {}, ptr {}", np, pos));
+      } else {
+        line(fmt::format("store {} {}, ptr {}", ty, combine(e.reduce, vt, old, v), acc));
+      }
+    });
+    emitted_ = std::move(saved);
+    line(fmt::format("{} = load {}, ptr {}", name(r), arg ? "i64" : compute_type(t), arg ? pos : acc));
+    emitted_[r] = true;
+  }
+
+  std::string identity(ReduceKind kind, ScalarType t) {
+    const bool f = is_float(t);
+    switch (kind) {
+      case ReduceKind::kSum: return f ? "0.0" : "0";
+      case ReduceKind::kProd: return f ? "1.0" : "1";
+      case ReduceKind::kAny: return "false";
+      case ReduceKind::kAll: return "true";
+      case ReduceKind::kMax:
+      case ReduceKind::kArgMax:
+        if (f) return float_literal(-std::numeric_limits<double>::infinity(), t);
+        return t == ScalarType::Bool ? "false" : is_unsigned(t) ? "0" : std::to_string(-(int64_t{1} << (bits(t) - 1)));
+      case ReduceKind::kMin:
+      case ReduceKind::kArgMin:
+        if (f) return float_literal(std::numeric_limits<double>::infinity(), t);
+        if (t == ScalarType::Bool) return "true";
+        return is_unsigned(t) ? "-1" : std::to_string((int64_t{1} << (bits(t) - 2)) - 1 + (int64_t{1} << (bits(t) - 2)));
+    }
+    return "0";
+  }
+
+  // The accumulator update. Floating sums and products may be reassociated (so they vectorize);
+  // max/min propagate NaN as ATen's do.
+  std::string combine(ReduceKind kind, ScalarType t, const std::string& acc, const std::string& v) {
+    const std::string out = fresh("acc");
+    const char* ty = compute_type(t);
+    const bool f = is_float(t);
+    switch (kind) {
+      case ReduceKind::kSum: line(fmt::format("{} = {} {} {}, {}", out, f ? "fadd reassoc" : "add", ty, acc, v)); break;
+      case ReduceKind::kProd: line(fmt::format("{} = {} {} {}, {}", out, f ? "fmul reassoc" : "mul", ty, acc, v)); break;
+      case ReduceKind::kAny: line(fmt::format("{} = or i1 {}, {}", out, acc, v)); break;
+      case ReduceKind::kAll: line(fmt::format("{} = and i1 {}, {}", out, acc, v)); break;
+      case ReduceKind::kMax:
+      case ReduceKind::kMin: {
+        const std::string take = better(kind == ReduceKind::kMax, t, v, acc);
+        line(fmt::format("{} = select i1 {}, {} {}, {} {}", out, take, ty, v, ty, acc));
         break;
       }
-      case ScalarOp::kConstant: line(fmt::format("  {} = fadd float {}, 0.0", v, float_literal(e.value))); break;
-      case ScalarOp::kAdd: line(fmt::format("  {} = fadd float {}, {}", v, a, b)); break;
-      case ScalarOp::kSub: line(fmt::format("  {} = fsub float {}, {}", v, a, b)); break;
-      case ScalarOp::kMul: line(fmt::format("  {} = fmul float {}, {}", v, a, b)); break;
-      case ScalarOp::kDiv: line(fmt::format("  {} = fdiv float {}, {}", v, a, b)); break;
-      case ScalarOp::kNeg: line(fmt::format("  {} = fneg float {}", v, a)); break;
-      // llvm.maximum/minimum would propagate NaN too, but LLVM 16's x86 back end cannot select them
-      // (it aborts the process): compare and select, NaN-propagating like ATen's kernels.
-      case ScalarOp::kMaximum: extremum(v, a, b, "ogt"); break;
-      case ScalarOp::kMinimum: extremum(v, a, b, "olt"); break;
-      case ScalarOp::kExp: line(fmt::format("  {} = call float @llvm.exp.f32(float {})", v, a)); break;
-      case ScalarOp::kRelu:  // NaN stays NaN, as in ATen
-        line(fmt::format("  {}.lt = fcmp olt float {}, 0.0", v, a));
-        line(fmt::format("  {} = select i1 {}.lt, float 0.0, float {}", v, v, a));
-        break;
-      case ScalarOp::kSigmoid:
-        line(fmt::format("  {}.n = fneg float {}", v, a));
-        line(fmt::format("  {}.e = call float @llvm.exp.f32(float {}.n)", v, v));
-        line(fmt::format("  {}.d = fadd float {}.e, 1.0", v, v));
-        line(fmt::format("  {} = fdiv float 1.0, {}.d", v, v));
-        break;
+      default: throw std::invalid_argument("cpu codegen: bad reduction");
     }
-    return v;
+    return out;
   }
 
-  void extremum(const std::string& v, const std::string& a, const std::string& b, const char* compare) {
-    line(fmt::format("  {}.c = fcmp {} float {}, {}", v, compare, a, b));
-    line(fmt::format("  {}.s = select i1 {}.c, float {}, float {}", v, v, a, b));
-    line(fmt::format("  {}.u = fcmp uno float {}, {}", v, a, b));
-    line(fmt::format("  {}.n = fadd float {}, {}", v, a, b));  // NaN when either is
-    line(fmt::format("  {} = select i1 {}.u, float {}.n, float {}.s", v, v, v, v));
+  // i1: does v replace the accumulator? Strictly better (ties keep the first), or a first NaN.
+  std::string better(bool max, ScalarType t, const std::string& v, const std::string& acc) {
+    const std::string out = fresh("better");
+    if (!is_float(t)) {
+      const char* cmp = max ? (is_unsigned(t) ? "ugt" : "sgt") : (is_unsigned(t) ? "ult" : "slt");
+      line(fmt::format("{} = icmp {} {} {}, {}", out, cmp, compute_type(t), v, acc));
+      return out;
+    }
+    const char* ty = compute_type(t);
+    const std::string cmp = fresh("cmp"), vnan = fresh("vnan"), anan = fresh("anan"), either = fresh("either");
+    line(fmt::format("{} = fcmp {} {} {}, {}", cmp, max ? "ogt" : "olt", ty, v, acc));
+    line(fmt::format("{} = fcmp uno {} {}, {}", vnan, ty, v, v));
+    line(fmt::format("{} = fcmp ord {} {}, {}", anan, ty, acc, acc));  // acc is not NaN
+    line(fmt::format("{} = and i1 {}, {}", either, vnan, anan));
+    line(fmt::format("{} = or i1 {}, {}", out, cmp, either));
+    return out;
   }
 
-  void inner_loop() {
-    line("  br label %col");
-    line("col:");
-    line("  %j = phi i64 [ 0, %row ], [ %j.next, %col ]");
-    for (size_t i = 0; i < k_.body.size(); ++i) expr(i);
-    const int stored = k_.result >= 0 ? k_.result : static_cast<int>(k_.body.size()) - 1;
-    const std::string result = fmt::format("%e{}", stored);
-    const std::string p = element("st", "sx", k_.store);
-    line(fmt::format("  store float {}, ptr {}", result, p));
-    line("  %j.next = add nuw nsw i64 %j, 1");
-    line(fmt::format("  %j.done = icmp eq i64 %j.next, {}", inner()));
-    line("  br i1 %j.done, label %row.end, label %col");
+  // ---- expressions ------------------------------------------------------------------------------
+  std::string emit(int i) {
+    if (emitted_[i]) return name(i);
+    const Expr& e = k_.body[i];
+    for (int operand : {e.a, e.b, e.c})
+      if (operand >= 0 && !emitted_[operand] && k_.body[operand].op != ScalarOp::kReduce) emit(operand);
+    emitted_[i] = true;
+    expr(i, e);
+    return name(i);
   }
 
-  void footer() {
-    line("row.end:");
-    line("  %r.next = add nuw nsw i64 %r, 1");
-    line(fmt::format("  %r.done = icmp eq i64 %r.next, {}", rows()));
-    line("  br i1 %r.done, label %exit, label %row");
-    line("exit:");
-    line("  ret void");
-    line("}");
+  void expr(int i, const Expr& e) {
+    const std::string v = name(i);
+    const ScalarType t = e.dtype;
+    const char* ty = compute_type(t);
+    const bool f = is_float(t);
+    const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
+    const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
+    auto bin = [&](const char* fop, const char* iop) { line(fmt::format("{} = {} {} {}, {}", v, f ? fop : iop, ty, a, b)); };
+    switch (e.op) {
+      case ScalarOp::kVar:
+        line(fmt::format("{} = add i64 {}, 0", v, var_value_.at(e.var)));
+        break;
+      case ScalarOp::kSym: {
+        const std::string p = fresh("symp");
+        line(fmt::format("{} = getelementptr i64, ptr %syms, i64 {}", p, e.var));
+        line(fmt::format("{} = load i64, ptr {}", v, p));
+        break;
+      }
+      case ScalarOp::kConst:
+        if (f) line(fmt::format("{} = fadd {} {}, 0.0", v, ty, float_literal(e.value, t)));
+        else if (t == ScalarType::Bool) line(fmt::format("{} = or i1 {}, false", v, e.ivalue ? "true" : "false"));
+        else line(fmt::format("{} = add {} {}, 0", v, ty, e.ivalue));
+        break;
+      case ScalarOp::kLoad: load(v, e); break;
+      case ScalarOp::kStore: store(e); break;
+      case ScalarOp::kCast: cast(v, name(e.a), at, t); break;
+      case ScalarOp::kWhere:
+        line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, a, ty, b, ty, name(e.c)));
+        break;
+      case ScalarOp::kNeg:
+        if (f) line(fmt::format("{} = fneg {} {}", v, ty, a));
+        else line(fmt::format("{} = sub {} 0, {}", v, ty, a));
+        break;
+      case ScalarOp::kAbs:
+        if (f) line(fmt::format("{} = {}", v, intrinsic("fabs", t, a)));
+        else if (is_unsigned(t)) line(fmt::format("{} = add {} {}, 0", v, ty, a));
+        else {
+          const std::string n = fresh("neg"), lt = fresh("lt");
+          line(fmt::format("{} = sub {} 0, {}", n, ty, a));
+          line(fmt::format("{} = icmp slt {} {}, 0", lt, ty, a));
+          line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, lt, ty, n, ty, a));
+        }
+        break;
+      case ScalarOp::kExp: line(fmt::format("{} = {}", v, intrinsic("exp", t, a))); break;
+      case ScalarOp::kExp2: line(fmt::format("{} = {}", v, intrinsic("exp2", t, a))); break;
+      case ScalarOp::kLog: line(fmt::format("{} = {}", v, intrinsic("log", t, a))); break;
+      case ScalarOp::kLog2: line(fmt::format("{} = {}", v, intrinsic("log2", t, a))); break;
+      case ScalarOp::kLog10: line(fmt::format("{} = {}", v, intrinsic("log10", t, a))); break;
+      case ScalarOp::kSqrt: line(fmt::format("{} = {}", v, intrinsic("sqrt", t, a))); break;
+      case ScalarOp::kSin: line(fmt::format("{} = {}", v, intrinsic("sin", t, a))); break;
+      case ScalarOp::kCos: line(fmt::format("{} = {}", v, intrinsic("cos", t, a))); break;
+      case ScalarOp::kFloor: line(fmt::format("{} = {}", v, intrinsic("floor", t, a))); break;
+      case ScalarOp::kCeil: line(fmt::format("{} = {}", v, intrinsic("ceil", t, a))); break;
+      case ScalarOp::kTrunc: line(fmt::format("{} = {}", v, intrinsic("trunc", t, a))); break;
+      case ScalarOp::kRound: line(fmt::format("{} = {}", v, intrinsic("roundeven", t, a))); break;
+      case ScalarOp::kRsqrt: {
+        const std::string s = fresh("sqrt");
+        line(fmt::format("{} = {}", s, intrinsic("sqrt", t, a)));
+        line(fmt::format("{} = fdiv {} 1.0, {}", v, ty, s));
+        break;
+      }
+      case ScalarOp::kExpm1: libm(v, "expm1", t, a); break;
+      case ScalarOp::kLog1p: libm(v, "log1p", t, a); break;
+      case ScalarOp::kTan: libm(v, "tan", t, a); break;
+      case ScalarOp::kAsin: libm(v, "asin", t, a); break;
+      case ScalarOp::kAcos: libm(v, "acos", t, a); break;
+      case ScalarOp::kAtan: libm(v, "atan", t, a); break;
+      case ScalarOp::kSinh: libm(v, "sinh", t, a); break;
+      case ScalarOp::kCosh: libm(v, "cosh", t, a); break;
+      case ScalarOp::kTanh: libm(v, "tanh", t, a); break;
+      case ScalarOp::kAsinh: libm(v, "asinh", t, a); break;
+      case ScalarOp::kAcosh: libm(v, "acosh", t, a); break;
+      case ScalarOp::kAtanh: libm(v, "atanh", t, a); break;
+      case ScalarOp::kErf: libm(v, "erf", t, a); break;
+      case ScalarOp::kErfc: libm(v, "erfc", t, a); break;
+      case ScalarOp::kNot: line(fmt::format("{} = xor i1 {}, true", v, a)); break;
+      case ScalarOp::kBitNot: line(fmt::format("{} = xor {} {}, -1", v, ty, a)); break;
+      case ScalarOp::kIsNan: line(fmt::format("{} = fcmp uno {} {}, {}", v, compute_type(at), a, a)); break;
+      case ScalarOp::kSign: sign(v, t, a); break;
+      case ScalarOp::kAdd: bin("fadd", "add"); break;
+      case ScalarOp::kSub: bin("fsub", "sub"); break;
+      case ScalarOp::kMul: bin("fmul", "mul"); break;
+      case ScalarOp::kDiv:
+        if (f) bin("fdiv", "");
+        else line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "udiv" : "sdiv", ty, a, safe_divisor(t, b)));
+        break;
+      case ScalarOp::kFloorDiv: floor_div(v, t, a, b); break;
+      case ScalarOp::kRem: remainder(v, t, a, b); break;
+      case ScalarOp::kPow:
+        if (f) {
+          const char* suffix = t == ScalarType::Float ? "f32" : "f64";
+          declare(fmt::format("{} @llvm.pow.{}({}, {})", ty, suffix, ty, ty));
+          line(fmt::format("{} = call {} @llvm.pow.{}({} {}, {} {})", v, ty, suffix, ty, a, ty, b));
+        } else {
+          int_pow(v, t, a, b);
+        }
+        break;
+      case ScalarOp::kAtan2: {
+        const std::string fn = fmt::format("atan2{}", libm_suffix(t));
+        declare(fmt::format("{} @{}({}, {})", ty, fn, ty, ty));
+        line(fmt::format("{} = call {} @{}({} {}, {} {})", v, ty, fn, ty, a, ty, b));
+        break;
+      }
+      case ScalarOp::kMax:
+      case ScalarOp::kMin: extremum(v, t, a, b, e.op == ScalarOp::kMax); break;
+      case ScalarOp::kAnd: line(fmt::format("{} = and {} {}, {}", v, ty, a, b)); break;
+      case ScalarOp::kOr: line(fmt::format("{} = or {} {}, {}", v, ty, a, b)); break;
+      case ScalarOp::kXor: line(fmt::format("{} = xor {} {}, {}", v, ty, a, b)); break;
+      case ScalarOp::kShl: line(fmt::format("{} = shl {} {}, {}", v, ty, a, b)); break;
+      case ScalarOp::kShr: line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "lshr" : "ashr", ty, a, b)); break;
+      case ScalarOp::kEq: compare(v, at, a, b, "oeq", "eq", "eq"); break;
+      case ScalarOp::kNe: compare(v, at, a, b, "une", "ne", "ne"); break;
+      case ScalarOp::kLt: compare(v, at, a, b, "olt", "slt", "ult"); break;
+      case ScalarOp::kLe: compare(v, at, a, b, "ole", "sle", "ule"); break;
+      case ScalarOp::kGt: compare(v, at, a, b, "ogt", "sgt", "ugt"); break;
+      case ScalarOp::kGe: compare(v, at, a, b, "oge", "sge", "uge"); break;
+      case ScalarOp::kReduce: throw std::logic_error("cpu codegen: reductions are emitted by reduction()");
+    }
   }
 
-  const PointwiseKernel& k_;
-  std::string out_;
+  std::string address(const Expr& e) {
+    const std::string p = fresh("p");
+    line(fmt::format("{} = getelementptr {}, ptr %buf{}, i64 {}", p, storage_type(k_.buffers[e.buffer].dtype), e.buffer, name(e.a)));
+    return p;
+  }
+
+  void load(const std::string& v, const Expr& e) {
+    const ScalarType dtype = k_.buffers[e.buffer].dtype;
+    const std::string p = address(e);
+    if (compute_of(dtype) == dtype && dtype != ScalarType::Bool) {
+      line(fmt::format("{} = load {}, ptr {}", v, storage_type(dtype), p));
+      return;
+    }
+    const std::string raw = fresh("raw");
+    line(fmt::format("{} = load {}, ptr {}", raw, storage_type(dtype), p));
+    switch (dtype) {
+      case ScalarType::Half: line(fmt::format("{} = fpext half {} to float", v, raw)); break;
+      case ScalarType::BFloat16: {
+        const std::string wide = fresh("w"), shifted = fresh("s");
+        line(fmt::format("{} = zext i16 {} to i32", wide, raw));
+        line(fmt::format("{} = shl i32 {}, 16", shifted, wide));
+        line(fmt::format("{} = bitcast i32 {} to float", v, shifted));
+        break;
+      }
+      default: line(fmt::format("{} = icmp ne i8 {}, 0", v, raw)); break;  // bool
+    }
+  }
+
+  void store(const Expr& e) {
+    const ScalarType dtype = k_.buffers[e.buffer].dtype;
+    const std::string value = name(e.b);
+    std::string raw = value;
+    switch (dtype) {
+      case ScalarType::Half:
+        raw = fresh("h");
+        line(fmt::format("{} = fptrunc float {} to half", raw, value));
+        break;
+      case ScalarType::BFloat16: raw = to_bfloat16(value); break;
+      case ScalarType::Bool:
+        raw = fresh("b");
+        line(fmt::format("{} = zext i1 {} to i8", raw, value));
+        break;
+      default: break;
+    }
+    line(fmt::format("store {} {}, ptr {}", storage_type(dtype), raw, address(e)));
+  }
+
+  // Round to nearest even, NaN to a quiet NaN: c10::BFloat16's conversion.
+  std::string to_bfloat16(const std::string& value) {
+    const std::string bits32 = fresh("fb"), lsb = fresh("lsb"), bias = fresh("bias"), sum = fresh("sum"),
+                      high = fresh("hi"), nan = fresh("nan"), pick = fresh("pick"), out = fresh("bf");
+    line(fmt::format("{} = bitcast float {} to i32", bits32, value));
+    line(fmt::format("{}.sh = lshr i32 {}, 16", lsb, bits32));
+    line(fmt::format("{} = and i32 {}.sh, 1", lsb, lsb));
+    line(fmt::format("{} = add i32 {}, 32767", bias, lsb));
+    line(fmt::format("{} = add i32 {}, {}", sum, bits32, bias));
+    line(fmt::format("{} = lshr i32 {}, 16", high, sum));
+    line(fmt::format("{} = fcmp uno float {}, {}", nan, value, value));
+    line(fmt::format("{} = select i1 {}, i32 32704, i32 {}", pick, nan, high));
+    line(fmt::format("{} = trunc i32 {} to i16", out, pick));
+    return out;
+  }
+
+  void cast(const std::string& v, const std::string& a, ScalarType from, ScalarType to) {
+    const char* fty = compute_type(from);
+    const char* tty = compute_type(to);
+    if (from == to) {
+      line(fmt::format("{} = {} {} {}, {}", v, is_float(to) ? "fadd" : to == ScalarType::Bool ? "or" : "add", tty, a,
+                       is_float(to) ? "0.0" : to == ScalarType::Bool ? "false" : "0"));
+    } else if (to == ScalarType::Bool) {
+      line(fmt::format("{} = {} {} {}, {}", v, is_float(from) ? "fcmp une" : "icmp ne", fty, a, is_float(from) ? "0.0" : "0"));
+    } else if (is_float(from) && is_float(to)) {
+      line(fmt::format("{} = {} {} {} to {}", v, bits(to) > bits(from) ? "fpext" : "fptrunc", fty, a, tty));
+    } else if (is_float(from)) {
+      line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(to) ? "fptoui" : "fptosi", fty, a, tty));
+    } else if (is_float(to)) {
+      line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(from) ? "uitofp" : "sitofp", fty, a, tty));
+    } else if (bits(to) > bits(from)) {
+      line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(from) ? "zext" : "sext", fty, a, tty));
+    } else if (bits(to) < bits(from)) {
+      line(fmt::format("{} = trunc {} {} to {}", v, fty, a, tty));
+    } else {
+      line(fmt::format("{} = add {} {}, 0", v, tty, a));  // int8 <-> uint8: the same bits
+    }
+  }
+
+  void libm(const std::string& v, const char* stem, ScalarType t, const std::string& a) {
+    line(fmt::format("{} = {}", v, call(fmt::format("{}{}", stem, libm_suffix(t)), t, a)));
+  }
+
+  void compare(const std::string& v, ScalarType t, const std::string& a, const std::string& b, const char* fcmp,
+               const char* scmp, const char* ucmp) {
+    if (is_float(t)) line(fmt::format("{} = fcmp {} {} {}, {}", v, fcmp, compute_type(t), a, b));
+    else line(fmt::format("{} = icmp {} {} {}, {}", v, is_unsigned(t) ? ucmp : scmp, compute_type(t), a, b));
+  }
+
+  void extremum(const std::string& v, ScalarType t, const std::string& a, const std::string& b, bool max) {
+    const char* ty = compute_type(t);
+    if (!is_float(t)) {
+      const char* cmp = max ? (is_unsigned(t) ? "ugt" : "sgt") : (is_unsigned(t) ? "ult" : "slt");
+      line(fmt::format("{}.c = icmp {} {} {}, {}", v, cmp, ty, a, b));
+      line(fmt::format("{} = select i1 {}.c, {} {}, {} {}", v, v, ty, a, ty, b));
+      return;
+    }
+    // llvm.maximum would propagate NaN too, but LLVM 16's x86 back end cannot select it.
+    line(fmt::format("{}.c = fcmp {} {} {}, {}", v, max ? "ogt" : "olt", ty, a, b));
+    line(fmt::format("{}.s = select i1 {}.c, {} {}, {} {}", v, v, ty, a, ty, b));
+    line(fmt::format("{}.u = fcmp uno {} {}, {}", v, ty, a, b));
+    line(fmt::format("{}.n = fadd {} {}, {}", v, ty, a, b));  // NaN when either is
+    line(fmt::format("{} = select i1 {}.u, {} {}.n, {} {}.s", v, v, ty, v, ty, v));
+  }
+
+  void sign(const std::string& v, ScalarType t, const std::string& a) {
+    const char* ty = compute_type(t);
+    const std::string pos = fresh("pos"), neg = fresh("neg"), p = fresh("p"), n = fresh("n");
+    if (is_float(t)) {
+      line(fmt::format("{} = fcmp ogt {} {}, 0.0", pos, ty, a));
+      line(fmt::format("{} = fcmp olt {} {}, 0.0", neg, ty, a));
+      line(fmt::format("{} = uitofp i1 {} to {}", p, pos, ty));
+      line(fmt::format("{} = uitofp i1 {} to {}", n, neg, ty));
+      line(fmt::format("{} = fsub {} {}, {}", v, ty, p, n));
+    } else {
+      line(fmt::format("{} = icmp {} {} {}, 0", pos, is_unsigned(t) ? "ugt" : "sgt", ty, a));
+      line(fmt::format("{} = icmp slt {} {}, 0", neg, ty, a));
+      line(fmt::format("{} = zext i1 {} to {}", p, pos, ty));
+      line(fmt::format("{} = zext i1 {} to {}", n, neg, ty));
+      line(fmt::format("{} = sub {} {}, {}", v, ty, p, n));
+    }
+  }
+
+  // Integer division by zero would trap the process (eager raises an error instead): a zero divisor
+  // divides by one here. Documented in lib/inductor/README.md.
+  std::string safe_divisor(ScalarType t, const std::string& b) {
+    const char* ty = compute_type(t);
+    const std::string zero = fresh("z"), out = fresh("d");
+    line(fmt::format("{} = icmp eq {} {}, 0", zero, ty, b));
+    line(fmt::format("{} = select i1 {}, {} 1, {} {}", out, zero, ty, ty, b));
+    return out;
+  }
+
+  // Python's floor division: ATen's div_floor (floats: floor of the true quotient, with its fix-ups).
+  void floor_div(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
+    const char* ty = compute_type(t);
+    if (is_float(t)) {
+      const std::string q = fresh("q");
+      line(fmt::format("{} = fdiv {} {}, {}", q, ty, a, b));
+      line(fmt::format("{} = {}", v, intrinsic("floor", t, q)));
+      return;
+    }
+    const std::string d = safe_divisor(t, b), q = fresh("q"), r = fresh("r"), nz = fresh("nz"), sa = fresh("sa"),
+                      sb = fresh("sb"), diff = fresh("diff"), fix = fresh("fix"), one = fresh("one");
+    line(fmt::format("{} = sdiv {} {}, {}", q, ty, a, d));
+    line(fmt::format("{} = srem {} {}, {}", r, ty, a, d));
+    line(fmt::format("{} = icmp ne {} {}, 0", nz, ty, r));
+    line(fmt::format("{} = icmp slt {} {}, 0", sa, ty, r));
+    line(fmt::format("{} = icmp slt {} {}, 0", sb, ty, d));
+    line(fmt::format("{} = xor i1 {}, {}", diff, sa, sb));
+    line(fmt::format("{} = and i1 {}, {}", fix, nz, diff));
+    line(fmt::format("{} = zext i1 {} to {}", one, fix, ty));
+    line(fmt::format("{} = sub {} {}, {}", v, ty, q, one));
+  }
+
+  // Python's remainder: the result takes the divisor's sign.
+  void remainder(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
+    const char* ty = compute_type(t);
+    const std::string d = is_float(t) ? b : safe_divisor(t, b);
+    const std::string r = fresh("r"), nz = fresh("nz"), sr = fresh("sr"), sb = fresh("sb"), diff = fresh("diff"),
+                      fix = fresh("fix"), adj = fresh("adj");
+    const bool f = is_float(t);
+    line(fmt::format("{} = {} {} {}, {}", r, f ? "frem" : "srem", ty, a, d));
+    line(fmt::format("{} = {} {} {}, {}", nz, f ? "fcmp une" : "icmp ne", ty, r, f ? "0.0" : "0"));
+    line(fmt::format("{} = {} {} {}, {}", sr, f ? "fcmp olt" : "icmp slt", ty, r, f ? "0.0" : "0"));
+    line(fmt::format("{} = {} {} {}, {}", sb, f ? "fcmp olt" : "icmp slt", ty, d, f ? "0.0" : "0"));
+    line(fmt::format("{} = xor i1 {}, {}", diff, sr, sb));
+    line(fmt::format("{} = and i1 {}, {}", fix, nz, diff));
+    line(fmt::format("{} = {} {} {}, {}", adj, f ? "fadd" : "add", ty, r, d));
+    line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, fix, ty, adj, ty, r));
+  }
+
+  // Integer power by repeated squaring, unrolled over the exponent's bits (negative exponents give 0
+  // except for bases 1 and -1, as in ATen).
+  void int_pow(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
+    const char* ty = compute_type(t);
+    std::string result = fresh("pw"), base = a, exponent = b;
+    line(fmt::format("{} = add {} 1, 0", result, ty));
+    for (int bit = 0; bit < bits(t) - 1 && bit < 63; ++bit) {
+      const std::string low = fresh("lo"), set = fresh("set"), mul = fresh("m"), next = fresh("pw"), sq = fresh("sq"),
+                        sh = fresh("sh");
+      line(fmt::format("{} = and {} {}, 1", low, ty, exponent));
+      line(fmt::format("{} = icmp ne {} {}, 0", set, ty, low));
+      line(fmt::format("{} = mul {} {}, {}", mul, ty, result, base));
+      line(fmt::format("{} = select i1 {}, {} {}, {} {}", next, set, ty, mul, ty, result));
+      line(fmt::format("{} = mul {} {}, {}", sq, ty, base, base));
+      line(fmt::format("{} = lshr {} {}, 1", sh, ty, exponent));
+      result = next, base = sq, exponent = sh;
+    }
+    const std::string negative = fresh("negexp");
+    line(fmt::format("{} = icmp slt {} {}, 0", negative, ty, b));
+    line(fmt::format("{} = select i1 {}, {} 0, {} {}", v, negative, ty, ty, result));
+  }
+
+  const Kernel& k_;
+  std::vector<Scope> scope_;
+  std::vector<int> loop_of_;
+  std::vector<bool> emitted_;
+  std::unordered_map<int, std::string> var_value_;
+  std::unordered_map<std::string, bool> declared_;
+  std::string declarations_, out_, tiles_per_row_;
+  int counter_ = 0;
 };
 
 }  // namespace
 
-std::string emit_llvm_ir(const PointwiseKernel& kernel) { return Printer(kernel).run(); }
+std::string emit_llvm_ir(const Kernel& kernel) { return Printer(kernel).run(); }
 
 }  // namespace jitc::inductor

@@ -1,41 +1,97 @@
-// Kernel IR (first slice: pointwise float32 kernels). A kernel computes one output over an N-d
-// iteration space; each load reads an input through its own strides (0 = broadcast), so views and
-// broadcasts are index arithmetic, never copies. The body is SSA: an expression's operands are
-// earlier expressions. Device-neutral: the CPU code generator prints LLVM IR from it; CUDA C follows.
+// Kernel IR, shared by the CPU and CUDA code generators. A kernel runs over rows: the row space is the
+// product of its outer dims; inside a row an element loop nest runs over its inner dims (empty for a
+// kernel that only reduces). Reductions run their own loop nests inside the row, before the element
+// loop, and yield one value per row. The body is a flat SSA list of scalar expressions; where each one
+// is emitted (once per kernel, once per row, inside a reduction loop, inside the element loop) follows
+// from the loop variables it depends on, so a code generator never needs a schedule beyond this.
+//
+// Indices are expressions too (int64 arithmetic over loop variables and symbol values), so views,
+// broadcasts and permutes are index arithmetic, and sizes of dynamic dims are runtime arguments: one
+// compiled kernel serves every size.
 #pragma once
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace jitc::inductor {
 
-struct Access {
-  int buffer = 0;                // 0 = the output; 1.. = inputs in the kernel's argument order
-  std::vector<int64_t> strides;  // elements, one per iteration dim
-  int64_t offset = 0;            // elements
+enum class ScalarOp : uint8_t {
+  // leaves
+  kVar,    // a loop variable (`var`)
+  kSym,    // the value of symbol s<`var`>, an int64 kernel argument
+  kConst,  // `value` (or `ivalue` for integer types)
+  // memory
+  kLoad,   // buffer `buffer` at element index a (an int64 expr); yields the buffer's compute type
+  kStore,  // buffer `buffer` at index a := b (converted to the buffer's dtype)
+  // conversions and selection
+  kCast,   // a converted to `dtype`
+  kWhere,  // a ? b : c
+  // unary
+  kNeg, kAbs, kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSqrt, kRsqrt, kSin, kCos, kTan,
+  kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kAsinh, kAcosh, kAtanh, kErf, kErfc, kFloor, kCeil,
+  kRound, kTrunc, kNot, kBitNot, kIsNan, kSign,
+  // binary
+  kAdd, kSub, kMul, kDiv, kFloorDiv, kRem, kPow, kAtan2, kMax, kMin, kAnd, kOr, kXor, kShl, kShr,
+  kEq, kNe, kLt, kLe, kGt, kGe,
+  // reductions: a is the value reduced over loop `loop`; kArgMax/kArgMin also take b, the position
+  kReduce,
 };
 
-enum class ScalarOp { kLoad, kConstant, kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kNeg, kExp, kRelu, kSigmoid };
+enum class ReduceKind : uint8_t { kSum, kProd, kMax, kMin, kArgMax, kArgMin, kAny, kAll };
 
 struct Expr {
-  ScalarOp op = ScalarOp::kConstant;
-  int a = -1, b = -1;  // operand expressions
-  int load = -1;       // kLoad: index into PointwiseKernel::loads
-  double value = 0;    // kConstant
+  ScalarOp op = ScalarOp::kConst;
+  c10::ScalarType dtype = c10::ScalarType::Float;  // the compute type of the result
+  int a = -1, b = -1, c = -1;                       // operands (earlier expressions)
+  int var = -1;                                     // kVar: variable id; kSym: symbol id
+  int buffer = -1;                                  // kLoad / kStore
+  int loop = -1;                                    // kReduce: the reduction loop it runs over
+  ReduceKind reduce = ReduceKind::kSum;
+  double value = 0;                                 // kConst for floating types
+  int64_t ivalue = 0;                               // kConst for integer and bool types
 };
 
-struct PointwiseKernel {
+// A loop variable runs over [0, extent); extent is an int64 expression that depends on no loop variable.
+struct LoopVar {
+  enum class Kind : uint8_t { kOuter, kInner, kReduction };
+  Kind kind = Kind::kOuter;
+  int extent = -1;
+  int loop = -1;  // kReduction: which reduction loop it belongs to
+};
+
+struct Buffer {
   std::string name;
-  std::vector<int64_t> sizes;  // the iteration space = the output's sizes
-  std::vector<Access> loads;
-  std::vector<Expr> body;
-  int result = -1;             // the expression stored; -1 = the last one
-  Access store;
-  int num_inputs = 0;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  bool written = false;
 };
 
-// LLVM IR text of `void <name>(ptr buffers)`, buffers[0] = output, buffers[i] = input i. The innermost
-// dim is the inner loop, so unit-stride accesses vectorize.
-std::string emit_llvm_ir(const PointwiseKernel& kernel);  // codegen_cpu.cpp
+struct Kernel {
+  std::string name;
+  std::vector<Buffer> buffers;   // argument order
+  std::vector<LoopVar> vars;     // outer vars first, in dim order, then inner vars, then reduction vars
+  std::vector<Expr> body;        // SSA: operands precede their users
+  int num_reduction_loops = 0;
+  // Pointwise kernels split the innermost element dim into tiles of this many elements, so that a
+  // kernel with few rows still runs in parallel; 0 = one tile per row (kernels with reductions).
+  int64_t tile = 0;
+
+  std::vector<int> outer_vars() const { return vars_of(LoopVar::Kind::kOuter); }
+  std::vector<int> inner_vars() const { return vars_of(LoopVar::Kind::kInner); }
+  std::vector<int> vars_of(LoopVar::Kind kind) const {
+    std::vector<int> out;
+    for (size_t v = 0; v < vars.size(); ++v)
+      if (vars[v].kind == kind) out.push_back(static_cast<int>(v));
+    return out;
+  }
+};
+
+// Readable text of a kernel (JITC_LOGS=output_code, golden tests, cache keys).
+std::string to_text(const Kernel& kernel);  // kernel_text.cpp
+
+// Names for text and logs: "add", "reduce_sum"...
+const char* op_name(ScalarOp op);
+const char* reduce_name(ReduceKind kind);
 
 }  // namespace jitc::inductor

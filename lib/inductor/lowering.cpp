@@ -2,146 +2,192 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace jitc::inductor {
 
-namespace {
-
-using graph::Arg;
-using graph::Graph;
-using graph::Node;
+using c10::ScalarType;
+using graph::SymExpr;
 using graph::ValueId;
 
-std::vector<int64_t> concrete(const graph::SymShape& shape) {
-  std::vector<int64_t> out;
-  for (const auto& e : shape) {
-    if (!e.is_constant()) throw std::runtime_error("symbolic sizes are not lowered yet");
-    out.push_back(e.offset);
-  }
-  return out;
+LoweringContext::LoweringContext(const graph::Graph& graph) : graph_(graph) {
+  loader.resize(graph.values.size());
+  stored.assign(graph.values.size(), 0);
+  group.assign(graph.values.size(), -1);
+  view_of.assign(graph.values.size(), graph::kNoValue);
 }
 
-// The strides that read `meta` broadcast (right-aligned) over `sizes`.
-std::vector<int64_t> broadcast_strides(const graph::TensorMeta& meta, const std::vector<int64_t>& sizes) {
-  const auto own_sizes = concrete(meta.sizes);
-  const auto own_strides = concrete(meta.strides);
-  std::vector<int64_t> strides(sizes.size(), 0);
-  const size_t lead = sizes.size() - own_sizes.size();
-  for (size_t d = 0; d < own_sizes.size(); ++d)
-    strides[lead + d] = own_sizes[d] == 1 && sizes[lead + d] != 1 ? 0 : own_strides[d];
-  return strides;
+std::optional<int> LoweringContext::load_view(KernelBuilder& kb, ValueId view, const Index& index) {
+  ValueId root = view_of[view];
+  while (root != graph::kNoValue && !is_buffer(root)) root = view_of[root];
+  if (root == graph::kNoValue) return std::nullopt;
+  const auto& m = meta(view);
+  return kb.load(buffer(kb, root, false), kb.linear(index, m.strides, m.storage_offset - meta(root).storage_offset));
 }
 
-class Lowerer {
- public:
-  Lowerer(const Graph& g, std::string name) : g_(g) { k_.name = std::move(name); }
+int LoweringContext::buffer(KernelBuilder& kb, ValueId v, bool written) {
+  const int b = kb.buffer(fmt::format("buf{}", v), meta(v).dtype, written);
+  auto& values = buffer_values.back();
+  if (static_cast<size_t>(b) == values.size()) values.push_back(v);
+  return b;
+}
 
-  std::optional<FusedGraph> run(std::string* why) {
-    try {
-      lower();
-    } catch (const std::exception& e) {
-      if (why) *why = e.what();
-      return std::nullopt;
-    }
-    return std::move(out_);
-  }
+void LoweringContext::begin_kernel(int group) {
+  current_group = group;
+  memo_.clear();
+  buffer_values.emplace_back();
+  inlined.clear();
+}
 
- private:
-  void lower() {
-    if (g_.outputs.size() != 1 || g_.outputs[0] == graph::kNoValue) throw std::runtime_error("one tensor result only");
-    out_.output = g_.outputs[0];
-    const auto& result = g_.values[out_.output].meta;
-    k_.sizes = concrete(result.sizes);
-    for (const auto& v : g_.values)
-      if (v.meta.dtype != c10::kFloat) throw std::runtime_error("only float32 is lowered yet");
-    for (size_t i = 0; i < g_.nodes.size(); ++i) node(g_.nodes[i]);
-    if (!expr_of_.count(out_.output)) expr_of_[out_.output] = load(out_.output);
-    k_.store = {0, concrete(result.strides), 0};
-    k_.num_inputs = static_cast<int>(out_.inputs.size());
-    k_.result = expr_of_[out_.output];
-    out_.kernel = std::move(k_);
-  }
+int LoweringContext::memoized(const std::string& key, const Index& index, const std::function<int()>& make) {
+  auto it = memo_.find({key, index});
+  if (it != memo_.end()) return it->second;
+  const int e = make();
+  memo_.emplace(std::make_pair(key, index), e);
+  return e;
+}
 
-  int push(Expr e) {
-    k_.body.push_back(e);
-    return static_cast<int>(k_.body.size()) - 1;
-  }
-  int constant(double v) { return push({ScalarOp::kConstant, -1, -1, -1, v}); }
+int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
+  if (!is_buffer(v))
+    return memoized(fmt::format("%{}", v), index, [&] {
+      if (std::find(inlined.begin(), inlined.end(), v) == inlined.end()) inlined.push_back(v);
+      return loader[v](kb, index);
+    });
+  const auto& m = meta(v);
+  return kb.load(buffer(kb, v, false), kb.linear(index, m.strides, 0));
+}
 
-  // The input a value reads (itself, or the input it is a view of).
-  size_t input_position(ValueId v) const {
-    for (size_t p = 0; p < g_.inputs.size(); ++p)
-      if (g_.values[g_.inputs[p].value].storage == g_.values[v].storage) return p;
-    throw std::runtime_error(fmt::format("%{} is neither an input nor computed by a pointwise op", v));
-  }
+namespace {
 
-  int load(ValueId v) {
-    const size_t position = input_position(v);
-    auto it = std::find(out_.inputs.begin(), out_.inputs.end(), position);
-    const int buffer = static_cast<int>(it - out_.inputs.begin()) + 1;
-    if (it == out_.inputs.end()) out_.inputs.push_back(position);
-    const auto& base = g_.values[g_.inputs[position].value].meta;
-    const auto& meta = g_.values[v].meta;
-    k_.loads.push_back({buffer, broadcast_strides(meta, k_.sizes), meta.storage_offset - base.storage_offset});
-    return push({ScalarOp::kLoad, -1, -1, static_cast<int>(k_.loads.size()) - 1});
-  }
-
-  int operand(const Arg& a) {
-    if (a.kind == Arg::Kind::kValue) {
-      auto it = expr_of_.find(a.value);
-      return it != expr_of_.end() ? it->second : load(a.value);
-    }
-    if (a.kind == Arg::Kind::kConstant && a.constant.isScalar()) return constant(a.constant.toScalar().toDouble());
-    throw std::runtime_error("an operand is neither a tensor nor a number");
-  }
-
-  void node(const Node& n) {
-    const std::string name = n.op.operator_name().name;
-    const auto& args = n.args;
-    auto alpha_is_one = [&](size_t i) {
-      return args.size() <= i || (args[i].constant.isScalar() && args[i].constant.toScalar().toDouble() == 1.0);
-    };
-    auto binary = [&](ScalarOp op) { return push({op, operand(args[0]), operand(args[1])}); };
-    auto unary = [&](ScalarOp op) { return push({op, operand(args[0])}); };
-    int e;
-    if (n.mutates || n.checked()) throw std::runtime_error(fmt::format("{} writes or is checked", n.name()));
-    if (n.outputs.size() == 1 && !n.outputs[0].values.empty() &&
-        g_.values[n.outputs[0].values[0]].storage == g_.values[input_position_or_self(args)].storage)
-      return;  // a view of an input: loads read through its strides
-    if ((name == "aten::add" || name == "aten::sub") && !alpha_is_one(2))
-      throw std::runtime_error(fmt::format("{} with alpha != 1 (ATen fuses it into an FMA) is not lowered yet", n.name()));
-    if (name == "aten::add") e = binary(ScalarOp::kAdd);
-    else if (name == "aten::sub") e = binary(ScalarOp::kSub);
-    else if (name == "aten::mul") e = binary(ScalarOp::kMul);
-    else if (name == "aten::div" && args.size() == 2) e = binary(ScalarOp::kDiv);
-    else if (name == "aten::maximum") e = binary(ScalarOp::kMaximum);
-    else if (name == "aten::minimum") e = binary(ScalarOp::kMinimum);
-    else if (name == "aten::neg") e = unary(ScalarOp::kNeg);
-    else if (name == "aten::exp") e = unary(ScalarOp::kExp);
-    else if (name == "aten::relu") e = unary(ScalarOp::kRelu);
-    else if (name == "aten::sigmoid") e = unary(ScalarOp::kSigmoid);
-    else throw std::runtime_error(fmt::format("{} has no lowering yet", n.name()));
-    expr_of_[n.outputs[0].values[0]] = e;
-  }
-
-  // For view detection: the value of the node's first tensor argument (or an impossible one).
-  ValueId input_position_or_self(const std::vector<Arg>& args) const {
-    for (const auto& a : args)
-      if (a.kind == Arg::Kind::kValue) return a.value;
-    return 0;
-  }
-
-  const Graph& g_;
-  PointwiseKernel k_;
-  FusedGraph out_;
-  std::unordered_map<ValueId, int> expr_of_;
-};
+bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
 
 }  // namespace
 
-std::optional<FusedGraph> lower_to_one_kernel(const Graph& graph, const std::string& name, std::string* why_not) {
-  return Lowerer(graph, name).run(why_not);
+Loader LoweringContext::broadcast(ValueId v, const graph::SymShape& shape) {
+  const graph::SymShape own = sizes(v);
+  if (own == shape) return input(v);
+  if (own.size() > shape.size()) throw Unsupported("an operand has more dims than the result");
+  return [this, v, own, shape](KernelBuilder& kb, const Index& index) {
+    Index mine(own.size());
+    const size_t lead = shape.size() - own.size();
+    for (size_t d = 0; d < own.size(); ++d)
+      mine[d] = is_one(own[d]) && !is_one(shape[lead + d]) ? kb.index_constant(0) : index[lead + d];
+    return at(kb, v, mine);
+  };
+}
+
+Loader LoweringContext::operand(const Operand& o, const graph::SymShape& shape, ScalarType dtype) {
+  if (o.is_tensor()) {
+    Loader l = broadcast(o.value, shape);
+    return [l, dtype](KernelBuilder& kb, const Index& index) { return kb.cast(l(kb, index), dtype); };
+  }
+  if (o.symbolic) {
+    const SymExpr e = *o.symbolic;
+    return [e, dtype](KernelBuilder& kb, const Index&) { return kb.cast(kb.extent(e), dtype); };
+  }
+  const c10::Scalar s = o.scalar;
+  return [s, dtype](KernelBuilder& kb, const Index&) {
+    if (s.isFloatingPoint()) return kb.cast(kb.floating(s.toDouble(), ScalarType::Double), dtype);
+    if (s.isBoolean()) return kb.cast(kb.integer(s.toBool(), ScalarType::Bool), dtype);
+    return kb.cast(kb.integer(s.toLong(), ScalarType::Long), dtype);
+  };
+}
+
+ValueId LoweringContext::tensor_arg(const graph::Node& n, size_t i) const {
+  if (i >= n.args.size() || n.args[i].kind != graph::Arg::Kind::kValue)
+    throw Unsupported(fmt::format("argument {} of {} is not a tensor", i, n.name()));
+  return n.args[i].value;
+}
+
+Operand LoweringContext::operand_of(const graph::Node& n, size_t i) const {
+  if (i >= n.args.size()) throw Unsupported(fmt::format("{} has no argument {}", n.name(), i));
+  const auto& a = n.args[i];
+  Operand o;
+  if (a.kind == graph::Arg::Kind::kValue) {
+    o.value = a.value;
+    return o;
+  }
+  if (a.kind != graph::Arg::Kind::kConstant) throw Unsupported(fmt::format("argument {} of {} is a list", i, n.name()));
+  if (!a.symbolic.empty()) {
+    if (!a.constant.isInt()) throw Unsupported(fmt::format("argument {} of {} is a symbolic list", i, n.name()));
+    o.symbolic = a.symbolic[0];
+    o.scalar = a.constant.toInt();
+    return o;
+  }
+  if (a.constant.isDouble()) o.scalar = a.constant.toDouble();
+  else if (a.constant.isInt()) o.scalar = a.constant.toInt();
+  else if (a.constant.isBool()) o.scalar = a.constant.toBool();
+  else if (a.constant.isScalar()) o.scalar = a.constant.toScalar();
+  else throw Unsupported(fmt::format("argument {} of {} is not a number", i, n.name()));
+  if (o.scalar.isComplex()) throw Unsupported(fmt::format("argument {} of {} is complex", i, n.name()));
+  return o;
+}
+
+namespace {
+
+// ATen's ResultTypeState (aten/src/ATen/native/TypeProperties.cpp): tensors with dims, zero-dim tensors
+// and wrapped numbers promote separately; a lower group only matters when it is of a higher category.
+ScalarType promote(ScalarType a, ScalarType b) {
+  if (a == ScalarType::Undefined) return b;
+  if (b == ScalarType::Undefined) return a;
+  return c10::promoteTypes(a, b);
+}
+
+ScalarType combine_categories(ScalarType higher, ScalarType lower) {
+  if (c10::isFloatingType(higher)) return higher;
+  if (higher == ScalarType::Bool || c10::isFloatingType(lower)) return promote(higher, lower);
+  if (higher != ScalarType::Undefined) return higher;
+  return lower;
+}
+
+}  // namespace
+
+ScalarType LoweringContext::result_type(const std::vector<Operand>& operands) const {
+  ScalarType dim = ScalarType::Undefined, zero = ScalarType::Undefined, wrapped = ScalarType::Undefined;
+  for (const auto& o : operands) {
+    if (o.is_tensor()) {
+      const auto& m = meta(o.value);
+      (m.sizes.empty() ? zero : dim) = promote(m.sizes.empty() ? zero : dim, m.dtype);
+      continue;
+    }
+    ScalarType t = o.scalar.isFloatingPoint() ? c10::typeMetaToScalarType(c10::get_default_dtype())
+                   : o.scalar.isBoolean()     ? ScalarType::Bool
+                                              : ScalarType::Long;
+    if (o.symbolic) t = ScalarType::Long;
+    wrapped = promote(wrapped, t);
+  }
+  return combine_categories(dim, combine_categories(zero, wrapped));
+}
+
+namespace {
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry r;
+    register_pointwise(r);
+    register_reductions(r);
+    register_views(r);
+    return r;
+  }();
+  return r;
+}
+
+}  // namespace
+
+const LowerFn* find_lowering(const graph::Node& node) {
+  const auto& r = registry();
+  const auto& name = node.op.operator_name();
+  auto it = r.find(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
+  if (it == r.end()) it = r.find(name.name);
+  return it == r.end() ? nullptr : &it->second;
+}
+
+bool is_view_lowering(const graph::Node& node) {
+  const auto& schema = node.op.schema();
+  if (schema.returns().empty()) return false;
+  const auto* info = schema.returns()[0].alias_info();
+  return info && !info->isWrite();
 }
 
 }  // namespace jitc::inductor

@@ -1,23 +1,112 @@
-// Lowering (first slice): a functional graph whose ops are all float32 pointwise ops, views and
-// broadcasts of its inputs becomes one fused PointwiseKernel over the result's sizes. Views and
-// broadcasts turn into the loads' strides. Everything else is refused with the op that stopped it
-// (the engine will run such graphs through extern ATen calls; not wired yet).
+// Lowering: each graph value computed by a lowered op becomes a Loader, a function from an index in the
+// value's shape to a scalar expression in the kernel being built (Inductor's inner_fn). Consumers call
+// their inputs' loaders with remapped indices, so pointwise chains, broadcasts and views inline into
+// one expression; a value stored to a buffer (a graph output, an extern op's input, ...) is read back
+// with a strided load instead. The registry maps ATen ops to lowering functions; an op without one
+// (mm, conv, RNG...) stays an extern ATen call in the compiled program.
 #pragma once
 #include "graph/graph.h"
-#include "inductor/kernel_ir.h"
+#include "inductor/kernel_builder.h"
 
+#include <c10/core/Scalar.h>
+
+#include <functional>
+#include <map>
+#include <unordered_map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace jitc::inductor {
 
-struct FusedGraph {
-  PointwiseKernel kernel;
-  std::vector<size_t> inputs;  // graph input positions, in kernel argument order (buffer i+1)
-  graph::ValueId output = graph::kNoValue;
+using Loader = std::function<int(KernelBuilder&, const Index&)>;
+
+// A lowering cannot handle this node (an argument it does not support): the node runs as an extern call.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
-std::optional<FusedGraph> lower_to_one_kernel(const graph::Graph& graph, const std::string& name, std::string* why_not);
+// Thrown while a kernel is built: `value` must be stored to a buffer by an earlier kernel first (a
+// reduction read at an index that changes inside the element loop).
+struct NeedsBuffer {
+  graph::ValueId value;
+  std::string why;
+};
+
+// A tensor argument or a number, as an op's operand.
+struct Operand {
+  graph::ValueId value = graph::kNoValue;
+  c10::Scalar scalar;
+  std::optional<graph::SymExpr> symbolic;  // an integer that depends on symbolic sizes
+  bool is_tensor() const { return value != graph::kNoValue; }
+};
+
+class LoweringContext {
+ public:
+  explicit LoweringContext(const graph::Graph& graph);
+
+  const graph::Graph& graph() const { return graph_; }
+  const graph::TensorMeta& meta(graph::ValueId v) const { return graph_.values[v].meta; }
+  const graph::SymShape& sizes(graph::ValueId v) const { return meta(v).sizes; }
+
+  // The element of `v` at `index` in the kernel being built: inlined from its loader, or loaded.
+  int at(KernelBuilder& kb, graph::ValueId v, const Index& index);
+  Loader input(graph::ValueId v) {
+    return [this, v](KernelBuilder& kb, const Index& index) { return at(kb, v, index); };
+  }
+  // Reads v broadcast to `shape` (right-aligned, size-1 dims repeat).
+  Loader broadcast(graph::ValueId v, const graph::SymShape& shape);
+  // An operand as a loader of compute type `dtype` over `shape`.
+  Loader operand(const Operand& o, const graph::SymShape& shape, c10::ScalarType dtype);
+  // A buffer of the kernel being built holding value v (registers it on first use).
+  int buffer(KernelBuilder& kb, graph::ValueId v, bool written);
+
+  // Operand i of a node: tensor, number or symbolic integer. Throws Unsupported otherwise.
+  Operand operand_of(const graph::Node& n, size_t i) const;
+  graph::ValueId tensor_arg(const graph::Node& n, size_t i) const;
+  // ATen's type promotion (at::result_type) over tensors and numbers.
+  c10::ScalarType result_type(const std::vector<Operand>& operands) const;
+
+  // Starts a kernel: clears the per-kernel memo, buffer table and inlined list.
+  void begin_kernel(int group);
+  // Builds `make()` once per kernel for the same key and index (a reduction read twice in one kernel
+  // is computed once).
+  int memoized(const std::string& key, const Index& index, const std::function<int()>& make);
+
+  // True if v is read from a buffer in the kernel being built (an input, an extern op's output, or a
+  // value an earlier kernel stored).
+  bool is_buffer(graph::ValueId v) const { return !loader[v] || (stored[v] && group[v] != current_group); }
+  // Loads a view of a buffer straight from that buffer through the view's own strides, following the
+  // chain of lowered views up to the first buffer; nullopt if the chain starts at a computed value.
+  std::optional<int> load_view(KernelBuilder& kb, graph::ValueId view, const Index& index);
+
+  // Scheduling state, set by the scheduler.
+  std::vector<Loader> loader;          // per value: how it is computed (empty: an input or extern output)
+  std::vector<char> stored;            // per value: a kernel writes it to its own buffer
+  std::vector<int> group;              // per stored value: the kernel group writing it
+  std::vector<graph::ValueId> view_of; // per value made by a lowered view op: the viewed value
+  int current_group = -1;
+  std::vector<std::vector<graph::ValueId>> buffer_values;  // per kernel being built: buffer -> value
+  std::vector<graph::ValueId> inlined;                     // values computed inline by the kernel being built
+
+ private:
+  const graph::Graph& graph_;
+  std::map<std::pair<std::string, Index>, int> memo_;
+};
+
+// Registry: the lowering of a node's op, or nullptr. Lowering functions return one loader per tensor
+// output value (in node output order) and throw Unsupported for arguments they do not handle.
+using LowerFn = std::function<std::vector<Loader>(LoweringContext&, const graph::Node&)>;
+const LowerFn* find_lowering(const graph::Node& node);
+
+// True for ops whose output is a view of their input (kept as index arithmetic, never copied).
+bool is_view_lowering(const graph::Node& node);
+
+// Registration, one function per file.
+using Registry = std::unordered_map<std::string, LowerFn>;
+void register_pointwise(Registry& r);   // lower_pointwise.cpp
+void register_reductions(Registry& r);  // lower_reduction.cpp
+void register_views(Registry& r);       // lower_views.cpp (views, cat, pad, indexing, factories)
 
 }  // namespace jitc::inductor

@@ -368,12 +368,6 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
     compile_stats_.graph_breaks += static_cast<int64_t>(outcome.breaks.size());
     compile_stats_.compile_seconds += seconds;
   }
-  if (options_.backend == Backend::kInductor && !hinted_backend_.exchange(true))
-    runtime::log(runtime::Artifact::kPerfHints,
-                 fmt::format("backend 'inductor' has no code generator in this build yet: '{}' replays its graphs "
-                             "through the eager backend",
-                             name_),
-                 compile_id(number));
   return std::move(outcome.result);
 }
 

@@ -3,7 +3,6 @@
 #include "graph/passes.h"
 
 #include <ATen/core/stack.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
 
 #include <sstream>
@@ -110,18 +109,19 @@ thread_local torch::jit::Stack StackLease::shared_;
 
 }  // namespace
 
-bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
-  // The trace ran below autograd and autocast; their effects (casts) are recorded as ops.
-  c10::impl::ExcludeDispatchKeyGuard below(c10::autograd_dispatch_keyset | c10::autocast_dispatch_keyset);
+bool replay_node(const graph::Graph& g, const graph::Node& node, const ReplayInputs& in, std::string* why) {
   StackLease lease;
   torch::jit::Stack& stack = lease.get();
-  for (const auto& node : g.nodes) {
-    stack.clear();
-    push_args(node, in, stack);
-    node.op.callBoxed(stack);
-    take_outputs(node, stack, *in.values);
-    if (node.checked() && !break_holds(g, node, stack, *in.values, in.symbols, why)) return false;
-  }
+  push_args(node, in, stack);
+  node.op.callBoxed(stack);
+  take_outputs(node, stack, *in.values);
+  return !node.checked() || break_holds(g, node, stack, *in.values, in.symbols, why);
+}
+
+bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
+  ExcludeBelowAutograd below;
+  for (const auto& node : g.nodes)
+    if (!replay_node(g, node, in, why)) return false;
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include "graph/graph.h"
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <string>
 #include <vector>
@@ -19,5 +20,15 @@ struct ReplayInputs {
 // Runs every node. Returns false when a graph-break check fails (a data-dependent result differs from
 // the traced one); `why` then says which op and values. Errors of ATen ops propagate.
 bool replay(const graph::Graph& graph, const ReplayInputs& inputs, std::string* why);
+
+// Runs one node the same way (the extern calls of compiled programs). The caller excludes the autograd
+// and autocast keys (ExcludeBelowAutograd).
+bool replay_node(const graph::Graph& graph, const graph::Node& node, const ReplayInputs& inputs, std::string* why);
+
+// The dispatch keys a replay runs below: the trace ran below autograd and autocast, and their effects
+// (casts) are recorded as ops.
+struct ExcludeBelowAutograd {
+  c10::impl::ExcludeDispatchKeyGuard guard{c10::autograd_dispatch_keyset | c10::autocast_dispatch_keyset};
+};
 
 }  // namespace jitc::runtime

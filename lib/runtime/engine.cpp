@@ -2,6 +2,7 @@
 #include "runtime/global_state.h"
 
 #include "runtime/eager_replay.h"
+#include "runtime/program.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
@@ -186,7 +187,10 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const
     generator_state = generator.get_state();
   }
   std::string why;
-  if (!runtime::replay(entry.graph, {&values, symbols}, &why)) {
+  const runtime::Program* program = program_for(entry);
+  if (program) values.resize(program->graph().values.size());
+  const bool completed = program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why);
+  if (!completed) {
     for (auto it = backups.rbegin(); it != backups.rend(); ++it) it->first.copy_(it->second);
     if (generator_state.defined()) {
       std::lock_guard<std::mutex> lock(generator.mutex());
@@ -200,7 +204,7 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const
     const auto& slot = entry.result[k];
     out[k].kind = slot.kind;
     if (slot.kind == ResultLeaf::Kind::kTensor) {
-      if (slot.value != graph::kNoValue) out[k].tensor = values[slot.value];
+      if (slot.value != graph::kNoValue) out[k].tensor = values[program ? program->graph().outputs[k] : slot.value];
     } else {
       out[k].d = slot.d;
       out[k].i = slot.i.eval(symbols);
@@ -217,6 +221,8 @@ Stats Engine::stats() const {
   s.calls = calls_.load();
   s.hits = hits_.load();
   s.eager_fallbacks = eager_calls_.load();
+  s.kernels_compiled = kernels_compiled_.load();
+  s.programs_compiled = programs_compiled_.load();
   std::shared_lock entries(entries_mutex_);
   s.entries = static_cast<int64_t>(entries_.size());
   return s;
@@ -235,6 +241,7 @@ void Engine::reset() {
   history_.clear();
   next_compile_number_ = 0;
   calls_ = hits_ = eager_calls_ = 0;
+  kernels_compiled_ = programs_compiled_ = 0;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     compile_stats_ = Stats{};

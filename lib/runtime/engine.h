@@ -58,6 +58,10 @@ class Engine {
   std::optional<ResultLeaves> run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured,
                                         c10::ArrayRef<Leaf> leaves, const int64_t* symbols, std::string* failure);
   std::optional<std::string> eager_reason(c10::ArrayRef<Leaf> leaves) const;
+  // ---- code generation (codegen.cpp) ----
+  // The entry's compiled program under backend=inductor (built once, on first use); null = eager replay.
+  const runtime::Program* program_for(const runtime::Entry& entry);
+  std::shared_ptr<const runtime::Program> build_program(const runtime::Entry& entry);
   ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
 
   // ---- miss path (compile.cpp) ----
@@ -109,7 +113,8 @@ class Engine {
 
   std::atomic<bool> eager_only_{false};
   std::atomic<bool> grad_blocked_{false};  // a captured tensor requires grad (checked while grad mode is on)
-  std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false}, hinted_backend_{false};
+  std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
+  std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0};
 };
 
 }  // namespace jitc::detail

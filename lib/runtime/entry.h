@@ -11,11 +11,14 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <vector>
 
 namespace jitc::runtime {
+
+class Program;
 
 struct ResultSlot {
   detail::ResultLeaf::Kind kind = detail::ResultLeaf::Kind::kTensor;
@@ -64,6 +67,10 @@ struct Entry {
   // A symbolic entry: the two static entries it was generalized from, and the sizes checked so far.
   std::shared_ptr<const Entry> first, second;
   mutable SizeLedger sizes;
+  // backend=inductor: the compiled program, built on the entry's first hit (null: eager replay). Static
+  // entries replaced by a symbolic one and traces that only check sizes never compile kernels.
+  mutable std::once_flag program_once;
+  mutable std::shared_ptr<const Program> program;
 };
 
 // The entry's captured tensors, locked for one call (null where a tensor was freed), in guard order.

@@ -1,0 +1,388 @@
+// Lowerings of pointwise ops: unary, binary and ternary math, comparisons, logical and bitwise ops,
+// where/masked_fill/clamp, casts and the activation functions, written as decompositions into the
+// kernel IR's scalar ops. Formulas follow ATen's CPU kernels (aten/src/ATen/native/cpu/*), so results
+// agree with eager to rounding.
+#include "inductor/lowering.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace jitc::inductor {
+
+namespace {
+
+using c10::ScalarType;
+using graph::Node;
+using graph::ValueId;
+using Values = std::vector<int>;
+using Body = std::function<int(KernelBuilder&, const Values&, ScalarType)>;
+
+ValueId output(const Node& n) { return n.outputs.at(0).values.at(0); }
+
+bool is_floating(ScalarType t) { return c10::isFloatingType(t); }
+
+// The loader of `n`'s output: each operand read at the output's index, cast to `compute`, combined by
+// `body`, and cast to the output's compute type.
+std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vector<Operand>& operands, ScalarType compute,
+                              Body body) {
+  const auto shape = c.sizes(output(n));
+  const ScalarType result = compute_type_of(c.meta(output(n)).dtype);
+  compute = compute_type_of(compute);
+  std::vector<Loader> loaders;
+  for (const auto& o : operands) loaders.push_back(c.operand(o, shape, compute));
+  return {[loaders, body, compute, result](KernelBuilder& kb, const Index& index) {
+    Values x;
+    for (const auto& l : loaders) x.push_back(l(kb, index));
+    return kb.cast(body(kb, x, compute), result);
+  }};
+}
+
+ScalarType out_dtype(LoweringContext& c, const Node& n) { return c.meta(output(n)).dtype; }
+
+std::optional<double> optional_number(LoweringContext& c, const Node& n, size_t i) {
+  if (i >= n.args.size() || (n.args[i].kind == graph::Arg::Kind::kConstant && n.args[i].constant.isNone())) return std::nullopt;
+  const Operand o = c.operand_of(n, i);
+  if (o.is_tensor() || o.symbolic) throw Unsupported(fmt::format("argument {} of {} is not a constant", i, n.name()));
+  return o.scalar.toDouble();
+}
+
+double number(LoweringContext& c, const Node& n, size_t i, double otherwise) {
+  return optional_number(c, n, i).value_or(otherwise);
+}
+
+std::string string_arg(const Node& n, size_t i, const char* otherwise) {
+  if (i >= n.args.size() || !n.args[i].constant.isString()) return otherwise;
+  return n.args[i].constant.toStringRef();
+}
+
+int k(KernelBuilder& kb, double v, ScalarType t) { return kb.constant(v, t); }
+
+// ---- unary ----------------------------------------------------------------------------------------
+
+// Unary math computed in the output's type (integer inputs of exp, sin... give float outputs).
+LowerFn unary(Body body) {
+  return [body](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), body);
+  };
+}
+
+LowerFn unary_op(ScalarOp op) {
+  return unary([op](KernelBuilder& kb, const Values& x, ScalarType) { return kb.unary(op, x[0]); });
+}
+
+int sigmoid(KernelBuilder& kb, int x, ScalarType t) {
+  return kb.binary(ScalarOp::kDiv, k(kb, 1, t), kb.binary(ScalarOp::kAdd, k(kb, 1, t), kb.unary(ScalarOp::kExp, kb.unary(ScalarOp::kNeg, x))));
+}
+
+int relu(KernelBuilder& kb, int x, ScalarType t) {  // NaN stays NaN, as in ATen
+  return kb.where(kb.binary(ScalarOp::kLt, x, k(kb, 0, t)), k(kb, 0, t), x);
+}
+
+int clamp(KernelBuilder& kb, int x, std::optional<int> lo, std::optional<int> hi) {
+  if (lo) x = kb.binary(ScalarOp::kMax, x, *lo);
+  if (hi) x = kb.binary(ScalarOp::kMin, x, *hi);
+  return x;
+}
+
+int softplus(KernelBuilder& kb, int x, ScalarType t, double beta, double threshold) {
+  const int scaled = kb.binary(ScalarOp::kMul, x, k(kb, beta, t));
+  const int soft = kb.binary(ScalarOp::kDiv, kb.unary(ScalarOp::kLog1p, kb.unary(ScalarOp::kExp, scaled)), k(kb, beta, t));
+  return kb.where(kb.binary(ScalarOp::kGt, scaled, k(kb, threshold, t)), x, soft);
+}
+
+void register_unary(Registry& r) {
+  const std::pair<const char*, ScalarOp> direct[] = {
+      {"aten::neg", ScalarOp::kNeg},     {"aten::abs", ScalarOp::kAbs},     {"aten::exp", ScalarOp::kExp},
+      {"aten::exp2", ScalarOp::kExp2},   {"aten::expm1", ScalarOp::kExpm1}, {"aten::log", ScalarOp::kLog},
+      {"aten::log2", ScalarOp::kLog2},   {"aten::log10", ScalarOp::kLog10}, {"aten::log1p", ScalarOp::kLog1p},
+      {"aten::sqrt", ScalarOp::kSqrt},   {"aten::rsqrt", ScalarOp::kRsqrt}, {"aten::sin", ScalarOp::kSin},
+      {"aten::cos", ScalarOp::kCos},     {"aten::tan", ScalarOp::kTan},     {"aten::asin", ScalarOp::kAsin},
+      {"aten::acos", ScalarOp::kAcos},   {"aten::atan", ScalarOp::kAtan},   {"aten::sinh", ScalarOp::kSinh},
+      {"aten::cosh", ScalarOp::kCosh},   {"aten::tanh", ScalarOp::kTanh},   {"aten::asinh", ScalarOp::kAsinh},
+      {"aten::acosh", ScalarOp::kAcosh}, {"aten::atanh", ScalarOp::kAtanh}, {"aten::erf", ScalarOp::kErf},
+      {"aten::erfc", ScalarOp::kErfc},   {"aten::floor", ScalarOp::kFloor}, {"aten::ceil", ScalarOp::kCeil},
+      {"aten::round", ScalarOp::kRound}, {"aten::trunc", ScalarOp::kTrunc}, {"aten::sign", ScalarOp::kSign},
+      {"aten::sgn", ScalarOp::kSign},    {"aten::fix", ScalarOp::kTrunc},
+  };
+  for (const auto& [name, op] : direct) r[name] = unary_op(op);
+  // Integer floor/ceil/round/trunc are the identity in ATen.
+  for (const char* name : {"aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fix"})
+    r[name] = unary([op = name](KernelBuilder& kb, const Values& x, ScalarType t) {
+      if (!is_floating(t)) return x[0];
+      const std::string s = op;
+      const ScalarOp o = s == "aten::floor" ? ScalarOp::kFloor : s == "aten::ceil" ? ScalarOp::kCeil
+                         : s == "aten::round" ? ScalarOp::kRound : ScalarOp::kTrunc;
+      return kb.unary(o, x[0]);
+    });
+  r["aten::round.decimals"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    if (number(c, n, 1, 0) != 0) throw Unsupported("round with decimals != 0");
+    return unary_op(ScalarOp::kRound)(c, n);
+  };
+  r["aten::reciprocal"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return kb.binary(ScalarOp::kDiv, k(kb, 1, t), x[0]); });
+  r["aten::square"] = unary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kMul, x[0], x[0]); });
+  r["aten::frac"] = unary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kSub, x[0], kb.unary(ScalarOp::kTrunc, x[0])); });
+  r["aten::sigmoid"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return sigmoid(kb, x[0], t); });
+  r["aten::relu"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return relu(kb, x[0], t); });
+  r["aten::silu"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {  // x / (1 + exp(-x))
+    return kb.binary(ScalarOp::kDiv, x[0], kb.binary(ScalarOp::kAdd, k(kb, 1, t), kb.unary(ScalarOp::kExp, kb.unary(ScalarOp::kNeg, x[0]))));
+  });
+  r["aten::mish"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
+    return kb.binary(ScalarOp::kMul, x[0], kb.unary(ScalarOp::kTanh, kb.unary(ScalarOp::kLog1p, kb.unary(ScalarOp::kExp, x[0]))));
+  });
+  r["aten::hardswish"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
+    const int gate = clamp(kb, kb.binary(ScalarOp::kAdd, x[0], k(kb, 3, t)), k(kb, 0, t), k(kb, 6, t));
+    return kb.binary(ScalarOp::kDiv, kb.binary(ScalarOp::kMul, x[0], gate), k(kb, 6, t));
+  });
+  r["aten::hardsigmoid"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
+    return kb.binary(ScalarOp::kDiv, clamp(kb, kb.binary(ScalarOp::kAdd, x[0], k(kb, 3, t)), k(kb, 0, t), k(kb, 6, t)), k(kb, 6, t));
+  });
+  r["aten::gelu"] = [](LoweringContext& c, const Node& n) {
+    const bool tanh = string_arg(n, 1, "none") == "tanh";
+    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [tanh](KernelBuilder& kb, const Values& x, ScalarType t) {
+      const int half_x = kb.binary(ScalarOp::kMul, x[0], k(kb, 0.5, t));
+      if (!tanh) {  // x * 0.5 * (1 + erf(x / sqrt(2)))
+        const int e = kb.unary(ScalarOp::kErf, kb.binary(ScalarOp::kMul, x[0], k(kb, M_SQRT1_2, t)));
+        return kb.binary(ScalarOp::kMul, half_x, kb.binary(ScalarOp::kAdd, k(kb, 1, t), e));
+      }
+      const int cube = kb.binary(ScalarOp::kMul, kb.binary(ScalarOp::kMul, x[0], x[0]), x[0]);
+      const int inner = kb.binary(ScalarOp::kMul, k(kb, M_SQRT2 * M_2_SQRTPI * 0.5, t),
+                                  kb.binary(ScalarOp::kAdd, x[0], kb.binary(ScalarOp::kMul, k(kb, 0.044715, t), cube)));
+      return kb.binary(ScalarOp::kMul, half_x, kb.binary(ScalarOp::kAdd, k(kb, 1, t), kb.unary(ScalarOp::kTanh, inner)));
+    });
+  };
+  r["aten::softplus"] = [](LoweringContext& c, const Node& n) {
+    const double beta = number(c, n, 1, 1), threshold = number(c, n, 2, 20);
+    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+      return softplus(kb, x[0], t, beta, threshold);
+    });
+  };
+  r["aten::leaky_relu"] = [](LoweringContext& c, const Node& n) {
+    const double slope = number(c, n, 1, 0.01);
+    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+      return kb.where(kb.binary(ScalarOp::kGt, x[0], k(kb, 0, t)), x[0], kb.binary(ScalarOp::kMul, x[0], k(kb, slope, t)));
+    });
+  };
+  r["aten::elu"] = [](LoweringContext& c, const Node& n) {
+    const double alpha = number(c, n, 1, 1), scale = number(c, n, 2, 1), input_scale = number(c, n, 3, 1);
+    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+      const int negative = kb.binary(ScalarOp::kMul, kb.unary(ScalarOp::kExpm1, kb.binary(ScalarOp::kMul, x[0], k(kb, input_scale, t))),
+                                     k(kb, alpha * scale, t));
+      return kb.where(kb.binary(ScalarOp::kLe, x[0], k(kb, 0, t)), negative, kb.binary(ScalarOp::kMul, x[0], k(kb, scale, t)));
+    });
+  };
+  auto hardtanh = [](double lo, double hi) {
+    return [lo, hi](LoweringContext& c, const Node& n) {
+      const double low = number(c, n, 1, lo), high = number(c, n, 2, hi);
+      return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+        return clamp(kb, x[0], k(kb, low, t), k(kb, high, t));
+      });
+    };
+  };
+  r["aten::hardtanh"] = hardtanh(-1, 1);
+  r["aten::relu6"] = hardtanh(0, 6);
+  // Identity-valued copies: the output's dtype and layout come from the trace.
+  const Body identity = [](KernelBuilder&, const Values& x, ScalarType) { return x[0]; };
+  for (const char* name : {"aten::clone", "aten::_to_copy", "aten::contiguous", "aten::positive", "aten::_copy_from_and_resize"})
+    r[name] = [identity](LoweringContext& c, const Node& n) {
+      const Operand in = c.operand_of(n, 0);
+      return pointwise(c, n, {in}, c.meta(in.value).dtype, identity);
+    };
+  r["aten::copy"] = [identity](LoweringContext& c, const Node& n) {  // functional copy: src into self's shape
+    const Operand src = c.operand_of(n, 1);
+    return pointwise(c, n, {src}, c.meta(src.value).dtype, identity);
+  };
+  r["aten::fill.Scalar"] = [identity](LoweringContext& c, const Node& n) { return pointwise(c, n, {c.operand_of(n, 1)}, out_dtype(c, n), identity); };
+  r["aten::fill.Tensor"] = r["aten::fill.Scalar"];
+  // Tests on floats; integers are never NaN or infinite.
+  auto test = [](int kind) {
+    return [kind](LoweringContext& c, const Node& n) {
+      const Operand in = c.operand_of(n, 0);
+      const ScalarType t = c.meta(in.value).dtype;
+      return pointwise(c, n, {in}, t, [kind](KernelBuilder& kb, const Values& x, ScalarType t) {
+        if (!is_floating(t)) return kb.integer(kind == 2, ScalarType::Bool);
+        const int nan = kb.unary(ScalarOp::kIsNan, x[0]);
+        const int inf = kb.binary(ScalarOp::kEq, kb.unary(ScalarOp::kAbs, x[0]), k(kb, INFINITY, t));
+        if (kind == 0) return nan;
+        if (kind == 1) return inf;
+        return kb.unary(ScalarOp::kNot, kb.binary(ScalarOp::kOr, nan, inf));
+      });
+    };
+  };
+  r["aten::isnan"] = test(0);
+  r["aten::isinf"] = test(1);
+  r["aten::isfinite"] = test(2);
+  r["aten::logical_not"] = [](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 0)}, ScalarType::Bool, [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.unary(ScalarOp::kNot, x[0]); });
+  };
+  r["aten::bitwise_not"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
+    return t == ScalarType::Bool ? kb.unary(ScalarOp::kNot, x[0]) : kb.unary(ScalarOp::kBitNot, x[0]);
+  });
+}
+
+// ---- binary and ternary ---------------------------------------------------------------------------
+
+// Arithmetic computed in the output's type (ATen computes in the promoted type, which is the output's).
+LowerFn binary(Body body) {
+  return [body](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n), body);
+  };
+}
+
+LowerFn binary_op(ScalarOp op) {
+  return binary([op](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(op, x[0], x[1]); });
+}
+
+// Comparisons and logical ops compute in the promoted type of their operands; the output is bool.
+LowerFn compare(ScalarOp op, bool logical) {
+  return [op, logical](LoweringContext& c, const Node& n) {
+    const std::vector<Operand> in = {c.operand_of(n, 0), c.operand_of(n, 1)};
+    const ScalarType t = logical ? ScalarType::Bool : c.result_type(in);
+    return pointwise(c, n, in, t, [op](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(op, x[0], x[1]); });
+  };
+}
+
+// add/sub with alpha: a + alpha * b (ATen multiplies first, then adds).
+LowerFn add_sub(ScalarOp op, bool reversed) {
+  return [op, reversed](LoweringContext& c, const Node& n) {
+    const double alpha = number(c, n, 2, 1);
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
+                     [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+                       int a = x[reversed ? 1 : 0], b = x[reversed ? 0 : 1];
+                       if (alpha != 1) b = kb.binary(ScalarOp::kMul, b, k(kb, alpha, t));
+                       if (t == ScalarType::Bool) return kb.binary(ScalarOp::kOr, a, b);
+                       return kb.binary(op, a, b);
+                     });
+  };
+}
+
+int divide(KernelBuilder& kb, int a, int b, ScalarType t, const std::string& mode) {
+  if (mode == "floor") return kb.binary(ScalarOp::kFloorDiv, a, b);
+  const int q = kb.binary(ScalarOp::kDiv, a, b);
+  return mode == "trunc" && is_floating(t) ? kb.unary(ScalarOp::kTrunc, q) : q;
+}
+
+// pow(x, exponent) with ATen's special cases for a constant exponent (they round differently from powf).
+int power(KernelBuilder& kb, int x, int e, std::optional<double> constant, ScalarType t) {
+  if (constant && is_floating(t)) {
+    const double p = *constant;
+    if (p == 2) return kb.binary(ScalarOp::kMul, x, x);
+    if (p == 3) return kb.binary(ScalarOp::kMul, kb.binary(ScalarOp::kMul, x, x), x);
+    if (p == 0.5) return kb.unary(ScalarOp::kSqrt, x);
+    if (p == -0.5) return kb.unary(ScalarOp::kRsqrt, x);
+    if (p == -1) return kb.binary(ScalarOp::kDiv, k(kb, 1, t), x);
+    if (p == -2) return kb.binary(ScalarOp::kDiv, k(kb, 1, t), kb.binary(ScalarOp::kMul, x, x));
+  }
+  return kb.binary(ScalarOp::kPow, x, e);
+}
+
+void register_binary(Registry& r) {
+  r["aten::add"] = add_sub(ScalarOp::kAdd, false);
+  r["aten::sub"] = add_sub(ScalarOp::kSub, false);
+  r["aten::rsub"] = add_sub(ScalarOp::kSub, true);
+  r["aten::mul"] = binary([](KernelBuilder& kb, const Values& x, ScalarType t) {
+    return t == ScalarType::Bool ? kb.binary(ScalarOp::kAnd, x[0], x[1]) : kb.binary(ScalarOp::kMul, x[0], x[1]);
+  });
+  r["aten::div"] = [](LoweringContext& c, const Node& n) {
+    const std::string mode = string_arg(n, 2, "");
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
+                     [mode](KernelBuilder& kb, const Values& x, ScalarType t) { return divide(kb, x[0], x[1], t, mode); });
+  };
+  r["aten::true_divide"] = binary_op(ScalarOp::kDiv);
+  r["aten::floor_divide"] = binary_op(ScalarOp::kFloorDiv);
+  r["aten::remainder"] = binary_op(ScalarOp::kRem);
+  r["aten::fmod"] = binary([](KernelBuilder& kb, const Values& x, ScalarType t) {  // C's fmod: the dividend's sign
+    const int q = kb.binary(ScalarOp::kDiv, x[0], x[1]);
+    if (!is_floating(t)) return kb.binary(ScalarOp::kSub, x[0], kb.binary(ScalarOp::kMul, q, x[1]));
+    return kb.binary(ScalarOp::kSub, x[0], kb.binary(ScalarOp::kMul, kb.unary(ScalarOp::kTrunc, q), x[1]));
+  });
+  r["aten::pow"] = [](LoweringContext& c, const Node& n) {
+    const Operand base = c.operand_of(n, 0), exponent = c.operand_of(n, 1);
+    std::optional<double> constant;
+    if (!exponent.is_tensor() && !exponent.symbolic) constant = exponent.scalar.toDouble();
+    return pointwise(c, n, {base, exponent}, out_dtype(c, n), [constant](KernelBuilder& kb, const Values& x, ScalarType t) {
+      return power(kb, x[0], x[1], constant, t);
+    });
+  };
+  r["aten::atan2"] = binary_op(ScalarOp::kAtan2);
+  r["aten::maximum"] = binary_op(ScalarOp::kMax);
+  r["aten::minimum"] = binary_op(ScalarOp::kMin);
+  for (const char* name : {"aten::bitwise_and", "aten::__and__"}) r[name] = binary_op(ScalarOp::kAnd);
+  for (const char* name : {"aten::bitwise_or", "aten::__or__"}) r[name] = binary_op(ScalarOp::kOr);
+  for (const char* name : {"aten::bitwise_xor", "aten::__xor__"}) r[name] = binary_op(ScalarOp::kXor);
+  r["aten::bitwise_left_shift"] = binary_op(ScalarOp::kShl);
+  r["aten::bitwise_right_shift"] = binary_op(ScalarOp::kShr);
+  r["aten::logical_and"] = compare(ScalarOp::kAnd, true);
+  r["aten::logical_or"] = compare(ScalarOp::kOr, true);
+  r["aten::logical_xor"] = compare(ScalarOp::kXor, true);
+  const std::pair<const char*, ScalarOp> comparisons[] = {{"aten::eq", ScalarOp::kEq}, {"aten::ne", ScalarOp::kNe},
+                                                          {"aten::lt", ScalarOp::kLt}, {"aten::le", ScalarOp::kLe},
+                                                          {"aten::gt", ScalarOp::kGt}, {"aten::ge", ScalarOp::kGe}};
+  for (const auto& [name, op] : comparisons) r[name] = compare(op, false);
+  r["aten::where.self"] = [](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
+                     [](KernelBuilder& kb, const Values& x, ScalarType t) {
+                       return kb.where(kb.cast(x[0], ScalarType::Bool), x[1], x[2]);
+                     });
+  };
+  r["aten::masked_fill"] = [](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
+                     [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.where(kb.cast(x[1], ScalarType::Bool), x[2], x[0]); });
+  };
+  auto clamp_lowering = [](bool has_min, bool has_max) {
+    return [has_min, has_max](LoweringContext& c, const Node& n) {
+      std::vector<Operand> in = {c.operand_of(n, 0)};
+      std::vector<int> slot;  // operand positions of min and max (-1: absent)
+      for (size_t i : {size_t{1}, size_t{2}}) {
+        const bool wanted = i == 1 ? has_min : has_max;
+        const bool present = wanted && i < n.args.size() && !(n.args[i].kind == graph::Arg::Kind::kConstant && n.args[i].constant.isNone());
+        slot.push_back(present ? static_cast<int>(in.size()) : -1);
+        if (present) in.push_back(c.operand_of(n, has_min && has_max ? i : 1));
+      }
+      return pointwise(c, n, in, out_dtype(c, n), [slot](KernelBuilder& kb, const Values& x, ScalarType) {
+        std::optional<int> lo, hi;
+        if (slot[0] >= 0) lo = x[slot[0]];
+        if (slot[1] >= 0) hi = x[slot[1]];
+        return clamp(kb, x[0], lo, hi);
+      });
+    };
+  };
+  r["aten::clamp"] = clamp_lowering(true, true);
+  r["aten::clip"] = clamp_lowering(true, true);
+  r["aten::clamp_min"] = clamp_lowering(true, false);
+  r["aten::clamp_max"] = [](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
+                     [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kMin, x[0], x[1]); });
+  };
+  // addcmul / addcdiv: self + value * t1 (* or /) t2.
+  auto addc = [](ScalarOp op) {
+    return [op](LoweringContext& c, const Node& n) {
+      const double value = number(c, n, 3, 1);
+      return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
+                       [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+                         const int term = kb.binary(ScalarOp::kMul, k(kb, value, t), kb.binary(op, x[1], x[2]));
+                         return kb.binary(ScalarOp::kAdd, x[0], term);
+                       });
+    };
+  };
+  r["aten::addcmul"] = addc(ScalarOp::kMul);
+  r["aten::addcdiv"] = addc(ScalarOp::kDiv);
+  r["aten::lerp"] = [](LoweringContext& c, const Node& n) {  // ATen: weight < 0.5 ? a + w*(b-a) : b - (b-a)*(1-w)
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
+                     [](KernelBuilder& kb, const Values& x, ScalarType t) {
+                       const int diff = kb.binary(ScalarOp::kSub, x[1], x[0]);
+                       const int low = kb.binary(ScalarOp::kAdd, x[0], kb.binary(ScalarOp::kMul, x[2], diff));
+                       const int high = kb.binary(ScalarOp::kSub, x[1], kb.binary(ScalarOp::kMul, diff, kb.binary(ScalarOp::kSub, k(kb, 1, t), x[2])));
+                       return kb.where(kb.binary(ScalarOp::kLt, kb.unary(ScalarOp::kAbs, x[2]), k(kb, 0.5, t)), low, high);
+                     });
+  };
+}
+
+}  // namespace
+
+void register_pointwise(Registry& r) {
+  register_unary(r);
+  register_binary(r);
+}
+
+}  // namespace jitc::inductor

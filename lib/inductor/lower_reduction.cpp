@@ -1,0 +1,471 @@
+// Lowerings of reductions (sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, var/std/
+// var_mean, logsumexp, any/all) and of the normalizations built on them (softmax, log_softmax,
+// layer_norm, group_norm, batch_norm in inference). A reduction runs its own loop inside a kernel row,
+// so it fuses with its pointwise prologue (what it reads) and epilogue (what reads it, per row): softmax
+// and layer_norm become one kernel each.
+#include "inductor/lowering.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace jitc::inductor {
+
+namespace {
+
+using c10::ScalarType;
+using graph::Node;
+using graph::SymExpr;
+using graph::SymShape;
+using graph::ValueId;
+using Element = std::function<int(KernelBuilder&, const Index&)>;
+
+bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
+
+std::vector<int64_t> normalize_dims(std::vector<int64_t> dims, size_t rank) {
+  if (dims.empty())
+    for (size_t d = 0; d < rank; ++d) dims.push_back(static_cast<int64_t>(d));
+  for (auto& d : dims) {
+    if (d < 0) d += static_cast<int64_t>(rank);
+    if (d < 0 || (d >= static_cast<int64_t>(rank) && rank > 0)) throw Unsupported("reduction dim out of range");
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  if (rank == 0) dims.clear();
+  return dims;
+}
+
+// The dims argument i of a reduction: an int, an int list, or None / [] for every dim.
+std::vector<int64_t> dims_arg(const Node& n, size_t i, size_t rank) {
+  if (i >= n.args.size()) return normalize_dims({}, rank);
+  const auto& a = n.args[i];
+  if (a.kind != graph::Arg::Kind::kConstant || !a.symbolic.empty()) throw Unsupported("reduction dims are not constants");
+  if (a.constant.isNone()) return normalize_dims({}, rank);
+  if (a.constant.isInt()) return normalize_dims({a.constant.toInt()}, rank);
+  if (a.constant.isIntList()) return normalize_dims(a.constant.toIntVector(), rank);
+  throw Unsupported("reduction dims of an unexpected kind");
+}
+
+bool bool_arg(const Node& n, size_t i, bool otherwise) {
+  if (i >= n.args.size() || !n.args[i].constant.isBool()) return otherwise;
+  return n.args[i].constant.toBool();
+}
+
+double double_arg(const Node& n, size_t i, double otherwise) {
+  if (i >= n.args.size() || n.args[i].kind != graph::Arg::Kind::kConstant || n.args[i].constant.isNone()) return otherwise;
+  const auto& v = n.args[i].constant;
+  if (v.isDouble()) return v.toDouble();
+  if (v.isInt()) return static_cast<double>(v.toInt());
+  if (v.isScalar()) return v.toScalar().toDouble();
+  throw Unsupported("a numeric argument is not a number");
+}
+
+// A reduction is computed once per kernel row, so it may only be read where the kernel's rows are its
+// output elements, one to one; anywhere else it would be recomputed per row or per element, and its
+// owner must be stored to a buffer by a kernel of its own first.
+void require_row_aligned(KernelBuilder& kb, ValueId owner, const Index& out_index, const SymShape& out_sizes) {
+  const uint64_t element_vars = kb.vars_of_kind(LoopVar::Kind::kInner) | kb.vars_of_kind(LoopVar::Kind::kReduction);
+  std::vector<int> rows;
+  for (int v : kb.kernel().outer_vars()) {
+    int64_t extent;
+    if (!(kb.is_constant(kb.kernel().vars[v].extent, &extent) && extent == 1)) rows.push_back(v);
+  }
+  size_t next = 0;
+  bool aligned = true;
+  for (size_t d = 0; d < out_index.size() && aligned; ++d) {
+    if (kb.deps(out_index[d]) & element_vars) aligned = false;
+    if (is_one(out_sizes[d])) continue;
+    aligned = aligned && next < rows.size() && out_index[d] == kb.var(rows[next]) &&
+              kb.kernel().vars[rows[next]].extent == kb.extent(out_sizes[d]);
+    ++next;
+  }
+  if (!aligned || next != rows.size())
+    throw NeedsBuffer{owner, "a reduction is read where the kernel's rows are not its output elements"};
+}
+
+struct Reduction {
+  SymShape in_sizes;
+  std::vector<int64_t> dims;  // reduced dims of the input, sorted
+  bool keepdim = false;
+};
+
+// The input index for output element `out_index`: reduced dims take the loop's vars.
+Index input_index(const Reduction& r, const Index& out_index, const std::vector<int>& loop_vars, KernelBuilder& kb) {
+  Index in(r.in_sizes.size());
+  size_t o = 0, l = 0;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const bool reduced = std::binary_search(r.dims.begin(), r.dims.end(), static_cast<int64_t>(d));
+    if (reduced) {
+      in[d] = kb.var(loop_vars[l++]);
+      if (r.keepdim) ++o;
+    } else {
+      in[d] = out_index[o++];
+    }
+  }
+  return in;
+}
+
+SymShape reduced_extents(const Reduction& r) {
+  SymShape extents;
+  for (int64_t d : r.dims) extents.push_back(r.in_sizes[d]);
+  return extents;
+}
+
+// reduce(kind) of element(input index) over the reduced dims, for output element out_index. `position`
+// (argmax/argmin) is the row-major position within the reduced dims.
+int reduce_at(KernelBuilder& kb, const Reduction& r, const Index& out_index, ReduceKind kind, const Element& element) {
+  std::vector<int> vars;
+  const int loop = kb.reduction_loop(reduced_extents(r), &vars);
+  const Index in = input_index(r, out_index, vars, kb);
+  const int value = element(kb, in);
+  int position = -1;
+  if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
+    position = kb.index_constant(0);
+    for (size_t d = 0; d < vars.size(); ++d)
+      position = kb.add(kb.mul(position, kb.extent(r.in_sizes[r.dims[d]])), kb.var(vars[d]));
+  }
+  return kb.reduce(kind, value, loop, position);
+}
+
+int count_of(KernelBuilder& kb, const Reduction& r, ScalarType t) {
+  int n = kb.index_constant(1);
+  for (int64_t d : r.dims) n = kb.mul(n, kb.extent(r.in_sizes[d]));
+  return kb.cast(n, t);
+}
+
+ValueId out_value(const Node& n, size_t k = 0) {
+  size_t seen = 0;
+  for (const auto& out : n.outputs)
+    for (auto v : out.values)
+      if (seen++ == k) return v;
+  throw Unsupported(fmt::format("{} has no output {}", n.name(), k));
+}
+
+// A loader for a reduction value: checks alignment, memoizes per kernel, casts to the output type.
+Loader reduction_loader(LoweringContext& c, ValueId owner, std::string tag,
+                        std::function<int(KernelBuilder&, const Index&)> compute) {
+  const SymShape out_sizes = c.sizes(owner);
+  const ScalarType result = compute_type_of(c.meta(owner).dtype);
+  return [&c, owner, out_sizes, result, tag, compute](KernelBuilder& kb, const Index& index) {
+    require_row_aligned(kb, owner, index, out_sizes);
+    return c.memoized(fmt::format("{}%{}", tag, owner), index, [&] { return kb.cast(compute(kb, index), result); });
+  };
+}
+
+// The type a reduction accumulates in: float for half/bfloat16, int64 for integer sums and products.
+ScalarType accumulate_type(ScalarType out) { return compute_type_of(out); }
+
+LowerFn simple_reduction(ReduceKind kind, size_t dims_at, size_t keepdim_at, bool mean) {
+  return [=](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = out_value(n);
+    Reduction r{c.sizes(in), dims_arg(n, dims_at, c.sizes(in).size()), bool_arg(n, keepdim_at, false)};
+    const ScalarType acc = kind == ReduceKind::kAny || kind == ReduceKind::kAll ? ScalarType::Bool : accumulate_type(c.meta(out).dtype);
+    Loader x = c.input(in);
+    return {reduction_loader(c, out, "red", [=](KernelBuilder& kb, const Index& index) {
+      const int total = reduce_at(kb, r, index, kind, [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), acc); });
+      return mean ? kb.binary(ScalarOp::kDiv, total, count_of(kb, r, acc)) : total;
+    })};
+  };
+}
+
+// max.dim / min.dim: (values, indices).
+LowerFn extremum_with_index(bool max) {
+  return [max](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0);
+    Reduction r{c.sizes(in), dims_arg(n, 1, c.sizes(in).size()), bool_arg(n, 2, false)};
+    const ScalarType t = compute_type_of(c.meta(in).dtype);
+    Loader x = c.input(in);
+    auto element = [x, t](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
+    Loader values = reduction_loader(c, out_value(n, 0), "val", [=](KernelBuilder& kb, const Index& index) {
+      return reduce_at(kb, r, index, max ? ReduceKind::kMax : ReduceKind::kMin, element);
+    });
+    Loader indices = reduction_loader(c, out_value(n, 1), "idx", [=](KernelBuilder& kb, const Index& index) {
+      return reduce_at(kb, r, index, max ? ReduceKind::kArgMax : ReduceKind::kArgMin, element);
+    });
+    return {values, indices};
+  };
+}
+
+LowerFn arg_extremum(bool max) {
+  return [max](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0);
+    const bool all = n.args.size() < 2 || n.args[1].constant.isNone();
+    Reduction r{c.sizes(in), all ? normalize_dims({}, c.sizes(in).size()) : dims_arg(n, 1, c.sizes(in).size()), bool_arg(n, 2, false)};
+    if (all && r.keepdim) throw Unsupported("argmax over all dims with keepdim");
+    const ScalarType t = compute_type_of(c.meta(in).dtype);
+    Loader x = c.input(in);
+    return {reduction_loader(c, out_value(n), "arg", [=](KernelBuilder& kb, const Index& index) {
+      return reduce_at(kb, r, index, max ? ReduceKind::kArgMax : ReduceKind::kArgMin,
+                       [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); });
+    })};
+  };
+}
+
+// Two-pass variance: the mean (given, or computed here), then the mean of squared deviations (as exact
+// as ATen's Welford, without its per-element division).
+int variance(KernelBuilder& kb, const Reduction& r, const Index& index, const Loader& x, ScalarType t, double correction,
+             int* mean) {
+  auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
+  const int n = count_of(kb, r, t);
+  if (*mean < 0) *mean = kb.binary(ScalarOp::kDiv, reduce_at(kb, r, index, ReduceKind::kSum, element), n);
+  const int m = *mean;
+  const int squares = reduce_at(kb, r, index, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
+    const int d = kb.binary(ScalarOp::kSub, element(kb, i), m);
+    return kb.binary(ScalarOp::kMul, d, d);
+  });
+  const int divisor = kb.binary(ScalarOp::kMax, kb.binary(ScalarOp::kSub, n, kb.constant(correction, t)), kb.constant(0, t));
+  return kb.binary(ScalarOp::kDiv, squares, divisor);
+}
+
+double correction_arg(const Node& n) {
+  const std::string overload = n.op.operator_name().overload_name;
+  if (overload == "correction" || overload == "correction_names") return double_arg(n, 2, 1);
+  if (overload == "dim") return bool_arg(n, 2, true) ? 1 : 0;  // unbiased
+  if (overload.empty()) return bool_arg(n, 1, true) ? 1 : 0;
+  throw Unsupported("var/std overload " + overload);
+}
+
+size_t keepdim_position(const Node& n) {
+  const std::string overload = n.op.operator_name().overload_name;
+  return overload.empty() ? 99 : 3;
+}
+
+LowerFn var_std(bool sqrt, bool with_mean) {
+  return [=](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0);
+    const bool no_dims = n.op.operator_name().overload_name.empty();
+    Reduction r{c.sizes(in), no_dims ? normalize_dims({}, c.sizes(in).size()) : dims_arg(n, 1, c.sizes(in).size()),
+                bool_arg(n, keepdim_position(n), false)};
+    const double correction = correction_arg(n);
+    const ScalarType t = compute_type_of(c.meta(out_value(n)).dtype);
+    Loader x = c.input(in);
+    auto mean_of = [=](KernelBuilder& kb, const Index& index) {
+      return kb.binary(ScalarOp::kDiv, reduce_at(kb, r, index, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
+        return kb.cast(x(kb, i), t);
+      }), count_of(kb, r, t));
+    };
+    std::vector<Loader> out = {reduction_loader(c, out_value(n, 0), "var", [=, &c](KernelBuilder& kb, const Index& index) {
+      int mean = c.memoized(fmt::format("vmean%{}", out_value(n, 0)), index, [&] { return mean_of(kb, index); });
+      const int v = variance(kb, r, index, x, t, correction, &mean);
+      return sqrt ? kb.unary(ScalarOp::kSqrt, v) : v;
+    })};
+    if (with_mean)
+      out.push_back(reduction_loader(c, out_value(n, 1), "mean", [=, &c](KernelBuilder& kb, const Index& index) {
+        return c.memoized(fmt::format("vmean%{}", out_value(n, 0)), index, [&] { return mean_of(kb, index); });
+      }));
+    return out;
+  };
+}
+
+LowerFn logsumexp() {
+  return [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0);
+    Reduction r{c.sizes(in), dims_arg(n, 1, c.sizes(in).size()), bool_arg(n, 2, false)};
+    const ScalarType t = compute_type_of(c.meta(out_value(n)).dtype);
+    Loader x = c.input(in);
+    return {reduction_loader(c, out_value(n), "lse", [=](KernelBuilder& kb, const Index& index) {
+      auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
+      int m = reduce_at(kb, r, index, ReduceKind::kMax, element);
+      // ATen: an infinite max is replaced by 0 so that inf - inf does not make NaN.
+      const int infinite = kb.binary(ScalarOp::kEq, kb.unary(ScalarOp::kAbs, m), kb.constant(INFINITY, t));
+      m = kb.where(infinite, kb.constant(0, t), m);
+      const int sum = reduce_at(kb, r, index, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
+        return kb.unary(ScalarOp::kExp, kb.binary(ScalarOp::kSub, element(kb, i), m));
+      });
+      return kb.binary(ScalarOp::kAdd, kb.unary(ScalarOp::kLog, sum), m);
+    })};
+  };
+}
+
+// softmax / log_softmax over one dim: max, then sum of exp(x - max), then the element.
+LowerFn softmax(bool log) {
+  return [log](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = out_value(n);
+    const size_t rank = c.sizes(in).size();
+    Reduction r{c.sizes(in), normalize_dims({n.args.at(1).constant.toInt()}, rank), true};
+    const ScalarType t = compute_type_of(c.meta(out).dtype);
+    Loader x = c.input(in);
+    const SymShape out_sizes = c.sizes(out);
+    SymShape row_sizes = out_sizes;  // the statistics' shape: the reduced dim kept as 1
+    for (int64_t d : r.dims) row_sizes[d] = SymExpr::constant(1);
+    return {[&c, r, t, x, out, row_sizes, log](KernelBuilder& kb, const Index& index) {
+      Index row = index;
+      for (int64_t d : r.dims) row[d] = kb.index_constant(0);
+      require_row_aligned(kb, out, row, row_sizes);
+      auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
+      const int m = c.memoized(fmt::format("smax%{}", out), row, [&] { return reduce_at(kb, r, row, ReduceKind::kMax, element); });
+      const int sum = c.memoized(fmt::format("ssum%{}", out), row, [&] {
+        return reduce_at(kb, r, row, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
+          return kb.unary(ScalarOp::kExp, kb.binary(ScalarOp::kSub, element(kb, i), m));
+        });
+      });
+      const int shifted = kb.binary(ScalarOp::kSub, element(kb, index), m);
+      if (log) return kb.binary(ScalarOp::kSub, shifted, kb.unary(ScalarOp::kLog, sum));
+      return kb.binary(ScalarOp::kDiv, kb.unary(ScalarOp::kExp, shifted), sum);
+    }};
+  };
+}
+
+std::optional<ValueId> optional_tensor(const Node& n, size_t i) {
+  if (i >= n.args.size() || n.args[i].kind != graph::Arg::Kind::kValue) return std::nullopt;
+  return n.args[i].value;
+}
+
+// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd). ATen's kernel
+// computes out = (x * rstd - rstd * mean) * weight + bias.
+LowerFn layer_norm() {
+  return [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = out_value(n, 0), mean_v = out_value(n, 1), rstd_v = out_value(n, 2);
+    const size_t rank = c.sizes(in).size();
+    const size_t normalized = n.args.at(1).constant.toIntVector().size();
+    std::vector<int64_t> dims;
+    for (size_t d = rank - normalized; d < rank; ++d) dims.push_back(static_cast<int64_t>(d));
+    Reduction r{c.sizes(in), dims, true};
+    const double eps = double_arg(n, 4, 1e-5);
+    const ScalarType t = compute_type_of(c.meta(mean_v).dtype);
+    Loader x = c.input(in);
+    Loader mean = reduction_loader(c, mean_v, "lnm", [=](KernelBuilder& kb, const Index& i) {
+      return kb.binary(ScalarOp::kDiv, reduce_at(kb, r, i, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& j) {
+        return kb.cast(x(kb, j), t);
+      }), count_of(kb, r, t));
+    });
+    Loader rstd = reduction_loader(c, rstd_v, "lnr", [=, &c](KernelBuilder& kb, const Index& i) {
+      int m = kb.cast(c.at(kb, mean_v, i), t);
+      const int var = variance(kb, r, i, x, t, 0, &m);
+      return kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, var, kb.constant(eps, t)));
+    });
+    const auto weight = optional_tensor(n, 2), bias = optional_tensor(n, 3);
+    const SymShape shape = c.sizes(out);
+    std::optional<Loader> w, b;
+    if (weight) w = c.broadcast(*weight, shape);
+    if (bias) b = c.broadcast(*bias, shape);
+    Loader y = [&c, x, t, r, mean_v, rstd_v, w, b](KernelBuilder& kb, const Index& index) {
+      Index row = index;
+      for (int64_t d : r.dims) row[d] = kb.index_constant(0);
+      const int m = kb.cast(c.at(kb, mean_v, row), t), s = kb.cast(c.at(kb, rstd_v, row), t);
+      const int shift = kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, s, m));
+      int v = kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), s), shift);
+      if (w) v = kb.binary(ScalarOp::kMul, v, kb.cast((*w)(kb, index), t));
+      if (b) v = kb.binary(ScalarOp::kAdd, v, kb.cast((*b)(kb, index), t));
+      return v;
+    };
+    return {y, mean, rstd};
+  };
+}
+
+// native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean [N, G], rstd [N, G]).
+// The statistics are read per channel, so they are stored by a kernel of their own.
+LowerFn group_norm() {
+  return [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), mean_v = out_value(n, 1), rstd_v = out_value(n, 2);
+    const SymShape sizes = c.sizes(in);
+    const int64_t groups = n.args.at(6).constant.toInt();
+    if (sizes.size() < 2 || !sizes[1].is_constant() || sizes[1].offset % groups != 0) throw Unsupported("group_norm channels");
+    const int64_t per_group = sizes[1].offset / groups;
+    const double eps = double_arg(n, 7, 1e-5);
+    const ScalarType t = compute_type_of(c.meta(mean_v).dtype);
+    Loader x = c.input(in);
+    SymShape extents = {SymExpr::constant(per_group)};
+    for (size_t d = 2; d < sizes.size(); ++d) extents.push_back(sizes[d]);
+    // Sum over the group of element(x) at [n, g*per_group + cl, spatial...].
+    auto group_sum = [=](KernelBuilder& kb, const Index& ng, const std::function<int(int)>& element) {
+      std::vector<int> vars;
+      const int loop = kb.reduction_loop(extents, &vars);
+      Index i = {ng[0], kb.add(kb.mul(ng[1], kb.index_constant(per_group)), kb.var(vars[0]))};
+      for (size_t d = 1; d < vars.size(); ++d) i.push_back(kb.var(vars[d]));
+      return kb.reduce(ReduceKind::kSum, element(kb.cast(x(kb, i), t)), loop);
+    };
+    auto count = [=](KernelBuilder& kb) {
+      int total = kb.index_constant(per_group);
+      for (size_t d = 2; d < sizes.size(); ++d) total = kb.mul(total, kb.extent(sizes[d]));
+      return kb.cast(total, t);
+    };
+    Loader mean = reduction_loader(c, mean_v, "gnm", [=](KernelBuilder& kb, const Index& ng) {
+      return kb.binary(ScalarOp::kDiv, group_sum(kb, ng, [](int v) { return v; }), count(kb));
+    });
+    Loader rstd = reduction_loader(c, rstd_v, "gnr", [=, &c](KernelBuilder& kb, const Index& ng) {
+      const int m = kb.cast(c.at(kb, mean_v, ng), t);
+      const int squares = group_sum(kb, ng, [&](int v) {
+        const int d = kb.binary(ScalarOp::kSub, v, m);
+        return kb.binary(ScalarOp::kMul, d, d);
+      });
+      return kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kDiv, squares, count(kb)), kb.constant(eps, t)));
+    });
+    const auto weight = optional_tensor(n, 1), bias = optional_tensor(n, 2);
+    Loader y = [&c, x, t, per_group, mean_v, rstd_v, weight, bias](KernelBuilder& kb, const Index& index) {
+      const Index ng = {index[0], kb.binary(ScalarOp::kDiv, index[1], kb.index_constant(per_group))};
+      const int m = kb.cast(c.at(kb, mean_v, ng), t);
+      int scale = kb.cast(c.at(kb, rstd_v, ng), t);
+      if (weight) scale = kb.binary(ScalarOp::kMul, scale, kb.cast(c.at(kb, *weight, {index[1]}), t));
+      int shift = kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, scale, m));
+      if (bias) shift = kb.binary(ScalarOp::kAdd, shift, kb.cast(c.at(kb, *bias, {index[1]}), t));
+      return kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), scale), shift);
+    };
+    return {y, mean, rstd};
+  };
+}
+
+// Batch norm in inference: out = x * alpha + beta per channel (dim 1), alpha = weight / sqrt(var + eps),
+// beta = bias - mean * alpha, as ATen's CPU kernel computes it. Training mode stays an extern call.
+LowerFn batch_norm_inference(size_t training_at, size_t eps_at) {
+  return [=](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    if (training_at < n.args.size() && bool_arg(n, training_at, true)) throw Unsupported("batch_norm in training mode");
+    const ValueId in = c.tensor_arg(n, 0);
+    const auto weight = optional_tensor(n, 1), bias = optional_tensor(n, 2), mean = optional_tensor(n, 3), var = optional_tensor(n, 4);
+    if (!mean || !var || c.sizes(in).size() < 2) throw Unsupported("batch_norm without running statistics");
+    const double eps = double_arg(n, eps_at, 1e-5);
+    const ScalarType t = compute_type_of(c.meta(out_value(n)).dtype);
+    Loader x = c.input(in);
+    Loader y = [&c, x, t, eps, weight, bias, mean, var](KernelBuilder& kb, const Index& index) {
+      const Index channel = {index[1]};
+      auto param = [&](ValueId v) { return kb.cast(c.at(kb, v, channel), t); };
+      int alpha = kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, param(*var), kb.constant(eps, t)));
+      if (weight) alpha = kb.binary(ScalarOp::kMul, alpha, param(*weight));
+      int beta = kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, param(*mean), alpha));
+      if (bias) beta = kb.binary(ScalarOp::kAdd, beta, param(*bias));
+      return kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), alpha), beta);
+    };
+    std::vector<Loader> out = {y};
+    Loader empty = [t](KernelBuilder& kb, const Index&) { return kb.constant(0, t); };  // save_mean/invstd: size 0
+    size_t count = 0;
+    for (const auto& o : n.outputs) count += o.values.size();
+    while (out.size() < count) out.push_back(empty);
+    return out;
+  };
+}
+
+}  // namespace
+
+void register_reductions(Registry& r) {
+  r["aten::sum"] = simple_reduction(ReduceKind::kSum, 1, 2, false);
+  r["aten::sum.default"] = simple_reduction(ReduceKind::kSum, 99, 99, false);
+  r["aten::mean"] = simple_reduction(ReduceKind::kSum, 1, 2, true);
+  r["aten::mean.default"] = simple_reduction(ReduceKind::kSum, 99, 99, true);
+  r["aten::prod"] = simple_reduction(ReduceKind::kProd, 1, 2, false);
+  r["aten::prod.default"] = simple_reduction(ReduceKind::kProd, 99, 99, false);
+  r["aten::amax"] = simple_reduction(ReduceKind::kMax, 1, 2, false);
+  r["aten::amin"] = simple_reduction(ReduceKind::kMin, 1, 2, false);
+  r["aten::max.default"] = simple_reduction(ReduceKind::kMax, 99, 99, false);
+  r["aten::min.default"] = simple_reduction(ReduceKind::kMin, 99, 99, false);
+  r["aten::max.dim"] = extremum_with_index(true);
+  r["aten::min.dim"] = extremum_with_index(false);
+  r["aten::argmax"] = arg_extremum(true);
+  r["aten::argmin"] = arg_extremum(false);
+  r["aten::any"] = simple_reduction(ReduceKind::kAny, 1, 2, false);
+  r["aten::any.default"] = simple_reduction(ReduceKind::kAny, 99, 99, false);
+  r["aten::all"] = simple_reduction(ReduceKind::kAll, 1, 2, false);
+  r["aten::all.default"] = simple_reduction(ReduceKind::kAll, 99, 99, false);
+  r["aten::var"] = var_std(false, false);
+  r["aten::std"] = var_std(true, false);
+  r["aten::var_mean"] = var_std(false, true);
+  r["aten::logsumexp"] = logsumexp();
+  r["aten::_softmax"] = softmax(false);
+  r["aten::_log_softmax"] = softmax(true);
+  r["aten::native_layer_norm"] = layer_norm();
+  r["aten::native_group_norm"] = group_norm();
+  r["aten::native_batch_norm"] = batch_norm_inference(5, 7);
+  r["aten::_native_batch_norm_legit_no_training"] = batch_norm_inference(99, 6);
+}
+
+}  // namespace jitc::inductor

@@ -1,0 +1,358 @@
+// Lowerings of views (index arithmetic, never copies), of ops that assemble tensors (cat, stack,
+// constant_pad_nd), of indexing (embedding, index_select, gather) and of factories (arange, full, zeros,
+// ones and their _like forms). A view of a buffer loads straight from it through the view's strides; a
+// view of a computed value remaps the index and inlines the value.
+//
+// Indices read from tensors (embedding, gather...) are clamped into range so that a kernel never reads
+// outside its buffers; eager raises an IndexError for such indices instead (see lib/inductor/README.md).
+#include "inductor/lowering.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace jitc::inductor {
+
+namespace {
+
+using c10::ScalarType;
+using graph::Node;
+using graph::SymExpr;
+using graph::SymShape;
+using graph::ValueId;
+using Remap = std::function<Index(KernelBuilder&, const Index&)>;
+
+ValueId output(const Node& n, size_t k = 0) { return n.outputs.at(0).values.at(k); }
+bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
+
+int64_t int_arg(const Node& n, size_t i) {
+  if (i >= n.args.size() || n.args[i].kind != graph::Arg::Kind::kConstant || !n.args[i].symbolic.empty() ||
+      !n.args[i].constant.isInt())
+    throw Unsupported(fmt::format("argument {} of {} is not a constant integer", i, n.name()));
+  return n.args[i].constant.toInt();
+}
+
+int64_t wrap_dim(int64_t d, size_t rank) {
+  if (d < 0) d += static_cast<int64_t>(rank);
+  if (d < 0 || d >= static_cast<int64_t>(std::max<size_t>(rank, 1))) throw Unsupported("dim out of range");
+  return d;
+}
+
+// A view's loader: straight from the buffer it views, or the viewed value at the remapped index.
+Loader view(LoweringContext& c, ValueId in, ValueId out, Remap remap) {
+  return [&c, in, out, remap](KernelBuilder& kb, const Index& index) {
+    if (auto loaded = c.load_view(kb, out, index)) return *loaded;
+    return c.at(kb, in, remap(kb, index));
+  };
+}
+
+// Reshape as row-major element order: the linear position in the output's shape, split over the input's
+// shape. Dims of size 1 inserted or removed need no division.
+Remap reshape(const SymShape& from, const SymShape& to) {
+  SymShape a, b;
+  for (const auto& e : from)
+    if (!is_one(e)) a.push_back(e);
+  for (const auto& e : to)
+    if (!is_one(e)) b.push_back(e);
+  return [from, to, same = a == b](KernelBuilder& kb, const Index& index) {
+    Index in(from.size());
+    if (same) {  // only size-1 dims differ: match the others in order
+      size_t j = 0;
+      for (size_t d = 0; d < from.size(); ++d) {
+        if (is_one(from[d])) {
+          in[d] = kb.index_constant(0);
+          continue;
+        }
+        while (is_one(to[j])) ++j;
+        in[d] = index[j++];
+      }
+      return in;
+    }
+    int linear = kb.index_constant(0);
+    for (size_t d = 0; d < to.size(); ++d) linear = kb.add(kb.mul(linear, kb.extent(to[d])), index[d]);
+    for (size_t d = from.size(); d-- > 0;) {
+      const int extent = kb.extent(from[d]);
+      in[d] = kb.binary(ScalarOp::kRem, linear, extent);
+      linear = kb.binary(ScalarOp::kDiv, linear, extent);
+    }
+    return in;
+  };
+}
+
+void register_view_ops(Registry& r) {
+  auto reshape_like = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = output(n);
+    return {view(c, in, out, reshape(c.sizes(in), c.sizes(out)))};
+  };
+  for (const char* name : {"aten::view", "aten::reshape", "aten::_unsafe_view", "aten::_reshape_alias", "aten::squeeze",
+                           "aten::unsqueeze", "aten::flatten", "aten::unflatten", "aten::alias", "aten::detach",
+                           "aten::lift_fresh", "aten::view_as", "aten::reshape_as"})
+    r[name] = reshape_like;
+  r["aten::permute"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0);
+    const size_t rank = c.sizes(in).size();
+    std::vector<int64_t> dims = n.args.at(1).constant.toIntVector();
+    for (auto& d : dims) d = wrap_dim(d, rank);
+    return {view(c, in, output(n), [dims](KernelBuilder&, const Index& index) {
+      Index in(index.size());
+      for (size_t d = 0; d < dims.size(); ++d) in[dims[d]] = index[d];
+      return in;
+    })};
+  };
+  auto transpose = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0);
+    const size_t rank = c.sizes(in).size();
+    const int64_t a = n.args.size() > 1 ? wrap_dim(int_arg(n, 1), rank) : 0;
+    const int64_t b = n.args.size() > 2 ? wrap_dim(int_arg(n, 2), rank) : (rank > 1 ? 1 : 0);
+    return {view(c, in, output(n), [a, b](KernelBuilder&, const Index& index) {
+      Index in = index;
+      std::swap(in[a], in[b]);
+      return in;
+    })};
+  };
+  for (const char* name : {"aten::transpose", "aten::t", "aten::swapaxes", "aten::swapdims"}) r[name] = transpose;
+  auto expand = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = output(n);
+    const SymShape from = c.sizes(in), to = c.sizes(out);
+    return {view(c, in, out, [from, to](KernelBuilder& kb, const Index& index) {
+      Index in(from.size());
+      const size_t lead = to.size() - from.size();
+      for (size_t d = 0; d < from.size(); ++d)
+        in[d] = is_one(from[d]) && !is_one(to[lead + d]) ? kb.index_constant(0) : index[lead + d];
+      return in;
+    })};
+  };
+  r["aten::expand"] = expand;
+  r["aten::expand_as"] = expand;
+  r["aten::slice"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = output(n);
+    const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(in).size());
+    const SymExpr size = c.sizes(in)[dim];
+    int64_t start = 0;
+    if (n.args.size() > 2 && !n.args[2].constant.isNone()) start = int_arg(n, 2);
+    if (start < 0) {
+      if (!size.is_constant()) throw Unsupported("slice from the end of a dynamic dim");
+      start = std::max<int64_t>(start + size.offset, 0);
+    }
+    if (size.is_constant()) start = std::min(start, size.offset);
+    const int64_t step = n.args.size() > 4 ? int_arg(n, 4) : 1;
+    return {view(c, in, out, [dim, start, step](KernelBuilder& kb, const Index& index) {
+      Index in = index;
+      in[dim] = kb.add(kb.index_constant(start), kb.mul(index[dim], kb.index_constant(step)));
+      return in;
+    })};
+  };
+  r["aten::select"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = output(n);
+    const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(in).size());
+    int64_t at = int_arg(n, 2);
+    if (at < 0) {
+      if (!c.sizes(in)[dim].is_constant()) throw Unsupported("select from the end of a dynamic dim");
+      at += c.sizes(in)[dim].offset;
+    }
+    return {view(c, in, out, [dim, at](KernelBuilder& kb, const Index& index) {
+      Index in = index;
+      in.insert(in.begin() + dim, kb.index_constant(at));
+      return in;
+    })};
+  };
+  // split / unbind: list outputs, each a slice (or select) of the input.
+  auto pieces = [](bool select) {
+    return [select](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+      const ValueId in = c.tensor_arg(n, 0);
+      const size_t rank = c.sizes(in).size();
+      const int64_t dim = wrap_dim(select ? (n.args.size() > 1 ? int_arg(n, 1) : 0) : (n.args.size() > 2 ? int_arg(n, 2) : 0), rank);
+      std::vector<Loader> out;
+      int64_t start = 0;
+      for (ValueId v : n.outputs.at(0).values) {
+        const SymExpr extent = c.sizes(v).size() == rank ? c.sizes(v)[dim] : SymExpr::constant(1);
+        if (!extent.is_constant()) throw Unsupported("split of a dynamic dim");
+        out.push_back(view(c, in, v, [dim, start, select](KernelBuilder& kb, const Index& index) {
+          Index i = index;
+          if (select) i.insert(i.begin() + dim, kb.index_constant(start));
+          else i[dim] = kb.add(index[dim], kb.index_constant(start));
+          return i;
+        }));
+        start += extent.offset;
+      }
+      return out;
+    };
+  };
+  r["aten::split"] = pieces(false);
+  r["aten::split_with_sizes"] = pieces(false);
+  r["aten::unbind"] = pieces(true);
+}
+
+// ---- assembling tensors ---------------------------------------------------------------------------
+
+// min(max(i, 0), extent - 1): an index that is always inside its dim.
+int clamp_index(KernelBuilder& kb, int i, int extent) {
+  const int hi = kb.binary(ScalarOp::kSub, extent, kb.index_constant(1));
+  return kb.binary(ScalarOp::kMax, kb.binary(ScalarOp::kMin, i, hi), kb.index_constant(0));
+}
+
+void register_assembly(Registry& r) {
+  r["aten::cat"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const auto& list = n.args.at(0);
+    if (list.kind != graph::Arg::Kind::kValueList) throw Unsupported("cat of a non-list");
+    const ValueId out = output(n);
+    const int64_t dim = wrap_dim(n.args.size() > 1 ? int_arg(n, 1) : 0, c.sizes(out).size());
+    std::vector<ValueId> parts;
+    for (ValueId v : list.list)
+      if (c.sizes(v).size() == c.sizes(out).size()) parts.push_back(v);  // legacy: 1-d empty tensors are skipped
+    const ScalarType t = compute_type_of(c.meta(out).dtype);
+    return {[&c, parts, dim, t](KernelBuilder& kb, const Index& index) {
+      // Walk the parts from the last: where(i >= start_k, part_k[i - start_k], ...), indices clamped.
+      std::vector<int> starts;
+      int start = kb.index_constant(0);
+      for (ValueId v : parts) {
+        starts.push_back(start);
+        start = kb.add(start, kb.extent(c.sizes(v)[dim]));
+      }
+      int value = -1;
+      for (size_t k = parts.size(); k-- > 0;) {
+        Index i = index;
+        i[dim] = clamp_index(kb, kb.binary(ScalarOp::kSub, index[dim], starts[k]), kb.extent(c.sizes(parts[k])[dim]));
+        const int part = kb.cast(c.at(kb, parts[k], i), t);
+        value = value < 0 ? part : kb.where(kb.binary(ScalarOp::kGe, index[dim], starts[k]), part, value);
+      }
+      return value;
+    }};
+  };
+  r["aten::stack"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const auto& list = n.args.at(0);
+    if (list.kind != graph::Arg::Kind::kValueList) throw Unsupported("stack of a non-list");
+    const ValueId out = output(n);
+    const int64_t dim = wrap_dim(n.args.size() > 1 ? int_arg(n, 1) : 0, c.sizes(out).size());
+    const std::vector<ValueId> parts = list.list;
+    const ScalarType t = compute_type_of(c.meta(out).dtype);
+    return {[&c, parts, dim, t](KernelBuilder& kb, const Index& index) {
+      Index i = index;
+      i.erase(i.begin() + dim);
+      int value = -1;
+      for (size_t k = parts.size(); k-- > 0;) {
+        const int part = kb.cast(c.at(kb, parts[k], i), t);
+        value = value < 0 ? part : kb.where(kb.binary(ScalarOp::kEq, index[dim], kb.index_constant(static_cast<int64_t>(k))), part, value);
+      }
+      return value;
+    }};
+  };
+  r["aten::constant_pad_nd"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId in = c.tensor_arg(n, 0), out = output(n);
+    const std::vector<int64_t> pad = n.args.at(1).constant.toIntVector();
+    const double fill = n.args.size() > 2 && !n.args[2].constant.isNone() ? n.args[2].constant.toScalar().toDouble() : 0.0;
+    const SymShape sizes = c.sizes(in);
+    const ScalarType t = compute_type_of(c.meta(out).dtype);
+    return {[&c, in, pad, fill, sizes, t](KernelBuilder& kb, const Index& index) {
+      Index i = index;
+      int inside = kb.integer(1, ScalarType::Bool);
+      for (size_t p = 0; p + 1 < pad.size() && p / 2 < sizes.size(); p += 2) {
+        const size_t d = sizes.size() - 1 - p / 2;
+        const int shifted = kb.binary(ScalarOp::kSub, index[d], kb.index_constant(pad[p]));
+        const int extent = kb.extent(sizes[d]);
+        const int ok = kb.binary(ScalarOp::kAnd, kb.binary(ScalarOp::kGe, shifted, kb.index_constant(0)),
+                                 kb.binary(ScalarOp::kLt, shifted, extent));
+        inside = kb.binary(ScalarOp::kAnd, inside, ok);
+        i[d] = clamp_index(kb, shifted, extent);
+      }
+      return kb.where(inside, kb.cast(c.at(kb, in, i), t), kb.constant(fill, t));
+    }};
+  };
+}
+
+// ---- indexing -------------------------------------------------------------------------------------
+
+void register_indexing(Registry& r) {
+  r["aten::embedding"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId weight = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 1);
+    const SymExpr rows = c.sizes(weight).at(0);
+    return {[&c, weight, indices, rows](KernelBuilder& kb, const Index& index) {
+      const Index at_indices(index.begin(), index.end() - 1);
+      const int row = clamp_index(kb, kb.cast(c.at(kb, indices, at_indices), ScalarType::Long), kb.extent(rows));
+      return c.at(kb, weight, {row, index.back()});
+    }};
+  };
+  r["aten::index_select"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId self = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 2);
+    const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(self).size());
+    const SymExpr extent = c.sizes(self).empty() ? SymExpr::constant(1) : c.sizes(self)[dim];
+    return {[&c, self, indices, dim, extent](KernelBuilder& kb, const Index& index) {
+      if (index.empty()) return c.at(kb, self, {});
+      Index i = index;
+      i[dim] = clamp_index(kb, kb.cast(c.at(kb, indices, {index[dim]}), ScalarType::Long), kb.extent(extent));
+      return c.at(kb, self, i);
+    }};
+  };
+  r["aten::gather"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId self = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 2);
+    const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(self).size());
+    const SymExpr extent = c.sizes(self).empty() ? SymExpr::constant(1) : c.sizes(self)[dim];
+    return {[&c, self, indices, dim, extent](KernelBuilder& kb, const Index& index) {
+      if (index.empty()) return c.at(kb, self, {});
+      Index i = index;
+      int wrapped = kb.cast(c.at(kb, indices, index), ScalarType::Long);
+      i[dim] = clamp_index(kb, wrapped, kb.extent(extent));
+      return c.at(kb, self, i);
+    }};
+  };
+}
+
+// ---- factories ------------------------------------------------------------------------------------
+
+void register_factories(Registry& r) {
+  auto constant = [](std::optional<double> fixed, size_t value_at) {
+    return [fixed, value_at](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+      double v = 0;
+      if (fixed) {
+        v = *fixed;
+      } else {
+        const auto& a = n.args.at(value_at);
+        if (a.kind != graph::Arg::Kind::kConstant || !a.symbolic.empty()) throw Unsupported("a fill value that is not a constant");
+        v = a.constant.toScalar().toDouble();
+      }
+      const ScalarType t = compute_type_of(c.meta(output(n)).dtype);
+      return {[v, t](KernelBuilder& kb, const Index&) { return kb.constant(v, t); }};
+    };
+  };
+  r["aten::zeros"] = constant(0.0, 0);
+  r["aten::ones"] = constant(1.0, 0);
+  r["aten::zeros_like"] = constant(0.0, 0);
+  r["aten::ones_like"] = constant(1.0, 0);
+  r["aten::full"] = constant(std::nullopt, 1);
+  r["aten::full_like"] = constant(std::nullopt, 1);
+  r["aten::scalar_tensor"] = constant(std::nullopt, 0);
+  r["aten::new_zeros"] = constant(0.0, 0);
+  r["aten::new_ones"] = constant(1.0, 0);
+  r["aten::new_full"] = constant(std::nullopt, 2);
+  // arange(end) / arange(start, end) / arange(start, end, step): start + i * step, in the output's type.
+  r["aten::arange"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const std::string overload = n.op.operator_name().overload_name;
+    auto number = [&](size_t i) {
+      const Operand o = c.operand_of(n, i);
+      if (o.is_tensor() || o.symbolic) throw Unsupported("arange bounds that are not constants");
+      return o.scalar;
+    };
+    const c10::Scalar start = overload.empty() ? c10::Scalar(int64_t{0}) : number(0);
+    const c10::Scalar step = overload == "start_step" ? number(2) : c10::Scalar(int64_t{1});
+    const ScalarType out = c.meta(output(n)).dtype;
+    const ScalarType t = compute_type_of(out);
+    const bool integral = !c10::isFloatingType(out);
+    return {[=](KernelBuilder& kb, const Index& index) {
+      if (integral) return kb.cast(kb.add(kb.index_constant(start.toLong()), kb.mul(index[0], kb.index_constant(step.toLong()))), t);
+      const ScalarType acc = out == ScalarType::Double ? ScalarType::Double : ScalarType::Float;
+      const int i = kb.cast(index[0], acc);
+      return kb.cast(kb.binary(ScalarOp::kAdd, kb.constant(start.toDouble(), acc), kb.binary(ScalarOp::kMul, i, kb.constant(step.toDouble(), acc))), t);
+    }};
+  };
+}
+
+}  // namespace
+
+void register_views(Registry& r) {
+  register_view_ops(r);
+  register_assembly(r);
+  register_indexing(r);
+  register_factories(r);
+}
+
+}  // namespace jitc::inductor

@@ -1,0 +1,409 @@
+#include "inductor/scheduler.h"
+
+#include "graph/passes.h"
+#include "inductor/lowering.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace jitc::inductor {
+
+namespace {
+
+using c10::ScalarType;
+using graph::Node;
+using graph::SymExpr;
+using graph::SymShape;
+using graph::ValueId;
+
+bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
+
+SymShape without_ones(const SymShape& s) {
+  SymShape out;
+  for (const auto& e : s)
+    if (!is_one(e)) out.push_back(e);
+  return out;
+}
+
+bool supported_dtype(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float:
+    case ScalarType::Double:
+    case ScalarType::Half:
+    case ScalarType::BFloat16:
+    case ScalarType::Long:
+    case ScalarType::Int:
+    case ScalarType::Short:
+    case ScalarType::Char:
+    case ScalarType::Byte:
+    case ScalarType::Bool: return true;
+    default: return false;
+  }
+}
+
+// The iteration space of a kernel: rows over `outer`, an element loop over `inner`.
+struct Space {
+  SymShape outer, inner;
+  std::string text() const { return graph::to_string(outer) + " x " + graph::to_string(inner); }
+};
+
+struct Built {
+  Kernel kernel;
+  std::vector<ValueId> buffers;
+  std::vector<ValueId> inlined;
+};
+
+struct Restart {};  // the set of stored values or extern nodes grew: schedule again from the start
+
+class Scheduler {
+ public:
+  Scheduler(const graph::Graph& g, std::string prefix, const std::function<void(const std::string&)>& log)
+      : g_(g), prefix_(std::move(prefix)), log_(log), extern_(g.nodes.size(), 0), reason_(g.nodes.size()),
+        stored_(g.values.size(), 0) {}
+
+  Plan run() {
+    for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
+      attempt_log_.clear();
+      try {
+        Plan plan = assemble();
+        if (log_)
+          for (const auto* list : {&decisions_, &attempt_log_})
+            for (const auto& m : *list) log_(m);
+        return plan;
+      } catch (const Restart&) {
+      }
+    }
+    throw std::logic_error("scheduler: no fixed point");
+  }
+
+ private:
+  // ---- lowering ---------------------------------------------------------------------------------
+  void make_extern(size_t i, std::string why) {
+    extern_[i] = 1;
+    reason_[i] = std::move(why);
+  }
+
+  std::vector<ValueId> outputs_of(const Node& n) const {
+    std::vector<ValueId> out;
+    for (const auto& o : n.outputs) out.insert(out.end(), o.values.begin(), o.values.end());
+    return out;
+  }
+
+  std::vector<ValueId> tensor_args(const Node& n) const {
+    std::vector<ValueId> out;
+    for (const auto& a : n.args) {
+      if (a.kind == graph::Arg::Kind::kValue) out.push_back(a.value);
+      for (ValueId v : a.list)
+        if (v != graph::kNoValue) out.push_back(v);
+    }
+    return out;
+  }
+
+  std::string unsupported_values(const Node& n) const {
+    for (ValueId v : tensor_args(n)) {
+      const auto& m = g_.values[v].meta;
+      if (!supported_dtype(m.dtype)) return fmt::format("dtype {} is not lowered", c10::toString(m.dtype));
+      if (!m.device.is_cpu()) return fmt::format("device {} has no code generator yet", m.device.str());
+    }
+    for (ValueId v : outputs_of(n)) {
+      const auto& m = g_.values[v].meta;
+      if (!supported_dtype(m.dtype)) return fmt::format("dtype {} is not lowered", c10::toString(m.dtype));
+      if (!m.device.is_cpu()) return fmt::format("device {} has no code generator yet", m.device.str());
+    }
+    return {};
+  }
+
+  void lower_nodes() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (extern_[i]) continue;
+      if (n.checked()) { make_extern(i, "its result is checked on replay (graph break)"); continue; }
+      if (n.mutates) { make_extern(i, "it writes its argument"); continue; }
+      const LowerFn* lowering = find_lowering(n);
+      if (!lowering) { make_extern(i, "no lowering"); continue; }
+      if (auto why = unsupported_values(n); !why.empty()) { make_extern(i, why); continue; }
+      const auto outs = outputs_of(n);
+      try {
+        auto loaders = (*lowering)(*ctx_, n);
+        if (loaders.size() != outs.size()) throw Unsupported(fmt::format("lowering gave {} results for {}", loaders.size(), outs.size()));
+        for (size_t k = 0; k < outs.size(); ++k) ctx_->loader[outs[k]] = std::move(loaders[k]);
+        if (is_view_lowering(n) && !tensor_args(n).empty())
+          for (ValueId v : outs) ctx_->view_of[v] = tensor_args(n)[0];
+      } catch (const Unsupported& e) {
+        for (ValueId v : outs) ctx_->loader[v] = nullptr;
+        make_extern(i, e.what());
+      }
+    }
+  }
+
+  // A view whose chain of views starts at a buffer (input or extern output) must be a real view when a
+  // tensor is needed: it may be returned to the caller aliasing an input. Other needed values are stored.
+  void need(ValueId v) {
+    if (!ctx_->loader[v] || stored_[v]) return;
+    ValueId root = v;
+    while (ctx_->view_of[root] != graph::kNoValue && ctx_->loader[root] && !stored_[root]) root = ctx_->view_of[root];
+    if (ctx_->view_of[v] != graph::kNoValue && (!ctx_->loader[root] || stored_[root])) {
+      const int producer = g_.values[v].producer;
+      make_extern(static_cast<size_t>(producer), "a view of a tensor, needed as a tensor (kept as a real view)");
+      for (ValueId out : outputs_of(g_.nodes[producer])) ctx_->loader[out] = nullptr;
+      need(ctx_->view_of[v]);
+      return;
+    }
+    stored_[v] = 1;
+  }
+
+  void mark_needs() {
+    // Values before views of them: a view of a stored output is then kept as a real view of it.
+    for (bool views : {false, true})
+      for (ValueId v : g_.outputs)
+        if (v != graph::kNoValue && (ctx_->view_of[v] != graph::kNoValue) == views) need(v);
+    for (size_t i = g_.nodes.size(); i-- > 0;)
+      if (extern_[i])
+        for (ValueId v : tensor_args(g_.nodes[i])) need(v);
+  }
+
+  // ---- kernels ----------------------------------------------------------------------------------
+  bool compatible(ValueId v, const Space& s) const {
+    const SymShape& sizes = g_.values[v].meta.sizes;
+    SymShape full = s.outer;
+    full.insert(full.end(), s.inner.begin(), s.inner.end());
+    return sizes == full || without_ones(sizes) == without_ones(s.outer);
+  }
+
+  // The index at which member v is computed and stored: every var (element store), or the outer vars
+  // matched to v's dims of size other than 1 (row store, once per row).
+  Index member_index(KernelBuilder& kb, ValueId v, const Space& s, const std::vector<int>& outer, const std::vector<int>& inner) {
+    const SymShape& sizes = g_.values[v].meta.sizes;
+    SymShape full = s.outer;
+    full.insert(full.end(), s.inner.begin(), s.inner.end());
+    Index index;
+    if (sizes == full) {
+      std::vector<int> vars = outer;
+      vars.insert(vars.end(), inner.begin(), inner.end());
+      for (size_t d = 0; d < sizes.size(); ++d) index.push_back(is_one(sizes[d]) ? kb.index_constant(0) : kb.var(vars[d]));
+      return index;
+    }
+    std::vector<int> rows;
+    for (size_t d = 0; d < s.outer.size(); ++d)
+      if (!is_one(s.outer[d])) rows.push_back(outer[d]);
+    size_t next = 0;
+    for (const auto& e : sizes) index.push_back(is_one(e) ? kb.index_constant(0) : kb.var(rows[next++]));
+    return index;
+  }
+
+  Built build(const std::vector<ValueId>& members, const Space& s, int group_id) {
+    ctx_->begin_kernel(group_id);
+    KernelBuilder kb(fmt::format("{}_{}", prefix_, kernels_.size()));
+    std::vector<int> outer, inner;
+    for (const auto& e : s.outer) outer.push_back(kb.outer_var(e));
+    for (const auto& e : s.inner) inner.push_back(kb.inner_var(e));
+    for (ValueId v : members) {
+      const Index index = member_index(kb, v, s, outer, inner);
+      const auto& m = g_.values[v].meta;
+      const int value = kb.cast(ctx_->at(kb, v, index), compute_type_of(m.dtype));
+      kb.store(ctx_->buffer(kb, v, true), kb.linear(index, m.strides, 0), value);
+    }
+    bool reduces = false;
+    for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;
+    if (!reduces && s.inner.size() == 1) kb.set_tile(kTile);
+    Built b{kb.take(), ctx_->buffer_values.back(), ctx_->inlined};
+    b.kernel.name = kernel_name(members, b.inlined);
+    return b;
+  }
+
+  std::string kernel_name(const std::vector<ValueId>& members, const std::vector<ValueId>& inlined) const {
+    std::vector<std::string> ops;
+    for (ValueId v : inlined) {
+      const int p = g_.values[v].producer;
+      if (p < 0) continue;
+      std::string op = g_.nodes[p].op.operator_name().name;
+      op = op.substr(op.find("::") + 2);
+      while (!op.empty() && op[0] == '_') op.erase(0, 1);
+      if (std::find(ops.begin(), ops.end(), op) == ops.end() && ops.size() < 4) ops.push_back(op);
+    }
+    (void)members;
+    return fmt::format("{}_{}_{}", prefix_, fmt::join(ops, "_"), kernels_.size());
+  }
+
+  Space pointwise_space(ValueId v) const {
+    SymShape sizes = g_.values[v].meta.sizes;
+    if (sizes.empty()) return {};
+    SymShape inner = {sizes.back()};
+    sizes.pop_back();
+    return {sizes, inner};
+  }
+  Space reduction_space(ValueId v) const { return {g_.values[v].meta.sizes, {}}; }
+
+  std::string describe(ValueId v) const {
+    const int p = g_.values[v].producer;
+    return fmt::format("buf{} ({})", v, p >= 0 ? g_.nodes[p].name() : "input");
+  }
+
+  // Handles a NeedsBuffer raised while v was being added. Returns true if v just does not fit here.
+  bool absorb(const NeedsBuffer& e, ValueId v) {
+    if (e.value == v || (stored_[e.value] && ctx_->group[e.value] == group_id_)) return true;
+    if (stored_[e.value]) throw std::logic_error("scheduler: a stored value was needed again");
+    stored_[e.value] = 1;
+    log_decision(fmt::format("{} is stored to a buffer: {}", describe(e.value), e.why));
+    throw Restart{};
+  }
+
+  void place(ValueId v) {
+    if (!members_.empty()) {
+      std::string why;
+      if (!compatible(v, space_)) why = fmt::format("iteration space {} differs from the kernel's {}", graph::to_string(g_.values[v].meta.sizes), space_.text());
+      else if (members_.size() >= kMaxFusedValues) why = fmt::format("exceeds max fusion size {}", kMaxFusedValues);
+      if (why.empty()) {
+        ctx_->group[v] = group_id_;
+        auto members = members_;
+        members.push_back(v);
+        try {
+          built_ = build(members, space_, group_id_);
+          members_ = std::move(members);
+          log(fmt::format("fused {} into {} (horizontal: same iteration space {})", describe(v), built_.kernel.name, space_.text()));
+          return;
+        } catch (const NeedsBuffer& e) {
+          ctx_->group[v] = -1;
+          absorb(e, v);
+          why = e.why;
+        }
+      }
+      log(fmt::format("cannot fuse {} into {}: {}", describe(v), built_.kernel.name, why));
+      flush();
+    }
+    start_group(v);
+  }
+
+  void start_group(ValueId v) {
+    ctx_->group[v] = group_id_;
+    std::string why;
+    for (const Space& s : {pointwise_space(v), reduction_space(v)}) {
+      try {
+        built_ = build({v}, s, group_id_);
+        members_ = {v};
+        space_ = s;
+        return;
+      } catch (const NeedsBuffer& e) {
+        absorb(e, v);
+        why = e.why;
+      }
+    }
+    ctx_->group[v] = -1;
+    make_extern(static_cast<size_t>(g_.values[v].producer), "no kernel can compute it: " + why);
+    log_decision(fmt::format("{} runs as an extern call: no kernel can compute it: {}", describe(v), why));
+    throw Restart{};
+  }
+
+  void flush() {
+    if (members_.empty()) return;
+    KernelLaunch launch{std::move(built_.kernel), built_.buffers, members_};
+    std::vector<std::string> inlined;
+    for (ValueId v : built_.inlined)
+      if (std::find(members_.begin(), members_.end(), v) == members_.end()) inlined.push_back(describe(v));
+    std::vector<std::string> stored;
+    for (ValueId v : members_) stored.push_back(describe(v));
+    log(fmt::format("kernel {} over {}: stores {}; inlines {} (vertical)", launch.kernel.name, space_.text(),
+                    fmt::join(stored, ", "), inlined.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(inlined, ", "))));
+    steps_.push_back({Step::Kind::kKernel, static_cast<int>(kernels_.size())});
+    kernels_.push_back(std::move(launch));
+    members_.clear();
+    ++group_id_;
+  }
+
+  bool reads_current_group(const Node& n) const {
+    for (ValueId v : tensor_args(n))
+      if (std::find(members_.begin(), members_.end(), v) != members_.end()) return true;
+    return false;
+  }
+
+  Plan assemble() {
+    ctx_ = std::make_unique<LoweringContext>(g_);
+    kernels_.clear();
+    steps_.clear();
+    members_.clear();
+    group_id_ = 0;
+    lower_nodes();
+    mark_needs();
+    for (size_t v = 0; v < g_.values.size(); ++v) ctx_->stored[v] = stored_[v] && ctx_->loader[v];
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (extern_[i]) {
+        if (!members_.empty() && (reads_current_group(n) || n.mutates)) {
+          log(fmt::format("kernel {} ends before extern {} ({})", built_.kernel.name, n.name(),
+                          n.mutates ? "it writes a tensor the kernel may read" : "it reads the kernel's output"));
+          flush();
+        }
+        steps_.push_back({Step::Kind::kExtern, static_cast<int>(i)});
+        continue;
+      }
+      for (ValueId v : outputs_of(n))
+        if (ctx_->stored[v]) place(v);
+    }
+    flush();
+    Plan plan;
+    plan.kernels = std::move(kernels_);
+    plan.steps = with_releases(steps_, plan.kernels);
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (extern_[i] && !is_view_lowering(g_.nodes[i]) && g_.nodes[i].op.operator_name().name != "aten::copy_")
+        plan.extern_reasons.push_back(fmt::format("{}: {}", g_.nodes[i].name(), reason_[i]));
+    return plan;
+  }
+
+  // Drops each intermediate right after its last use (its memory returns to the allocator or to the
+  // program's pool for the next output of the same size).
+  std::vector<Step> with_releases(const std::vector<Step>& steps, const std::vector<KernelLaunch>& kernels) const {
+    std::vector<int> last(g_.values.size(), -1);
+    std::vector<char> releasable(g_.values.size(), 0);
+    for (size_t s = 0; s < steps.size(); ++s) {
+      std::vector<ValueId> used;
+      if (steps[s].kind == Step::Kind::kKernel) used = kernels[steps[s].index].buffers;
+      else {
+        used = tensor_args(g_.nodes[steps[s].index]);
+        for (ValueId v : outputs_of(g_.nodes[steps[s].index])) used.push_back(v), releasable[v] = 1;
+      }
+      if (steps[s].kind == Step::Kind::kKernel)
+        for (ValueId v : kernels[steps[s].index].outputs) releasable[v] = 1;
+      for (ValueId v : used) last[v] = static_cast<int>(s);
+    }
+    for (ValueId v : g_.outputs)
+      if (v != graph::kNoValue) releasable[v] = 0;
+    std::vector<std::vector<ValueId>> after(steps.size());
+    for (size_t v = 0; v < g_.values.size(); ++v)
+      if (releasable[v] && last[v] >= 0) after[last[v]].push_back(static_cast<ValueId>(v));
+    std::vector<Step> out;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      out.push_back(steps[s]);
+      for (ValueId v : after[s]) out.push_back({Step::Kind::kRelease, v});
+    }
+    return out;
+  }
+
+  // Messages of the attempt that succeeds, after the decisions that caused restarts.
+  void log(const std::string& message) { attempt_log_.push_back(message); }
+  void log_decision(const std::string& message) { decisions_.push_back(message); }
+
+  const graph::Graph& g_;
+  std::string prefix_;
+  const std::function<void(const std::string&)>& log_;
+  std::vector<char> extern_;
+  std::vector<std::string> reason_;
+  std::vector<char> stored_;
+  std::unique_ptr<LoweringContext> ctx_;
+  std::vector<KernelLaunch> kernels_;
+  std::vector<Step> steps_;
+  std::vector<ValueId> members_;
+  Space space_;
+  Built built_;
+  int group_id_ = 0;
+  std::vector<std::string> decisions_, attempt_log_;
+};
+
+}  // namespace
+
+Plan schedule(const graph::Graph& graph, const std::string& prefix, const std::function<void(const std::string&)>& log) {
+  return Scheduler(graph, prefix, log).run();
+}
+
+}  // namespace jitc::inductor

@@ -1,0 +1,46 @@
+// The scheduler turns a functional graph into a Plan: fused kernels and extern ATen calls in an order
+// that respects their dependencies, and the points where intermediates die.
+//
+// Fusion, as Inductor does it (reference/dynamo_inductor.md section 4.3):
+//   - vertical: a value read by one kernel is inlined into it (pointwise chains, views, broadcasts, and
+//     reductions read per row, so softmax, layer_norm and rms_norm + residual are one kernel each);
+//   - a value is stored to a buffer only when something needs it as a tensor (a graph output, an extern
+//     op's argument) or when a kernel would have to recompute a reduction per row;
+//   - horizontal: stored values with the same iteration space share one kernel (up to kMaxFusedValues);
+//   - every decision and rejection is logged with its reason (JITC_LOGS=fusion).
+#pragma once
+#include "graph/graph.h"
+#include "inductor/kernel_ir.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace jitc::inductor {
+
+constexpr size_t kMaxFusedValues = 16;  // stored values per kernel (Inductor: max_fusion_size = 64 nodes)
+constexpr int64_t kTile = 4096;         // elements per tile of a pointwise kernel's last dim
+
+struct KernelLaunch {
+  Kernel kernel;
+  std::vector<graph::ValueId> buffers;  // the value each kernel buffer holds, in argument order
+  std::vector<graph::ValueId> outputs;  // the values it writes (allocated just before it runs)
+};
+
+struct Step {
+  enum class Kind { kKernel, kExtern, kRelease };
+  Kind kind = Kind::kExtern;
+  int index = -1;  // kKernel: into Plan::kernels; kExtern: node index; kRelease: value id
+};
+
+struct Plan {
+  std::vector<KernelLaunch> kernels;
+  std::vector<Step> steps;
+  std::vector<std::string> extern_reasons;  // one line per extern op: op name and why (perf_hints)
+};
+
+// Schedules `graph` (functional: no mutation before its copy_ epilogue). Kernel names start with
+// `prefix`. `log` receives the fusion decisions.
+Plan schedule(const graph::Graph& graph, const std::string& prefix, const std::function<void(const std::string&)>& log);
+
+}  // namespace jitc::inductor

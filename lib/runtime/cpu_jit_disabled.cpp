@@ -1,0 +1,15 @@
+// Built instead of cpu_jit.cpp when JITC_WITH_LLVM=OFF: the CPU code generator reports that it is
+// absent, and backend=inductor falls back to the eager backend for CPU graphs (one warning per graph).
+#include "runtime/cpu_jit.h"
+
+#include <jitc/errors.h>
+
+namespace jitc::runtime {
+
+std::unique_ptr<CpuModule> compile_cpu_module(const std::string&, const std::string& name) {
+  throw CompileError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): no CPU code generator for " + name);
+}
+
+std::string cpu_target_description() { return "none (built without LLVM)"; }
+
+}  // namespace jitc::runtime

@@ -1,0 +1,60 @@
+// Compiled-vs-eager checks for the code-generating backend. The first call of a compiled function
+// traces (its result is eager's by construction); the second runs the compiled program, so tests
+// compare the second call's result with eager.
+#pragma once
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace jitc::testing {
+
+// Tolerances per dtype (DESIGN.md section 9): float32 math to a few ulps (libm and ATen's vectorized
+// functions differ in the last bits, and a fused chain does not round between ops), half and bfloat16
+// computed in float32 then rounded once where eager rounds after every op, integers and bools exactly.
+struct Tolerance {
+  double rtol, atol;
+};
+
+inline Tolerance tolerance_for(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return {1e-5, 1e-5};
+    case c10::ScalarType::Double: return {1e-12, 1e-12};
+    case c10::ScalarType::Half:
+    case c10::ScalarType::BFloat16: return {1e-2, 1e-2};
+    default: return {0, 0};
+  }
+}
+
+// Empty when they agree; otherwise what differs.
+inline std::string difference(const at::Tensor& got, const at::Tensor& want, Tolerance tol) {
+  if (!got.defined() || !want.defined()) return got.defined() == want.defined() ? "" : "one result is undefined";
+  if (got.sizes() != want.sizes()) return fmt::format("sizes {} vs eager {}", c10::str(got.sizes()), c10::str(want.sizes()));
+  if (got.scalar_type() != want.scalar_type())
+    return fmt::format("dtype {} vs eager {}", c10::toString(got.scalar_type()), c10::toString(want.scalar_type()));
+  if (got.strides() != want.strides() && got.numel() > 1)
+    return fmt::format("strides {} vs eager {}", c10::str(got.strides()), c10::str(want.strides()));
+  if (got.numel() == 0) return "";
+  if (tol.rtol == 0 && tol.atol == 0) return at::equal(got, want) ? "" : "values differ (exact comparison)";
+  const auto g = got.to(at::kDouble), w = want.to(at::kDouble);
+  if (at::allclose(g, w, tol.rtol, tol.atol, /*equal_nan=*/true)) return "";
+  const auto diff = (g - w).abs().nan_to_num(1e300);
+  return fmt::format("max abs difference {} (rtol {}, atol {})", diff.max().item<double>(), tol.rtol, tol.atol);
+}
+
+// Runs `fn` eagerly and through jitc (trace, then compiled program); returns the difference.
+template <class F, class... Args>
+std::string compiled_vs_eager(F fn, const Args&... args) {
+  const at::Tensor want = fn(args...);
+  auto compiled = jitc::compile(fn);
+  compiled(args...);
+  const at::Tensor got = compiled(args...);
+  if (compiled.stats().programs_compiled != 1) return "no compiled program ran (see the warnings above)";
+  return difference(got, want, tolerance_for(want.scalar_type()));
+}
+
+}  // namespace jitc::testing
