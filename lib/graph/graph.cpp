@@ -14,6 +14,13 @@ bool writes_unannotated(const c10::OperatorHandle& op) {
   return name == "aten::instance_norm" || name == "aten::batch_norm" || name == "aten::_batch_norm_impl_index";
 }
 
+bool writes_unannotated(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
+  // All three take (input, weight, bias, running_mean, running_var, training/use_input_stats, ...) and
+  // update the running statistics only in training mode, when they are given.
+  return writes_unannotated(op) && args.size() > 5 && args[5].isBool() && args[5].toBool() && args[3].isTensor() &&
+         args[3].toTensor().defined();
+}
+
 int Graph::break_count() const {
   int n = 0;
   for (const auto& node : nodes) n += node.kind == NodeKind::kBreak;

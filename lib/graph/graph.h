@@ -90,6 +90,8 @@ struct Node {
 // its running statistics in training mode). The tracer marks their nodes `mutates`; passes must then
 // assume every tensor argument is written.
 bool writes_unannotated(const c10::OperatorHandle& op);
+// Whether a call with these arguments writes (batch_norm in inference mode does not).
+bool writes_unannotated(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args);
 inline bool writes_unannotated(const Node& n) { return writes_unannotated(n.op); }
 
 struct Graph {

@@ -425,6 +425,17 @@ class Printer {
       case ScalarOp::kLoad: load(v, e); break;
       case ScalarOp::kStore: store(e); break;
       case ScalarOp::kCast: cast(v, name(e.a), at, t); break;
+      case ScalarOp::kRoundTo:
+        if (static_cast<ScalarType>(e.ivalue) == ScalarType::Half) {
+          line(fmt::format("{}.h = fptrunc float {} to half", v, a));
+          line(fmt::format("{} = fpext half {}.h to float", v, v));
+        } else {
+          const std::string bits16 = to_bfloat16(a);
+          line(fmt::format("{}.w = zext i16 {} to i32", v, bits16));
+          line(fmt::format("{}.s = shl i32 {}.w, 16", v, v));
+          line(fmt::format("{} = bitcast i32 {}.s to float", v, v));
+        }
+        break;
       case ScalarOp::kWhere:
         line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, a, ty, b, ty, name(e.c)));
         break;
@@ -698,8 +709,7 @@ class Printer {
     line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, fix, ty, adj, ty, r));
   }
 
-  // Integer power by repeated squaring, unrolled over the exponent's bits (negative exponents give 0
-  // except for bases 1 and -1, as in ATen).
+  // Integer power by repeated squaring, unrolled over the exponent's bits.
   void int_pow(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
     const char* ty = compute_type(t);
     std::string result = fresh("pw"), base = a, exponent = b;
@@ -715,9 +725,18 @@ class Printer {
       line(fmt::format("{} = lshr {} {}, 1", sh, ty, exponent));
       result = next, base = sq, exponent = sh;
     }
-    const std::string negative = fresh("negexp");
+    // A negative exponent: 1 for base 1, +-1 for base -1 (by the exponent's parity), else 0 (ATen's powi).
+    const std::string negative = fresh("negexp"), one = fresh("one"), minus = fresh("minus"), odd = fresh("odd"),
+                      signed_one = fresh("sone"), small = fresh("small"), picked = fresh("picked");
     line(fmt::format("{} = icmp slt {} {}, 0", negative, ty, b));
-    line(fmt::format("{} = select i1 {}, {} 0, {} {}", v, negative, ty, ty, result));
+    line(fmt::format("{} = icmp eq {} {}, 1", one, ty, a));
+    line(fmt::format("{} = icmp eq {} {}, -1", minus, ty, a));
+    line(fmt::format("{}.b = and {} {}, 1", odd, ty, b));
+    line(fmt::format("{} = icmp ne {} {}.b, 0", odd, ty, odd));
+    line(fmt::format("{} = select i1 {}, {} -1, {} 1", signed_one, odd, ty, ty));
+    line(fmt::format("{} = select i1 {}, {} 1, {} 0", small, one, ty, ty));
+    line(fmt::format("{} = select i1 {}, {} {}, {} {}", picked, minus, ty, signed_one, ty, small));
+    line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, negative, ty, picked, ty, result));
   }
 
   const Kernel& k_;

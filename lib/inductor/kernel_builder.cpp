@@ -174,6 +174,16 @@ int KernelBuilder::cast(int a, c10::ScalarType dtype) {
   return intern(e, deps_[a]);
 }
 
+int KernelBuilder::round_to(int a, c10::ScalarType dtype) {
+  if ((dtype != ScalarType::Half && dtype != ScalarType::BFloat16) || this->dtype(a) != ScalarType::Float) return a;
+  Expr e;
+  e.op = ScalarOp::kRoundTo;
+  e.dtype = ScalarType::Float;
+  e.a = a;
+  e.ivalue = static_cast<int64_t>(dtype);
+  return intern(e, deps_[a]);
+}
+
 int KernelBuilder::load(int buffer, int index) {
   Expr e;
   e.op = ScalarOp::kLoad;

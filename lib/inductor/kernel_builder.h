@@ -46,6 +46,8 @@ class KernelBuilder {
   int binary(ScalarOp op, int a, int b);
   int where(int cond, int a, int b);
   int cast(int a, c10::ScalarType dtype);
+  // A float rounded to the precision of `dtype` when it is half or bfloat16 (else a itself).
+  int round_to(int a, c10::ScalarType dtype);
   int load(int buffer, int index);
   void store(int buffer, int index, int value);
   int reduce(ReduceKind kind, int value, int loop, int position = -1);

@@ -27,6 +27,8 @@ enum class ScalarOp : uint8_t {
   kStore,  // buffer `buffer` at index a := b (converted to the buffer's dtype)
   // conversions and selection
   kCast,   // a converted to `dtype`
+  kRoundTo,  // float a rounded to the precision of half or bfloat16 (`ivalue`), kept in float: eager
+             // stores every op's result in its dtype, so fused chains round where eager does
   kWhere,  // a ? b : c
   // unary
   kNeg, kAbs, kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSqrt, kRsqrt, kSin, kCos, kTan,

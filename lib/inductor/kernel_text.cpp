@@ -6,7 +6,7 @@ namespace jitc::inductor {
 
 const char* op_name(ScalarOp op) {
   static const char* const names[] = {
-      "var",   "sym",   "const", "load",  "store", "cast",  "where", "neg",   "abs",   "exp",   "exp2",
+      "var",   "sym",   "const", "load",  "store", "cast",  "round_to", "where", "neg",   "abs",   "exp",   "exp2",
       "expm1", "log",   "log2",  "log10", "log1p", "sqrt",  "rsqrt", "sin",   "cos",   "tan",   "asin",
       "acos",  "atan",  "sinh",  "cosh",  "tanh",  "asinh", "acosh", "atanh", "erf",   "erfc",  "floor",
       "ceil",  "round", "trunc", "not",   "bitnot", "isnan", "sign", "add",   "sub",   "mul",   "div",

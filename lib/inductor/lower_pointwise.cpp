@@ -27,14 +27,15 @@ bool is_floating(ScalarType t) { return c10::isFloatingType(t); }
 std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vector<Operand>& operands, ScalarType compute,
                               Body body) {
   const auto shape = c.sizes(output(n));
-  const ScalarType result = compute_type_of(c.meta(output(n)).dtype);
+  const ScalarType stored = c.meta(output(n)).dtype;
+  const ScalarType result = compute_type_of(stored);
   compute = compute_type_of(compute);
   std::vector<Loader> loaders;
   for (const auto& o : operands) loaders.push_back(c.operand(o, shape, compute));
-  return {[loaders, body, compute, result](KernelBuilder& kb, const Index& index) {
+  return {[loaders, body, compute, result, stored](KernelBuilder& kb, const Index& index) {
     Values x;
     for (const auto& l : loaders) x.push_back(l(kb, index));
-    return kb.cast(body(kb, x, compute), result);
+    return kb.round_to(kb.cast(body(kb, x, compute), result), stored);
   }};
 }
 
@@ -106,6 +107,8 @@ void register_unary(Registry& r) {
       {"aten::sgn", ScalarOp::kSign},    {"aten::fix", ScalarOp::kTrunc},
   };
   for (const auto& [name, op] : direct) r[name] = unary_op(op);
+  for (const char* name : {"aten::sign", "aten::sgn"})
+    r[name] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return t == ScalarType::Bool ? x[0] : kb.unary(ScalarOp::kSign, x[0]); });
   // Integer floor/ceil/round/trunc are the identity in ATen.
   for (const char* name : {"aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fix"})
     r[name] = unary([op = name](KernelBuilder& kb, const Values& x, ScalarType t) {

@@ -146,10 +146,10 @@ ValueId out_value(const Node& n, size_t k = 0) {
 Loader reduction_loader(LoweringContext& c, ValueId owner, std::string tag,
                         std::function<int(KernelBuilder&, const Index&)> compute) {
   const SymShape out_sizes = c.sizes(owner);
-  const ScalarType result = compute_type_of(c.meta(owner).dtype);
-  return [&c, owner, out_sizes, result, tag, compute](KernelBuilder& kb, const Index& index) {
+  const ScalarType stored = c.meta(owner).dtype, result = compute_type_of(stored);
+  return [&c, owner, out_sizes, result, stored, tag, compute](KernelBuilder& kb, const Index& index) {
     require_row_aligned(kb, owner, index, out_sizes);
-    return c.memoized(fmt::format("{}%{}", tag, owner), index, [&] { return kb.cast(compute(kb, index), result); });
+    return c.memoized(fmt::format("{}%{}", tag, owner), index, [&] { return kb.round_to(kb.cast(compute(kb, index), result), stored); });
   };
 }
 
@@ -465,6 +465,7 @@ void register_reductions(Registry& r) {
   r["aten::native_layer_norm"] = layer_norm();
   r["aten::native_group_norm"] = group_norm();
   r["aten::native_batch_norm"] = batch_norm_inference(5, 7);
+  r["aten::batch_norm"] = batch_norm_inference(5, 7);
   r["aten::_native_batch_norm_legit_no_training"] = batch_norm_inference(99, 6);
 }
 

@@ -202,7 +202,7 @@ void register_assembly(Registry& r) {
       if (c.sizes(v).size() == c.sizes(out).size()) parts.push_back(v);  // legacy: 1-d empty tensors are skipped
     const ScalarType t = compute_type_of(c.meta(out).dtype);
     return {[&c, parts, dim, t](KernelBuilder& kb, const Index& index) {
-      // Walk the parts from the last: where(i >= start_k, part_k[i - start_k], ...), indices clamped.
+      // where(i >= start_k, part_k[i - start_k], <the parts before k>), indices clamped into each part.
       std::vector<int> starts;
       int start = kb.index_constant(0);
       for (ValueId v : parts) {
@@ -210,7 +210,7 @@ void register_assembly(Registry& r) {
         start = kb.add(start, kb.extent(c.sizes(v)[dim]));
       }
       int value = -1;
-      for (size_t k = parts.size(); k-- > 0;) {
+      for (size_t k = 0; k < parts.size(); ++k) {
         Index i = index;
         i[dim] = clamp_index(kb, kb.binary(ScalarOp::kSub, index[dim], starts[k]), kb.extent(c.sizes(parts[k])[dim]));
         const int part = kb.cast(c.at(kb, parts[k], i), t);

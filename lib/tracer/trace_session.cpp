@@ -206,7 +206,7 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
                          fmt::format("{} writes into a list of tensors; jitc does not trace that yet", op_name(op)));
     before_write(node.args.back().value);
   }
-  if (graph::writes_unannotated(op)) {  // e.g. batch_norm's running statistics
+  if (graph::writes_unannotated(op, originals)) {  // e.g. batch_norm's running statistics in training mode
     node.mutates = true;
     for (const auto& arg : node.args) {
       if (arg.kind == graph::Arg::Kind::kValue) before_write(arg.value);
