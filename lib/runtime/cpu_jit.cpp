@@ -81,7 +81,10 @@ class OrcModule final : public CpuModule {
     llvm::consumeError(jit.lljit->getExecutionSession().removeJITDylib(dylib_));
   }
   void* symbol(const std::string& name) const override {
-    auto address = Jit::get().lljit->lookup(dylib_, name);
+    // The first lookup compiles the module on LLJIT's one TargetMachine, which is not thread-safe.
+    auto& jit = Jit::get();
+    std::lock_guard<std::mutex> lock(jit.mutex);
+    auto address = jit.lljit->lookup(dylib_, name);
     if (!address) throw CompileError(fmt::format("jitc: ORC could not link {}: {}", name, to_string(address.takeError())));
     return address->toPtr<void*>();
   }

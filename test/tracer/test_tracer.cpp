@@ -1,6 +1,7 @@
 // Tests of the tracer through jitc::compile (backend eager replay): every result is checked against an
 // eager run of the same callable. The first call is the trace (record-while-executing: bit-identical to
 // eager), later calls replay the recorded graph.
+#include "support/parity.h"
 #include <catch2/catch.hpp>
 
 #include "support/trace_of.h"
@@ -72,7 +73,8 @@ TEST_CASE("ops on arguments: the trace is bit-identical to eager, replays on new
     const auto expected = fn(x, w, y);
     const auto got = f(x, w, y);
     INFO("call " << call);
-    CHECK(same(got, expected));
+    if (call == 0) CHECK(same(got, expected));  // the trace ran the ops themselves
+    else CHECK(jitc::testing::difference(got, expected, {1e-5, 1e-5}) == "");  // fused kernels (libm's exp)
   }
   const auto s = f.stats();
   CHECK(s.calls == 4);
