@@ -172,7 +172,7 @@ TEST_CASE("void callables replay their writes into arguments", "[e2e]") {
 
 TEST_CASE("perf_hints names each op that runs as an extern ATen call once per compiled graph", "[e2e]") {
   LogCapture logs("perf_hints");
-  const auto w = at::randn({3, 2});
+  const auto w = at::randn({2, 3});
   auto f = jitc::compile([&w](const at::Tensor& x) { return at::mm(x, w).relu() + 1; });
   for (int i = 0; i < 3; ++i) f(at::ones({2, 2}));
   const auto text = logs.text();
