@@ -186,7 +186,7 @@ void register_unary(Registry& r) {
   r["aten::relu6"] = hardtanh(0, 6);
   // Identity-valued copies: the output's dtype and layout come from the trace.
   const Body identity = [](KernelBuilder&, const Values& x, ScalarType) { return x[0]; };
-  for (const char* name : {"aten::clone", "aten::_to_copy", "aten::contiguous", "aten::positive", "aten::_copy_from_and_resize"})
+  for (const char* name : {"aten::clone", "aten::_to_copy", "aten::to", "aten::type_as", "aten::contiguous", "aten::positive"})
     r[name] = [identity](LoweringContext& c, const Node& n) {
       const Operand in = c.operand_of(n, 0);
       return pointwise(c, n, {in}, c.meta(in.value).dtype, identity);
@@ -194,6 +194,11 @@ void register_unary(Registry& r) {
   r["aten::copy"] = [identity](LoweringContext& c, const Node& n) {  // functional copy: src into self's shape
     const Operand src = c.operand_of(n, 1);
     return pointwise(c, n, {src}, c.meta(src.value).dtype, identity);
+  };
+  r["aten::dropout"] = [identity](LoweringContext& c, const Node& n) -> std::vector<Loader> {  // eval mode only
+    if (n.args.size() < 3 || !n.args[2].constant.isBool() || n.args[2].constant.toBool()) throw Unsupported("dropout in training mode");
+    const Operand in = c.operand_of(n, 0);
+    return pointwise(c, n, {in}, c.meta(in.value).dtype, identity);
   };
   r["aten::fill.Scalar"] = [identity](LoweringContext& c, const Node& n) { return pointwise(c, n, {c.operand_of(n, 1)}, out_dtype(c, n), identity); };
   r["aten::fill.Tensor"] = r["aten::fill.Scalar"];

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace jitc::inductor {
 
@@ -312,43 +313,108 @@ std::optional<ValueId> optional_tensor(const Node& n, size_t i) {
   return n.args[i].value;
 }
 
-// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd). ATen's kernel
-// computes out = (x * rstd - rstd * mean) * weight + bias.
+// Layer norm over the last `normalized` dims: out = (x * rstd - rstd * mean) * weight + bias, as ATen's
+// kernel computes it. native_layer_norm also returns mean and rstd (values of their own, stored when a
+// kernel's rows do not match them); layer_norm and rms_norm compute them inside the output's kernel.
+struct Normalization {
+  ValueId in = graph::kNoValue, out = graph::kNoValue;
+  std::optional<ValueId> weight, bias;
+  Reduction r;
+  double eps = 1e-5;
+  bool rms = false;  // rms_norm: no mean subtracted
+  ScalarType t = ScalarType::Float;
+};
+
+Normalization normalization(LoweringContext& c, const Node& n, size_t weight_at, size_t bias_at, size_t eps_at, double eps) {
+  Normalization z;
+  z.in = c.tensor_arg(n, 0);
+  z.out = out_value(n, 0);
+  const size_t rank = c.sizes(z.in).size();
+  const size_t normalized = n.args.at(1).constant.toIntVector().size();
+  if (normalized > rank) throw Unsupported("normalized_shape longer than the input");
+  std::vector<int64_t> dims;
+  for (size_t d = rank - normalized; d < rank; ++d) dims.push_back(static_cast<int64_t>(d));
+  z.r = Reduction{c.sizes(z.in), dims, true};
+  z.eps = double_arg(n, eps_at, eps);
+  z.weight = optional_tensor(n, weight_at);
+  z.bias = bias_at < 99 ? optional_tensor(n, bias_at) : std::nullopt;
+  z.t = compute_type_of(c.meta(z.out).dtype);
+  return z;
+}
+
+int mean_of(KernelBuilder& kb, const Reduction& r, const Index& row, const Loader& x, ScalarType t, bool squares) {
+  const int total = reduce_at(kb, r, row, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
+    const int v = kb.cast(x(kb, i), t);
+    return squares ? kb.binary(ScalarOp::kMul, v, v) : v;
+  });
+  return kb.binary(ScalarOp::kDiv, total, count_of(kb, r, t));
+}
+
+// The normalized element, given the row statistics.
+int normalized_element(KernelBuilder& kb, const Normalization& z, LoweringContext& c, const Loader& x, const Index& index,
+                       int mean, int rstd) {
+  const ScalarType t = z.t;
+  const int v = kb.cast(x(kb, index), t);
+  int y = z.rms ? kb.binary(ScalarOp::kMul, v, rstd)
+                : kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, v, rstd), kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, rstd, mean)));
+  const SymShape shape = c.sizes(z.out);
+  if (z.weight) y = kb.binary(ScalarOp::kMul, y, kb.cast(c.broadcast(*z.weight, shape)(kb, index), t));
+  if (z.bias) y = kb.binary(ScalarOp::kAdd, y, kb.cast(c.broadcast(*z.bias, shape)(kb, index), t));
+  return kb.round_to(y, c.meta(z.out).dtype);
+}
+
+Index row_of(KernelBuilder& kb, const Reduction& r, Index index) {
+  for (int64_t d : r.dims) index[d] = kb.index_constant(0);
+  return index;
+}
+
+SymShape row_sizes(const Reduction& r) {
+  SymShape s = r.in_sizes;
+  for (int64_t d : r.dims) s[d] = SymExpr::constant(1);
+  return s;
+}
+
+// layer_norm / rms_norm: the statistics are computed in the output's kernel, once per row.
+LowerFn fused_normalization(bool rms) {
+  return [rms](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    Normalization z = rms ? normalization(c, n, 2, 99, 3, 0) : normalization(c, n, 2, 3, 4, 1e-5);
+    z.rms = rms;
+    if (rms && (n.args.size() <= 3 || n.args[3].constant.isNone()))  // torch.finfo(dtype).eps
+      z.eps = c.meta(z.in).dtype == ScalarType::Double ? std::numeric_limits<double>::epsilon()
+              : c.meta(z.in).dtype == ScalarType::Half ? 0.0009765625
+              : c.meta(z.in).dtype == ScalarType::BFloat16 ? 0.0078125
+                                                           : std::numeric_limits<float>::epsilon();
+    Loader x = c.input(z.in);
+    return {[&c, z, x](KernelBuilder& kb, const Index& index) {
+      const Index row = row_of(kb, z.r, index);
+      require_row_aligned(kb, z.out, row, row_sizes(z.r));
+      const std::string key = fmt::format("%{}", z.out);
+      const int mean = z.rms ? -1 : c.memoized("mean" + key, row, [&] { return mean_of(kb, z.r, row, x, z.t, false); });
+      const int rstd = c.memoized("rstd" + key, row, [&] {
+        int m = mean;
+        const int var = z.rms ? mean_of(kb, z.r, row, x, z.t, true) : variance(kb, z.r, row, x, z.t, 0, &m);
+        return kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, var, kb.constant(z.eps, z.t)));
+      });
+      return normalized_element(kb, z, c, x, index, mean, rstd);
+    }};
+  };
+}
+
+// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd).
 LowerFn layer_norm() {
   return [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
-    const ValueId in = c.tensor_arg(n, 0), out = out_value(n, 0), mean_v = out_value(n, 1), rstd_v = out_value(n, 2);
-    const size_t rank = c.sizes(in).size();
-    const size_t normalized = n.args.at(1).constant.toIntVector().size();
-    std::vector<int64_t> dims;
-    for (size_t d = rank - normalized; d < rank; ++d) dims.push_back(static_cast<int64_t>(d));
-    Reduction r{c.sizes(in), dims, true};
-    const double eps = double_arg(n, 4, 1e-5);
-    const ScalarType t = compute_type_of(c.meta(mean_v).dtype);
-    Loader x = c.input(in);
-    Loader mean = reduction_loader(c, mean_v, "lnm", [=](KernelBuilder& kb, const Index& i) {
-      return kb.binary(ScalarOp::kDiv, reduce_at(kb, r, i, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& j) {
-        return kb.cast(x(kb, j), t);
-      }), count_of(kb, r, t));
-    });
+    const Normalization z = normalization(c, n, 2, 3, 4, 1e-5);
+    const ValueId mean_v = out_value(n, 1), rstd_v = out_value(n, 2);
+    Loader x = c.input(z.in);
+    Loader mean = reduction_loader(c, mean_v, "lnm", [=](KernelBuilder& kb, const Index& i) { return mean_of(kb, z.r, i, x, z.t, false); });
     Loader rstd = reduction_loader(c, rstd_v, "lnr", [=, &c](KernelBuilder& kb, const Index& i) {
-      int m = kb.cast(c.at(kb, mean_v, i), t);
-      const int var = variance(kb, r, i, x, t, 0, &m);
-      return kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, var, kb.constant(eps, t)));
+      int m = kb.cast(c.at(kb, mean_v, i), z.t);
+      const int var = variance(kb, z.r, i, x, z.t, 0, &m);
+      return kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, var, kb.constant(z.eps, z.t)));
     });
-    const auto weight = optional_tensor(n, 2), bias = optional_tensor(n, 3);
-    const SymShape shape = c.sizes(out);
-    std::optional<Loader> w, b;
-    if (weight) w = c.broadcast(*weight, shape);
-    if (bias) b = c.broadcast(*bias, shape);
-    Loader y = [&c, x, t, r, mean_v, rstd_v, w, b](KernelBuilder& kb, const Index& index) {
-      Index row = index;
-      for (int64_t d : r.dims) row[d] = kb.index_constant(0);
-      const int m = kb.cast(c.at(kb, mean_v, row), t), s = kb.cast(c.at(kb, rstd_v, row), t);
-      const int shift = kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, s, m));
-      int v = kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), s), shift);
-      if (w) v = kb.binary(ScalarOp::kMul, v, kb.cast((*w)(kb, index), t));
-      if (b) v = kb.binary(ScalarOp::kAdd, v, kb.cast((*b)(kb, index), t));
-      return v;
+    Loader y = [&c, z, x, mean_v, rstd_v](KernelBuilder& kb, const Index& index) {
+      const Index row = row_of(kb, z.r, index);
+      return normalized_element(kb, z, c, x, index, kb.cast(c.at(kb, mean_v, row), z.t), kb.cast(c.at(kb, rstd_v, row), z.t));
     };
     return {y, mean, rstd};
   };
@@ -463,6 +529,10 @@ void register_reductions(Registry& r) {
   r["aten::_softmax"] = softmax(false);
   r["aten::_log_softmax"] = softmax(true);
   r["aten::native_layer_norm"] = layer_norm();
+  r["aten::layer_norm"] = fused_normalization(false);
+  r["aten::rms_norm"] = fused_normalization(true);
+  r["aten::softmax"] = softmax(false);
+  r["aten::log_softmax"] = softmax(true);
   r["aten::native_group_norm"] = group_norm();
   r["aten::native_batch_norm"] = batch_norm_inference(5, 7);
   r["aten::batch_norm"] = batch_norm_inference(5, 7);

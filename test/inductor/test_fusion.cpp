@@ -1,0 +1,112 @@
+// Fusion, checked by the number of kernels a compiled graph needs (Stats::kernels_compiled), with every
+// result compared to eager; and dynamic sizes served by one compiled kernel.
+#include "support/log_capture.h"
+#include "support/parity.h"
+
+namespace {
+
+using jitc::testing::compiled_vs_eager;
+
+template <class F, class... Args>
+int64_t kernels_for(F fn, const Args&... args) {
+  auto compiled = jitc::compile(fn);
+  compiled(args...);
+  const at::Tensor got = compiled(args...);
+  CHECK(jitc::testing::difference(got, fn(args...), {1e-5, 1e-5}) == "");
+  CHECK(compiled.stats().programs_compiled == 1);
+  return compiled.stats().kernels_compiled;
+}
+
+at::Tensor rms_norm_residual(const at::Tensor& x, const at::Tensor& y, const at::Tensor& w) {
+  return x + y * at::rsqrt((y * y).mean(-1, true) + 1e-6) * w;
+}
+
+}  // namespace
+
+TEST_CASE("softmax is one kernel", "[inductor][fusion]") {
+  CHECK(kernels_for([](const at::Tensor& x) { return at::softmax(x, -1); }, at::randn({64, 300})) == 1);
+  CHECK(kernels_for([](const at::Tensor& x) { return at::log_softmax(x * 2, -1); }, at::randn({8, 33})) == 1);
+}
+
+TEST_CASE("layer_norm is one kernel", "[inductor][fusion]") {
+  const auto x = at::randn({32, 256}), w = at::randn({256}), b = at::randn({256});
+  CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {256}, w, b); }, x, w, b) == 1);
+}
+
+TEST_CASE("a chain of 10 pointwise ops is one kernel", "[inductor][fusion]") {
+  auto chain = [](const at::Tensor& x, const at::Tensor& y) {
+    auto t = (x + y).relu() * 2 - 1;
+    t = t.sigmoid() + x;
+    t = (t * y).tanh() - 0.5;
+    return t.abs().sqrt();
+  };
+  CHECK(kernels_for(chain, at::randn({16, 100}), at::randn({100})) == 1);
+}
+
+TEST_CASE("RMSNorm plus residual is one kernel", "[inductor][fusion]") {
+  const auto x = at::randn({64, 512}), y = at::randn({64, 512}), w = at::randn({512});
+  CHECK(kernels_for(rms_norm_residual, x, y, w) == 1);
+  CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {512}, w, 1e-6); }, x, w) == 1);
+}
+
+TEST_CASE("outputs of the same iteration space share a kernel (horizontal fusion)", "[inductor][fusion]") {
+  auto two = [](const at::Tensor& x, const at::Tensor& y) { return std::make_tuple((x + y).exp(), x * y - 1); };
+  auto f = jitc::compile(two);
+  const auto x = at::randn({8, 40}), y = at::randn({8, 40});
+  f(x, y);
+  const auto [a, b] = f(x, y);
+  CHECK(jitc::testing::difference(a, (x + y).exp(), {1e-5, 1e-5}) == "");
+  CHECK(jitc::testing::difference(b, x * y - 1, {1e-5, 1e-5}) == "");
+  CHECK(f.stats().kernels_compiled == 1);
+}
+
+TEST_CASE("a reduction read per element of another dim is stored by its own kernel", "[inductor][fusion]") {
+  // The column sums are read at every row: recomputing them per row would be quadratic.
+  CHECK(kernels_for([](const at::Tensor& x) { return x - x.sum(0); }, at::randn({20, 30})) == 2);
+}
+
+TEST_CASE("extern matmuls split kernels and pointwise neighbours fuse around them", "[inductor][fusion]") {
+  const auto x = at::randn({16, 32}), w1 = at::randn({64, 32}), w2 = at::randn({32, 64});
+  auto mlp = [](const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2) {
+    return at::linear(at::gelu(at::linear(x, w1)), w2) + x;
+  };
+  CHECK(kernels_for(mlp, x, w1, w2) == 2);  // gelu; the residual add
+}
+
+TEST_CASE("JITC_LOGS=fusion explains every kernel and rejection", "[inductor][fusion]") {
+  jitc::testing::LogCapture logs("fusion");
+  auto f = jitc::compile([](const at::Tensor& x) { return std::make_tuple(x.exp() + 1, x.sum(-1)); });
+  const auto x = at::randn({4, 8});
+  f(x);
+  f(x);
+  const auto text = logs.text();
+  INFO(text);
+  CHECK(text.find("[__fusion] kernel cpp_fused") != std::string::npos);
+  CHECK(text.find("inlines") != std::string::npos);
+  CHECK(text.find("cannot fuse") != std::string::npos);
+}
+
+TEST_CASE("one compiled kernel serves every size of a dynamic dim", "[inductor][fusion][dynamic]") {
+  auto f = jitc::compile([](const at::Tensor& x) { return at::softmax(x * 2, -1) + 1; });
+  f(at::randn({3, 17}));
+  f(at::randn({5, 17}));  // the second size makes the dim symbolic
+  for (int64_t rows : {4, 6, 7, 9, 33}) {
+    const auto x = at::randn({rows, 17});
+    f(x);  // a new size is checked by its own trace first
+    CHECK(jitc::testing::difference(f(x), at::softmax(x * 2, -1) + 1, {1e-5, 1e-5}) == "");
+  }
+  CHECK(f.stats().programs_compiled == 1);
+  CHECK(f.stats().kernels_compiled == 1);
+}
+
+TEST_CASE("dynamic sizes in the reduced dim and in views", "[inductor][fusion][dynamic]") {
+  auto f = jitc::compile([](const at::Tensor& x) { return (x.t() * x.t()).sum(0) + x.mean(1); });
+  f(at::randn({3, 8}));
+  f(at::randn({3, 11}));
+  for (int64_t cols : {5, 12, 40}) {
+    const auto x = at::randn({3, cols});
+    f(x);
+    CHECK(jitc::testing::difference(f(x), (x.t() * x.t()).sum(0) + x.mean(1), {1e-5, 1e-5}) == "");
+  }
+  CHECK(f.stats().programs_compiled == 1);
+}
