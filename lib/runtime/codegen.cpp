@@ -5,6 +5,7 @@
 #include "graph/passes.h"
 #include "inductor/scheduler.h"
 #include "runtime/engine.h"
+#include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/program.h"
 
@@ -13,6 +14,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 namespace jitc::detail {
 
@@ -26,6 +29,30 @@ graph::Graph functional_graph(const graph::Graph& g) {
   auto f = graph::functionalize(g, &why);
   if (!f) throw UnsupportedError("the graph cannot be functionalized: " + why);
   return graph::eliminate_common_subexpressions(graph::eliminate_dead_code(*f));
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// JITC_DEBUG_DIR/<function>_<compile>/: what each stage produced, to read or diff.
+void dump_artifacts(const std::string& root, const std::string& name, const graph::Graph& traced, const graph::Graph& functional,
+                    const runtime::Program& program) {
+  try {
+    const std::filesystem::path dir = std::filesystem::path(root) / name;
+    std::filesystem::create_directories(dir);
+    write_file(dir / "graph.txt", graph::to_text(traced));
+    write_file(dir / "graph.dot", graph::to_dot(traced));
+    write_file(dir / "functional.txt", graph::to_text(functional));
+    write_file(dir / "kernels.txt", program.kernel_ir());
+    write_file(dir / "kernels.ll", program.llvm_ir());
+    write_file(dir / "kernels.opt.ll", program.optimized_llvm_ir());
+    write_file(dir / "kernels.s", program.assembly());
+  } catch (const std::exception& e) {
+    runtime::warn(fmt::format("jitc: JITC_DEBUG_DIR: {}", e.what()));
+  }
 }
 
 }  // namespace
@@ -44,7 +71,11 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     auto plan = inductor::schedule(g, "cpp_fused", [&](const std::string& m) { runtime::log(runtime::Artifact::kFusion, m, id); });
     for (const auto& reason : plan.extern_reasons)
       runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
-    auto program = std::make_shared<runtime::Program>(std::move(g), std::move(plan), fmt::format("{}_{}", name_, entry.compile_number));
+    const std::string debug_dir = runtime::env_debug_dir();
+    const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
+    auto program = std::make_shared<runtime::Program>(std::move(g), std::move(plan), fmt::format("{}_{}", name_, entry.compile_number),
+                                                      !debug_dir.empty());
+    if (!debug_dir.empty()) dump_artifacts(debug_dir, fmt::format("{}_{}", name_, entry.compile_number), entry.graph, functional, *program);
     if (runtime::log_enabled(runtime::Artifact::kOutputCode))
       runtime::log(runtime::Artifact::kOutputCode,
                    fmt::format("Output code of {}:\n{}\n{}", name_, program->kernel_ir(), program->optimized_llvm_ir()), id);

@@ -7,6 +7,8 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -74,7 +76,8 @@ struct Jit {
 
 class OrcModule final : public CpuModule {
  public:
-  OrcModule(llvm::orc::JITDylib& dylib, std::string ir) : dylib_(dylib), ir_(std::move(ir)) {}
+  OrcModule(llvm::orc::JITDylib& dylib, std::string ir, std::string assembly)
+      : dylib_(dylib), ir_(std::move(ir)), assembly_(std::move(assembly)) {}
   ~OrcModule() override {
     auto& jit = Jit::get();
     std::lock_guard<std::mutex> lock(jit.mutex);
@@ -89,15 +92,27 @@ class OrcModule final : public CpuModule {
     return address->toPtr<void*>();
   }
   const std::string& optimized_ir() const override { return ir_; }
+  const std::string& assembly() const override { return assembly_; }
 
  private:
   llvm::orc::JITDylib& dylib_;
-  std::string ir_;
+  std::string ir_, assembly_;
 };
+
+// The host assembly of an optimized module (a copy: ORC consumes the module itself).
+std::string assembly_of(const llvm::Module& m, llvm::TargetMachine& machine) {
+  auto copy = llvm::CloneModule(m);
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, os, nullptr, llvm::CGFT_AssemblyFile)) return "; this target cannot print assembly";
+  passes.run(*copy);
+  return std::string(text.str());
+}
 
 }  // namespace
 
-std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name) {
+std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly) {
   auto& jit = Jit::get();
   auto context = std::make_unique<llvm::LLVMContext>();
   llvm::SMDiagnostic diagnostic;
@@ -115,6 +130,7 @@ std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const 
   std::string optimized;
   llvm::raw_string_ostream os(optimized);
   module->print(os, nullptr);
+  const std::string assembly = want_assembly ? assembly_of(*module, *jit.machine) : std::string();
   // One JITDylib per module: its symbols cannot clash with another module's, and removing it frees the code.
   auto dylib = jit.lljit->createJITDylib(fmt::format("{}.{}", name, jit.next_dylib++));
   if (!dylib) throw CompileError("jitc: ORC: " + to_string(dylib.takeError()));
@@ -125,7 +141,7 @@ std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const 
   dylib->addGenerator(std::move(*process));
   if (auto error = jit.lljit->addIRModule(*dylib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     throw CompileError(fmt::format("jitc: ORC could not add {}: {}", name, to_string(std::move(error))));
-  return std::make_unique<OrcModule>(*dylib, os.str());
+  return std::make_unique<OrcModule>(*dylib, os.str(), assembly);
 }
 
 std::string cpu_target_description() {

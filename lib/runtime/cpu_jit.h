@@ -13,10 +13,11 @@ class CpuModule {
   virtual ~CpuModule() = default;
   virtual void* symbol(const std::string& name) const = 0;  // throws CompileError if it cannot be linked
   virtual const std::string& optimized_ir() const = 0;     // after O3, for JITC_LOGS=output_code and tests
+  virtual const std::string& assembly() const = 0;         // empty unless requested (JITC_DEBUG_DIR)
 };
 
 // Throws jitc::CompileError with LLVM's message and the IR when parsing or compiling fails.
-std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name);
+std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly = false);
 
 // The host target as the kernels are compiled for it: triple, CPU name and features (cache keys).
 std::string cpu_target_description();

@@ -6,7 +6,7 @@
 
 namespace jitc::runtime {
 
-std::unique_ptr<CpuModule> compile_cpu_module(const std::string&, const std::string& name) {
+std::unique_ptr<CpuModule> compile_cpu_module(const std::string&, const std::string& name, bool) {
   throw CompileError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): no CPU code generator for " + name);
 }
 

@@ -42,6 +42,11 @@ int env_recompile_limit(int configured) {
   return l >= 0 ? l : configured;
 }
 
+std::string env_debug_dir() {
+  const char* v = std::getenv("JITC_DEBUG_DIR");
+  return v ? v : "";
+}
+
 void reload_env() {
   g_disabled.store(-1);
   g_limit.store(-2);

@@ -44,13 +44,13 @@ constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chun
 
 }  // namespace
 
-Program::Program(graph::Graph graph, inductor::Plan plan, const std::string& module_name)
+Program::Program(graph::Graph graph, inductor::Plan plan, const std::string& module_name, bool want_assembly)
     : graph_(std::move(graph)), plan_(std::move(plan)) {
   std::vector<std::string> irs;
   for (const auto& k : plan_.kernels) irs.push_back(inductor::emit_llvm_ir(k.kernel));
   llvm_ir_ = link_ir(irs);
   if (plan_.kernels.empty()) return;
-  module_ = compile_cpu_module(llvm_ir_, module_name);
+  module_ = compile_cpu_module(llvm_ir_, module_name, want_assembly);
   for (const auto& k : plan_.kernels) {
     Compiled c;
     c.run = reinterpret_cast<KernelFn>(module_->symbol(k.kernel.name));
@@ -68,6 +68,7 @@ std::string Program::kernel_ir() const {
 }
 
 std::string Program::optimized_llvm_ir() const { return module_ ? module_->optimized_ir() : std::string(); }
+std::string Program::assembly() const { return module_ ? module_->assembly() : std::string(); }
 
 at::Tensor Program::allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
   const auto& m = graph_.values[v].meta;

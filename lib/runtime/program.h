@@ -19,7 +19,7 @@ class CpuModule;
 class Program {
  public:
   // Compiles every kernel of `plan` into one module. Throws jitc::CompileError.
-  Program(graph::Graph graph, inductor::Plan plan, const std::string& module_name);
+  Program(graph::Graph graph, inductor::Plan plan, const std::string& module_name, bool want_assembly = false);
   ~Program();
 
   // `values` has a slot per graph value, inputs filled. Returns false when a graph-break check fails
@@ -33,6 +33,7 @@ class Program {
   std::string kernel_ir() const;
   const std::string& llvm_ir() const { return llvm_ir_; }
   std::string optimized_llvm_ir() const;
+  std::string assembly() const;
 
  private:
   using KernelFn = void (*)(void* const* buffers, const int64_t* symbols, int64_t begin, int64_t end);
