@@ -126,7 +126,8 @@ class Printer {
   }
   std::string call(const std::string& fn, ScalarType t, const std::string& arg) {
     const char* ty = compute_type(t);
-    declare(fmt::format("{} @{}({})", ty, fn, ty));
+    // No side effects (errno is not read by anyone): what lets loops calling libm vectorize.
+    declare(fmt::format("{} @{}({}){}", ty, fn, ty, fn.rfind("llvm.", 0) == 0 ? "" : " nounwind willreturn memory(none)"));
     return fmt::format("call {} @{}({} {})", ty, fn, ty, arg);
   }
   std::string intrinsic(const char* stem, ScalarType t, const std::string& arg) {
@@ -304,6 +305,14 @@ class Printer {
       line(fmt::format("{} = alloca i64", pos));
       line(fmt::format("store i64 0, ptr {}", pos));
     }
+    // Float max/min: maxnum/minnum (a reduction LLVM vectorizes) and a separate "saw a NaN" flag, since
+    // ATen's max propagates NaN and maxnum ignores it.
+    const bool nan_flag = is_float(vt) && (e.reduce == ReduceKind::kMax || e.reduce == ReduceKind::kMin);
+    const std::string nan = fmt::format("%nan{}", r);
+    if (nan_flag) {
+      line(fmt::format("{} = alloca i1", nan));
+      line(fmt::format("store i1 false, ptr {}", nan));
+    }
     auto saved = emitted_;
     loop_nest(loop_vars(e.loop), "", "", [&] {
       for (int i = 0; i < r; ++i)
@@ -311,7 +320,18 @@ class Printer {
       const std::string old = fresh("old");
       line(fmt::format("{} = load {}, ptr {}", old, ty, acc));
       const std::string v = name(e.a);
-      if (arg) {
+      if (nan_flag) {
+        const std::string fn = fmt::format("llvm.{}.{}", e.reduce == ReduceKind::kMax ? "maxnum" : "minnum", vt == ScalarType::Float ? "f32" : "f64");
+        declare(fmt::format("{} @{}({}, {})", ty, fn, ty, ty));
+        const std::string m = fresh("m"), is_nan = fresh("isnan"), seen = fresh("seen"), any = fresh("any");
+        // nnan nsz: NaN is tracked by the flag; what LLVM needs to vectorize the reduction.
+        line(fmt::format("{} = call nnan nsz {} @{}({} {}, {} {})", m, ty, fn, ty, old, ty, v));
+        line(fmt::format("store {} {}, ptr {}", ty, m, acc));
+        line(fmt::format("{} = fcmp uno {} {}, {}", is_nan, ty, v, v));
+        line(fmt::format("{} = load i1, ptr {}", seen, nan));
+        line(fmt::format("{} = or i1 {}, {}", any, seen, is_nan));
+        line(fmt::format("store i1 {}, ptr {}", any, nan));
+      } else if (arg) {
         const std::string take = better(e.reduce == ReduceKind::kArgMax, vt, v, old);
         const std::string nv = fresh("nv"), np = fresh("np"), op = fresh("op");
         line(fmt::format("{} = select i1 {}, {} {}, {} {}", nv, take, ty, v, ty, old));
@@ -324,7 +344,14 @@ class Printer {
       }
     });
     emitted_ = std::move(saved);
-    line(fmt::format("{} = load {}, ptr {}", name(r), arg ? "i64" : compute_type(t), arg ? pos : acc));
+    if (nan_flag) {
+      const std::string value = fresh("red"), seen = fresh("seen");
+      line(fmt::format("{} = load {}, ptr {}", value, ty, acc));
+      line(fmt::format("{} = load i1, ptr {}", seen, nan));
+      line(fmt::format("{} = select i1 {}, {} {}, {} {}", name(r), seen, ty, float_literal(NAN, vt), ty, value));
+    } else {
+      line(fmt::format("{} = load {}, ptr {}", name(r), arg ? "i64" : compute_type(t), arg ? pos : acc));
+    }
     emitted_[r] = true;
   }
 
@@ -453,7 +480,10 @@ class Printer {
           line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, lt, ty, n, ty, a));
         }
         break;
-      case ScalarOp::kExp: line(fmt::format("{} = {}", v, intrinsic("exp", t, a))); break;
+      case ScalarOp::kExp:
+        if (t == ScalarType::Float) exp_float(v, a);
+        else line(fmt::format("{} = {}", v, intrinsic("exp", t, a)));
+        break;
       case ScalarOp::kExp2: line(fmt::format("{} = {}", v, intrinsic("exp2", t, a))); break;
       case ScalarOp::kLog: line(fmt::format("{} = {}", v, intrinsic("log", t, a))); break;
       case ScalarOp::kLog2: line(fmt::format("{} = {}", v, intrinsic("log2", t, a))); break;
@@ -483,7 +513,10 @@ class Printer {
       case ScalarOp::kAsinh: libm(v, "asinh", t, a); break;
       case ScalarOp::kAcosh: libm(v, "acosh", t, a); break;
       case ScalarOp::kAtanh: libm(v, "atanh", t, a); break;
-      case ScalarOp::kErf: libm(v, "erf", t, a); break;
+      case ScalarOp::kErf:
+        if (t == ScalarType::Float) erf_float(v, a);
+        else libm(v, "erf", t, a);
+        break;
       case ScalarOp::kErfc: libm(v, "erfc", t, a); break;
       case ScalarOp::kNot: line(fmt::format("{} = xor i1 {}, true", v, a)); break;
       case ScalarOp::kBitNot: line(fmt::format("{} = xor {} {}, -1", v, ty, a)); break;
@@ -509,7 +542,7 @@ class Printer {
         break;
       case ScalarOp::kAtan2: {
         const std::string fn = fmt::format("atan2{}", libm_suffix(t));
-        declare(fmt::format("{} @{}({}, {})", ty, fn, ty, ty));
+        declare(fmt::format("{} @{}({}, {}) nounwind willreturn memory(none)", ty, fn, ty, ty));
         line(fmt::format("{} = call {} @{}({} {}, {} {})", v, ty, fn, ty, a, ty, b));
         break;
       }
@@ -614,6 +647,71 @@ class Printer {
     } else {
       line(fmt::format("{} = add {} {}, 0", v, tty, a));  // int8 <-> uint8: the same bits
     }
+  }
+
+  // exp for float in plain arithmetic, so that loops calling it vectorize (a libm call does not: LLVM 16
+  // does not vectorize calls to libmvec here). Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, a degree-7
+  // polynomial for e^r (truncation error < 1e-8), and 2^n applied in two halves so that results down to
+  // the denormals and up to FLT_MAX are exact powers. Within 2 ulp of expf; NaN and infinities as expf.
+  void exp_float(const std::string& v, const std::string& a) {
+    auto f = [&](double x) { return float_literal(x, ScalarType::Float); };
+    const std::string p = v + ".x";
+    line(fmt::format("{}.t = fmul float {}, {}", p, a, f(1.4426950408889634)));
+    line(fmt::format("{}.n = call float @llvm.roundeven.f32(float {}.t)", p, p));
+    declare("float @llvm.roundeven.f32(float)");
+    line(fmt::format("{}.h = fmul float {}.n, {}", p, p, f(0.693145751953125)));
+    line(fmt::format("{}.r0 = fsub float {}, {}.h", p, a, p));
+    line(fmt::format("{}.l = fmul float {}.n, {}", p, p, f(1.428606765330187e-06)));
+    line(fmt::format("{}.r = fsub float {}.r0, {}.l", p, p, p));
+    const double c[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
+    std::string acc = f(c[0]);
+    for (int i = 1; i < 8; ++i) {
+      line(fmt::format("{}.m{} = fmul contract float {}, {}.r", p, i, acc, p));
+      line(fmt::format("{}.a{} = fadd contract float {}.m{}, {}", p, i, p, i, f(c[i])));
+      acc = fmt::format("{}.a{}", p, i);
+    }
+    line(fmt::format("{}.ni = fptosi float {}.n to i32", p, p));
+    line(fmt::format("{}.n1 = ashr i32 {}.ni, 1", p, p));
+    line(fmt::format("{}.n2 = sub i32 {}.ni, {}.n1", p, p, p));
+    for (const char* half : {"1", "2"}) {
+      line(fmt::format("{}.b{} = add i32 {}.n{}, 127", p, half, p, half));
+      line(fmt::format("{}.e{} = shl i32 {}.b{}, 23", p, half, p, half));
+      line(fmt::format("{}.s{} = bitcast i32 {}.e{} to float", p, half, p, half));
+    }
+    line(fmt::format("{}.v1 = fmul float {}, {}.s1", p, acc, p));
+    line(fmt::format("{}.v = fmul float {}.v1, {}.s2", p, p, p));
+    line(fmt::format("{}.big = fcmp ogt float {}, {}", p, a, f(88.72283935546875)));
+    line(fmt::format("{}.small = fcmp olt float {}, {}", p, a, f(-103.97208404541016)));
+    line(fmt::format("{}.nan = fcmp uno float {}, {}", p, a, a));
+    line(fmt::format("{}.o = select i1 {}.big, float {}, float {}.v", p, p, f(INFINITY), p));
+    line(fmt::format("{}.u = select i1 {}.small, float 0.0, float {}.o", p, p, p));
+    line(fmt::format("{} = select i1 {}.nan, float {}, float {}.u", v, p, a, p));
+  }
+
+  // erf for float: Abramowitz and Stegun 7.1.26 (absolute error < 1.5e-7), the formula ATen's vectorized
+  // CPU kernel uses, with exp_float: erf(x) = sign(x) (1 - poly(t) e^(-x^2)), t = 1 / (1 + p |x|).
+  void erf_float(const std::string& v, const std::string& a) {
+    auto f = [&](double x) { return float_literal(x, ScalarType::Float); };
+    const std::string p = v + ".y";
+    line(fmt::format("{}.ax = {}", p, intrinsic("fabs", ScalarType::Float, a)));
+    line(fmt::format("{}.d = fmul contract float {}.ax, {}", p, p, f(0.3275911)));
+    line(fmt::format("{}.d1 = fadd contract float {}.d, 1.0", p, p));
+    line(fmt::format("{}.t = fdiv float 1.0, {}.d1", p, p));
+    const double c[] = {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592};
+    std::string acc = f(c[0]);
+    for (int i = 1; i < 5; ++i) {
+      line(fmt::format("{}.m{} = fmul contract float {}, {}.t", p, i, acc, p));
+      line(fmt::format("{}.a{} = fadd contract float {}.m{}, {}", p, i, p, i, f(c[i])));
+      acc = fmt::format("{}.a{}", p, i);
+    }
+    line(fmt::format("{}.poly = fmul contract float {}, {}.t", p, acc, p));
+    line(fmt::format("{}.sq = fmul float {}, {}", p, a, a));
+    line(fmt::format("{}.nsq = fneg float {}.sq", p, p));
+    exp_float(p + ".e", p + ".nsq");
+    line(fmt::format("{}.pe = fmul float {}.poly, {}.e", p, p, p));
+    line(fmt::format("{}.r = fsub float 1.0, {}.pe", p, p));
+    declare("float @llvm.copysign.f32(float, float)");
+    line(fmt::format("{} = call float @llvm.copysign.f32(float {}.r, float {})", v, p, a));
   }
 
   void libm(const std::string& v, const char* stem, ScalarType t, const std::string& a) {

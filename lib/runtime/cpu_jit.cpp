@@ -6,6 +6,7 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Transforms/Utils/Cloning.h>
@@ -17,6 +18,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <dlfcn.h>
+
+#include <deque>
 #include <mutex>
 
 namespace jitc::runtime {
@@ -30,10 +34,51 @@ std::string to_string(llvm::Error error) {
   return os.str();
 }
 
+// Vector variants of libm functions from glibc's libmvec (x86 vector function ABI: b = SSE4, d = AVX2,
+// e = AVX-512), so that loops calling tanhf, log1pf, sinf... vectorize. LLVM's own LIBMVEC-X86 table
+// covers only sin, cos, exp, log and pow at AVX2 width; glibc 2.35+ has many more, at every width.
+std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& triple, const std::string& features) {
+  auto tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
+  if (!dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) return tlii;  // kernels resolve symbols in the process
+  auto has = [&](const char* f) { return features.find(std::string("+") + f) != std::string::npos; };
+  struct Isa {
+    char letter;
+    int float_lanes;
+    bool usable;
+  };
+  const Isa isas[] = {{'b', 4, has("sse4.1")}, {'d', 8, has("avx2") && has("fma")}, {'e', 16, has("avx512f") && has("avx512dq")}};
+  static const char* const unary[] = {"sin",  "cos",   "tan",   "asin",  "acos",  "atan",  "sinh", "cosh", "tanh",
+                                      "asinh", "acosh", "atanh", "exp",   "exp2",  "exp10", "expm1", "log", "log2",
+                                      "log10", "log1p", "erf",   "erfc",  "cbrt"};
+  static const char* const binary[] = {"pow", "atan2", "hypot"};
+  static std::deque<std::string> names;  // VecDesc holds StringRefs
+  std::vector<llvm::VecDesc> descs;
+  auto add = [&](const std::string& scalar, char isa, int lanes, const char* params) {
+    names.push_back(scalar);
+    const llvm::StringRef s = names.back();
+    names.push_back(fmt::format("_ZGV{}N{}{}_{}", isa, lanes, params, scalar));
+    descs.push_back({s, names.back(), llvm::ElementCount::getFixed(lanes)});
+  };
+  for (const Isa& isa : isas) {
+    if (!isa.usable) continue;
+    for (const char* fn : unary) {
+      add(std::string(fn) + "f", isa.letter, isa.float_lanes, "v");
+      add(fn, isa.letter, isa.float_lanes / 2, "v");
+    }
+    for (const char* fn : binary) {
+      add(std::string(fn) + "f", isa.letter, isa.float_lanes, "vv");
+      add(fn, isa.letter, isa.float_lanes / 2, "vv");
+    }
+  }
+  tlii->addVectorizableFunctions(descs);
+  return tlii;
+}
+
 // One LLJIT per process, created on first use: libjitc loads and runs without touching LLVM otherwise.
 struct Jit {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
   std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<llvm::TargetLibraryInfoImpl> library;
   std::mutex mutex;  // module addition and optimization
   std::atomic<uint64_t> next_dylib{0};
 
@@ -48,6 +93,7 @@ struct Jit {
       auto machine = builder->createTargetMachine();
       if (!machine) throw CompileError("jitc: LLVM target machine: " + to_string(machine.takeError()));
       j->machine = std::move(*machine);
+      j->library = vector_library(j->machine->getTargetTriple(), j->machine->getTargetFeatureString().str());
       auto lljit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*builder)).create();
       if (!lljit) throw CompileError("jitc: creating the ORC JIT failed: " + to_string(lljit.takeError()));
       j->lljit = std::move(*lljit);
@@ -65,6 +111,7 @@ struct Jit {
     tuning.LoopVectorization = true;
     tuning.SLPVectorization = true;
     llvm::PassBuilder pb(machine.get(), tuning);
+    fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*library); });  // before the defaults
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cam);
     pb.registerFunctionAnalyses(fam);

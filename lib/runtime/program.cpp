@@ -3,8 +3,8 @@
 #include "inductor/codegen_cpu.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/eager_replay.h"
+#include "runtime/thread_pool.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
@@ -99,7 +99,7 @@ void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* s
   if (tiles <= 0) return;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, largest / tiles));
   void* const* buffers = pointers.data();
-  at::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) { c.run(buffers, syms, begin, end); });
+  parallel_for(tiles, grain, [&](int64_t begin, int64_t end) { c.run(buffers, syms, begin, end); });
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {

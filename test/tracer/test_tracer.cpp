@@ -37,6 +37,9 @@ bool same(const at::Tensor& a, const at::Tensor& b) {
 }
 
 // Same as `same`, and the same view geometry.
+// Replays run fused kernels: equal to eager up to float32 rounding (softmax's exp, reassociated sums).
+bool close(const at::Tensor& got, const at::Tensor& want) { return jitc::testing::difference(got, want, {1e-5, 1e-5}).empty(); }
+
 bool same_view(const at::Tensor& a, const at::Tensor& b) {
   return same(a, b) && a.strides() == b.strides() && a.storage_offset() == b.storage_offset();
 }
@@ -529,14 +532,14 @@ TEST_CASE("a size-dependent view traced at two batch sizes replays right at a th
   for (int64_t n : {4, 6, 10, 3}) {
     const auto x = at::randn({n, 8});
     INFO("n=" << n);
-    CHECK(same(f(x), fn(x)));
+    CHECK(close(f(x), fn(x)));
   }
   const auto s = f.stats();
   CHECK(s.compiles == 2);  // 4, then 6 generalizes to one symbolic entry that serves 10 and 3
   CHECK(s.entries == 1);
   CHECK(s.size_checks == 2);  // 10 and 3 were each confirmed by one trace...
   const auto x = at::randn({10, 8});
-  CHECK(same(f(x), fn(x)));
+  CHECK(close(f(x), fn(x)));
   CHECK(f.stats().hits == 1);  // ... and hit from then on
 }
 
@@ -589,11 +592,11 @@ void check_module(M module, Forward forward) {
   for (int call = 0; call < 3; ++call) {
     const auto x = at::randn({5, 6});
     INFO("call " << call);
-    CHECK(same(f(x), forward(x)));
+    CHECK(close(f(x), forward(x)));
   }
   for (auto& p : module->parameters()) p.mul_(0.5).add_(0.25);  // in-place parameter update
   const auto x = at::randn({5, 6});
-  CHECK(same(f(x), forward(x)));
+  CHECK(close(f(x), forward(x)));
   const auto s = f.stats();
   CHECK(s.compiles == 1);
   CHECK(s.hits == 3);
