@@ -1,0 +1,72 @@
+// Golden kernel IR and LLVM IR for canonical graphs: a change in lowering, fusion or code generation
+// shows up as a diff in test/inductor/golden/. JITC_UPDATE_GOLDEN=1 rewrites the files.
+#include "graph/passes.h"
+#include "inductor/codegen_cpu.h"
+#include "inductor/scheduler.h"
+#include "runtime/cpu_jit.h"
+#include "support/trace_of.h"
+
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+// The kernels the scheduler makes for fn's trace.
+template <class F, class... T>
+std::vector<jitc::inductor::KernelLaunch> kernels_of(F fn, const T&... args) {
+  auto outcome = jitc::testing::trace_of(fn, args...);
+  const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+  return jitc::inductor::schedule(g, "cpp_fused", {}).kernels;
+}
+
+// Kernel IR and LLVM IR of each kernel.
+std::string text_of(const std::vector<jitc::inductor::KernelLaunch>& kernels) {
+  std::string text;
+  for (const auto& k : kernels) text += jitc::inductor::to_text(k.kernel) + "\n" + jitc::inductor::emit_llvm_ir(k.kernel) + "\n";
+  return text;
+}
+
+void check_golden(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::path(__FILE__).parent_path() / "golden" / (name + ".txt");
+  const char* update = std::getenv("JITC_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream(path) << text;
+    WARN("rewrote " << path.string());
+    return;
+  }
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream want;
+  want << in.rdbuf();
+  INFO("golden file " << path.string() << " (JITC_UPDATE_GOLDEN=1 rewrites it)");
+  CHECK(text == want.str());
+}
+
+}  // namespace
+
+TEST_CASE("golden: a pointwise chain over a broadcast and a transposed input", "[inductor][golden]") {
+  auto fn = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::relu(a * b.t() + c); };
+  const auto kernels = kernels_of(fn, at::randn({8, 64}), at::randn({64, 8}), at::randn({64}));
+  check_golden("pointwise_chain", text_of(kernels));
+  // The inner loop vectorizes: the optimized IR works on vectors of floats.
+  REQUIRE(kernels.size() == 1);
+  auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernels[0].kernel), "golden");
+  CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
+}
+
+TEST_CASE("golden: softmax", "[inductor][golden]") {
+  check_golden("softmax", text_of(kernels_of([](const at::Tensor& x) { return at::softmax(x, -1); }, at::randn({4, 32}))));
+}
+
+TEST_CASE("golden: layer_norm", "[inductor][golden]") {
+  auto fn = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {32}, w, b); };
+  check_golden("layer_norm", text_of(kernels_of(fn, at::randn({4, 32}), at::randn({32}), at::randn({32}))));
+}
+
+TEST_CASE("golden: row sum of squares", "[inductor][golden]") {
+  check_golden("row_sum_of_squares", text_of(kernels_of([](const at::Tensor& x) { return (x * x).sum(-1); }, at::randn({4, 32}))));
+}
