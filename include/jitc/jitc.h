@@ -93,4 +93,8 @@ ExplainOutput explain(const CompiledFunction<Signature>& f, Args&&... args) {
 // Drop every compiled entry of every compiled function (torch._dynamo.reset).
 void reset();
 
+// Empty the compile cache: compiled programs kept in memory and every entry under JITC_CACHE_DIR.
+// Compiled functions keep the programs they already use.
+void clear_cache();
+
 }  // namespace jitc

@@ -17,8 +17,10 @@ struct Stats {
   int64_t graph_breaks = 0;     // breaks seen while tracing
   int64_t entries = 0;          // live cache entries
   double compile_seconds = 0;   // time spent tracing and compiling (code generation included)
-  int64_t programs_compiled = 0;  // graphs turned into compiled programs (backend inductor)
-  int64_t kernels_compiled = 0;   // fused kernels generated and compiled for them
+  int64_t programs_compiled = 0;    // graphs turned into compiled programs (backend inductor)
+  int64_t kernels_compiled = 0;     // fused kernels generated and compiled for them (cache hits excluded)
+  int64_t programs_from_cache = 0;  // programs whose code came from the compile cache (memory or disk)
+  double codegen_seconds = 0;       // of compile_seconds: lowering, scheduling, LLVM, or loading cached code
   std::vector<std::string> recompile_reasons;  // one per recompile, Dynamo's text
 };
 

@@ -1,4 +1,5 @@
 // The public entry points of include/jitc that are not templates.
+#include "runtime/program_cache.h"
 #include "runtime/engine.h"
 
 #include <jitc/jitc.h>
@@ -42,6 +43,8 @@ void reset() {
   }
   for (const auto& e : live) e->reset();
 }
+
+void clear_cache() { runtime::clear_program_caches(); }
 
 const char* to_string(Mode mode) {
   switch (mode) {

@@ -8,6 +8,7 @@
 #include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/program.h"
+#include "runtime/program_cache.h"
 
 #include <jitc/errors.h>
 
@@ -46,8 +47,8 @@ void dump_artifacts(const std::string& root, const std::string& name, const grap
     write_file(dir / "graph.txt", graph::to_text(traced));
     write_file(dir / "graph.dot", graph::to_dot(traced));
     write_file(dir / "functional.txt", graph::to_text(functional));
-    write_file(dir / "kernels.txt", program.kernel_ir());
-    write_file(dir / "kernels.ll", program.llvm_ir());
+    write_file(dir / "kernels.txt", program.code().kernel_ir);
+    write_file(dir / "kernels.ll", program.code().llvm_ir);
     write_file(dir / "kernels.opt.ll", program.optimized_llvm_ir());
     write_file(dir / "kernels.s", program.assembly());
   } catch (const std::exception& e) {
@@ -68,22 +69,27 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
   const auto started = std::chrono::steady_clock::now();
   try {
     graph::Graph g = functional_graph(entry.graph);
-    auto plan = inductor::schedule(g, "cpp_fused", [&](const std::string& m) { runtime::log(runtime::Artifact::kFusion, m, id); });
-    for (const auto& reason : plan.extern_reasons)
-      runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
     const std::string debug_dir = runtime::env_debug_dir();
+    const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);
+    auto schedule = [&] {
+      return inductor::schedule(g, "cpp_fused", [&](const std::string& m) { runtime::log(runtime::Artifact::kFusion, m, id); });
+    };
+    auto obtained = runtime::obtain_code(g, module_name, !debug_dir.empty(), schedule, id);
+    for (const auto& reason : obtained.code->plan.extern_reasons)
+      runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
-    auto program = std::make_shared<runtime::Program>(std::move(g), std::move(plan), fmt::format("{}_{}", name_, entry.compile_number),
-                                                      !debug_dir.empty());
-    if (!debug_dir.empty()) dump_artifacts(debug_dir, fmt::format("{}_{}", name_, entry.compile_number), entry.graph, functional, *program);
+    auto program = std::make_shared<runtime::Program>(std::move(g), obtained.code);
+    if (!debug_dir.empty()) dump_artifacts(debug_dir, module_name, entry.graph, functional, *program);
     if (runtime::log_enabled(runtime::Artifact::kOutputCode))
       runtime::log(runtime::Artifact::kOutputCode,
-                   fmt::format("Output code of {}:\n{}\n{}", name_, program->kernel_ir(), program->optimized_llvm_ir()), id);
-    kernels_compiled_ += static_cast<int64_t>(program->kernel_count());
+                   fmt::format("Output code of {}:\n{}\n{}", name_, program->code().kernel_ir, program->optimized_llvm_ir()), id);
+    if (obtained.source == runtime::CodeSource::kCompiled) kernels_compiled_ += static_cast<int64_t>(program->kernel_count());
+    else programs_from_cache_ += 1;
     programs_compiled_ += 1;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::lock_guard<std::mutex> lock(stats_mutex_);
     compile_stats_.compile_seconds += seconds;
+    compile_stats_.codegen_seconds += seconds;
     return program;
   } catch (const std::exception& e) {
     runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, e.what()), id);

@@ -11,6 +11,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/SourceMgr.h>
@@ -123,8 +124,8 @@ struct Jit {
 
 class OrcModule final : public CpuModule {
  public:
-  OrcModule(llvm::orc::JITDylib& dylib, std::string ir, std::string assembly)
-      : dylib_(dylib), ir_(std::move(ir)), assembly_(std::move(assembly)) {}
+  OrcModule(llvm::orc::JITDylib& dylib, std::string ir, std::string assembly, std::string object)
+      : dylib_(dylib), ir_(std::move(ir)), assembly_(std::move(assembly)), object_(std::move(object)) {}
   ~OrcModule() override {
     auto& jit = Jit::get();
     std::lock_guard<std::mutex> lock(jit.mutex);
@@ -140,21 +141,41 @@ class OrcModule final : public CpuModule {
   }
   const std::string& optimized_ir() const override { return ir_; }
   const std::string& assembly() const override { return assembly_; }
+  const std::string& object() const override { return object_; }
 
  private:
   llvm::orc::JITDylib& dylib_;
-  std::string ir_, assembly_;
+  std::string ir_, assembly_, object_;
 };
 
-// The host assembly of an optimized module (a copy: ORC consumes the module itself).
-std::string assembly_of(const llvm::Module& m, llvm::TargetMachine& machine) {
+// Host code of an optimized module, as the bytes of a relocatable object (what the disk cache keeps).
+std::string emit_file(const llvm::Module& m, llvm::TargetMachine& machine, llvm::CodeGenFileType type) {
   auto copy = llvm::CloneModule(m);
-  llvm::SmallString<0> text;
-  llvm::raw_svector_ostream os(text);
+  llvm::SmallString<0> bytes;
+  llvm::raw_svector_ostream os(bytes);
   llvm::legacy::PassManager passes;
-  if (machine.addPassesToEmitFile(passes, os, nullptr, llvm::CGFT_AssemblyFile)) return "; this target cannot print assembly";
+  if (machine.addPassesToEmitFile(passes, os, nullptr, type)) throw CompileError("jitc: LLVM cannot emit code for this target");
   passes.run(*copy);
-  return std::string(text.str());
+  return std::string(bytes.str());
+}
+
+// A JITDylib of its own for one module (its symbols cannot clash with another's, and removing it frees
+// the code), resolving the libm/libmvec functions kernels call from the process. Under the JIT's lock.
+llvm::orc::JITDylib& new_dylib(Jit& jit, const std::string& name) {
+  auto dylib = jit.lljit->createJITDylib(fmt::format("{}.{}", name, jit.next_dylib++));
+  if (!dylib) throw CompileError("jitc: ORC: " + to_string(dylib.takeError()));
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit.lljit->getDataLayout().getGlobalPrefix());
+  if (!process) throw CompileError("jitc: ORC: " + to_string(process.takeError()));
+  dylib->addGenerator(std::move(*process));
+  return *dylib;
+}
+
+std::unique_ptr<CpuModule> add_object(Jit& jit, const std::string& name, std::string ir, std::string assembly, std::string object) {
+  llvm::orc::JITDylib& dylib = new_dylib(jit, name);
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
+  if (auto error = jit.lljit->addObjectFile(dylib, std::move(buffer)))
+    throw CompileError(fmt::format("jitc: ORC could not load the code of {}: {}", name, to_string(std::move(error))));
+  return std::make_unique<OrcModule>(dylib, std::move(ir), std::move(assembly), std::move(object));
 }
 
 }  // namespace
@@ -177,18 +198,20 @@ std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const 
   std::string optimized;
   llvm::raw_string_ostream os(optimized);
   module->print(os, nullptr);
-  const std::string assembly = want_assembly ? assembly_of(*module, *jit.machine) : std::string();
-  // One JITDylib per module: its symbols cannot clash with another module's, and removing it frees the code.
-  auto dylib = jit.lljit->createJITDylib(fmt::format("{}.{}", name, jit.next_dylib++));
-  if (!dylib) throw CompileError("jitc: ORC: " + to_string(dylib.takeError()));
-  // Kernels call libm (expf, ...) and nothing else from the process.
-  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      jit.lljit->getDataLayout().getGlobalPrefix());
-  if (!process) throw CompileError("jitc: ORC: " + to_string(process.takeError()));
-  dylib->addGenerator(std::move(*process));
-  if (auto error = jit.lljit->addIRModule(*dylib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
-    throw CompileError(fmt::format("jitc: ORC could not add {}: {}", name, to_string(std::move(error))));
-  return std::make_unique<OrcModule>(*dylib, os.str(), assembly);
+  std::string assembly = want_assembly ? emit_file(*module, *jit.machine, llvm::CGFT_AssemblyFile) : std::string();
+  std::string object = emit_file(*module, *jit.machine, llvm::CGFT_ObjectFile);
+  return add_object(jit, name, os.str(), std::move(assembly), std::move(object));
+}
+
+std::unique_ptr<CpuModule> load_cpu_object(const std::string& object, const std::string& name) {
+  auto& jit = Jit::get();
+  std::lock_guard<std::mutex> lock(jit.mutex);
+  return add_object(jit, name, "", "", object);
+}
+
+std::string cpu_codegen_identity() {
+  return fmt::format("llvm {} | {} | vector library {}", LLVM_VERSION_STRING, cpu_target_description(),
+                     dlopen("libmvec.so.1", RTLD_NOW | RTLD_NOLOAD) ? "libmvec" : "none");
 }
 
 std::string cpu_target_description() {

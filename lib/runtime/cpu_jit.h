@@ -14,12 +14,18 @@ class CpuModule {
   virtual void* symbol(const std::string& name) const = 0;  // throws CompileError if it cannot be linked
   virtual const std::string& optimized_ir() const = 0;     // after O3, for JITC_LOGS=output_code and tests
   virtual const std::string& assembly() const = 0;         // empty unless requested (JITC_DEBUG_DIR)
+  virtual const std::string& object() const = 0;           // the relocatable object code (the disk cache)
 };
 
 // Throws jitc::CompileError with LLVM's message and the IR when parsing or compiling fails.
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly = false);
 
+// Loads object code that compile_cpu_module made (in this or an earlier process) without compiling.
+std::unique_ptr<CpuModule> load_cpu_object(const std::string& object, const std::string& name);
+
 // The host target as the kernels are compiled for it: triple, CPU name and features (cache keys).
 std::string cpu_target_description();
+// Everything the object code depends on besides the IR: LLVM's version, the target, the vector library.
+std::string cpu_codegen_identity();
 
 }  // namespace jitc::runtime

@@ -223,6 +223,7 @@ Stats Engine::stats() const {
   s.eager_fallbacks = eager_calls_.load();
   s.kernels_compiled = kernels_compiled_.load();
   s.programs_compiled = programs_compiled_.load();
+  s.programs_from_cache = programs_from_cache_.load();
   std::shared_lock entries(entries_mutex_);
   s.entries = static_cast<int64_t>(entries_.size());
   return s;
@@ -241,7 +242,7 @@ void Engine::reset() {
   history_.clear();
   next_compile_number_ = 0;
   calls_ = hits_ = eager_calls_ = 0;
-  kernels_compiled_ = programs_compiled_ = 0;
+  kernels_compiled_ = programs_compiled_ = programs_from_cache_ = 0;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     compile_stats_ = Stats{};

@@ -114,7 +114,7 @@ class Engine {
   std::atomic<bool> eager_only_{false};
   std::atomic<bool> grad_blocked_{false};  // a captured tensor requires grad (checked while grad mode is on)
   std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
-  std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0};
+  std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0}, programs_from_cache_{0};
 };
 
 }  // namespace jitc::detail

@@ -1,7 +1,11 @@
 // Program: a scheduled graph with its kernels compiled, ready to run. Steps run in order: a kernel
-// launch (outputs allocated with the traced strides, tiles spread over at::parallel_for), an extern ATen
+// launch (outputs allocated with the traced strides, tiles spread over the thread pool), an extern ATen
 // call (as the eager backend runs it), or the release of an intermediate, whose memory the next output
 // of the same size reuses.
+//
+// The compiled part (ProgramCode: plan, object code, kernel entry points) depends only on the functional
+// graph's canonical text and the code generator's identity, so it is shared by every program with the
+// same key, in this process and, through the disk cache, in later ones (program_cache.h).
 #pragma once
 #include "graph/graph.h"
 #include "inductor/scheduler.h"
@@ -16,41 +20,49 @@ namespace jitc::runtime {
 
 class CpuModule;
 
+struct ProgramCode {
+  using KernelFn = void (*)(void* const* buffers, const int64_t* symbols, int64_t begin, int64_t end);
+  using TilesFn = int64_t (*)(const int64_t* symbols);
+  struct Entry {
+    KernelFn run = nullptr;
+    TilesFn tiles = nullptr;
+  };
+
+  // Generates and compiles every kernel of `plan` (throws jitc::CompileError).
+  static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly);
+  // Loads code saved by serialize() without generating or compiling anything; nullptr if malformed.
+  static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
+  std::string serialize() const;
+
+  inductor::Plan plan;  // after deserialize, kernels hold their names only (no kernel IR)
+  std::shared_ptr<CpuModule> module;
+  std::vector<Entry> kernels;
+  std::string kernel_ir, llvm_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
+
+ private:
+  void link(const std::string& name);
+};
+
 class Program {
  public:
-  // Compiles every kernel of `plan` into one module. Throws jitc::CompileError.
-  Program(graph::Graph graph, inductor::Plan plan, const std::string& module_name, bool want_assembly = false);
-  ~Program();
+  Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code) : graph_(std::move(graph)), code_(std::move(code)) {}
 
   // `values` has a slot per graph value, inputs filled. Returns false when a graph-break check fails
   // (`why` says which); ATen errors of extern calls propagate.
   bool run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const;
 
   const graph::Graph& graph() const { return graph_; }
-  const inductor::Plan& plan() const { return plan_; }
-  size_t kernel_count() const { return plan_.kernels.size(); }
-  // Kernel IR and LLVM IR (before and after optimization), for JITC_LOGS=output_code and debug dumps.
-  std::string kernel_ir() const;
-  const std::string& llvm_ir() const { return llvm_ir_; }
+  const ProgramCode& code() const { return *code_; }
+  size_t kernel_count() const { return code_->plan.kernels.size(); }
   std::string optimized_llvm_ir() const;
   std::string assembly() const;
 
  private:
-  using KernelFn = void (*)(void* const* buffers, const int64_t* symbols, int64_t begin, int64_t end);
-  using TilesFn = int64_t (*)(const int64_t* symbols);
-  struct Compiled {
-    KernelFn run = nullptr;
-    TilesFn tiles = nullptr;
-  };
-
   void launch(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
   at::Tensor allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
 
   graph::Graph graph_;
-  inductor::Plan plan_;
-  std::string llvm_ir_;
-  std::unique_ptr<CpuModule> module_;
-  std::vector<Compiled> compiled_;
+  std::shared_ptr<const ProgramCode> code_;
 };
 
 }  // namespace jitc::runtime

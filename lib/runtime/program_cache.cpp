@@ -1,0 +1,98 @@
+#include "runtime/program_cache.h"
+
+#include "cache/disk_cache.h"
+#include "cache/sha256.h"
+#include "graph/passes.h"
+#include "runtime/cpu_jit.h"
+#include "runtime/log.h"
+
+#include <torch/version.h>
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace jitc::runtime {
+
+namespace {
+
+struct MemoryCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::weak_ptr<const ProgramCode>> programs;
+
+  std::shared_ptr<const ProgramCode> find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = programs.find(key);
+    return it == programs.end() ? nullptr : it->second.lock();
+  }
+  void keep(const std::string& key, const std::shared_ptr<const ProgramCode>& code) {
+    std::lock_guard<std::mutex> lock(mutex);
+    programs[key] = code;
+  }
+};
+
+MemoryCache& memory() {
+  static MemoryCache* cache = new MemoryCache();
+  return *cache;
+}
+
+cache::DiskCache& disk() {
+  static cache::DiskCache& d = [] () -> cache::DiskCache& {
+    auto& c = cache::DiskCache::instance();
+    c.set_reporter([](const std::string& m) { warn(m); });
+    return c;
+  }();
+  return d;
+}
+
+const std::string& codegen_identity() {
+  static const std::string identity = cpu_codegen_identity();
+  return identity;
+}
+
+}  // namespace
+
+std::string program_key(const graph::Graph& functional) {
+  return cache::sha256_hex(fmt::format("jitc cache format {}\nlibtorch {}\n{}\ntile {}\n{}", cache::kFormatVersion,
+                                       TORCH_VERSION, codegen_identity(), inductor::kTile, graph::to_text(functional)));
+}
+
+ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,
+                         const std::function<inductor::Plan()>& schedule, const std::string& compile_id) {
+  ObtainedCode out;
+  out.key = program_key(functional);
+  if (!want_assembly) {
+    if ((out.code = memory().find(out.key))) {
+      out.source = CodeSource::kMemory;
+      log(Artifact::kCache, fmt::format("cache hit (memory) {} for {}", out.key, name), compile_id);
+      return out;
+    }
+    if (auto payload = disk().load(out.key)) {
+      if ((out.code = ProgramCode::deserialize(*payload, name))) {
+        out.source = CodeSource::kDisk;
+        memory().keep(out.key, out.code);
+        log(Artifact::kCache, fmt::format("cache hit (disk) {} for {}: {}", out.key, name, disk().path_of(out.key)), compile_id);
+        return out;
+      }
+      warn(fmt::format("jitc: the cache entry {} does not parse; it is compiled again", disk().path_of(out.key)), compile_id);
+    }
+  }
+  out.code = ProgramCode::compile(schedule(), name, want_assembly);
+  memory().keep(out.key, out.code);
+  disk().store(out.key, out.code->serialize());
+  log(Artifact::kCache,
+      fmt::format("cache miss {} for {}: compiled{}", out.key, name, disk().enabled() ? ", saved to " + disk().path_of(out.key) : ""),
+      compile_id);
+  return out;
+}
+
+void clear_program_caches() {
+  {
+    std::lock_guard<std::mutex> lock(memory().mutex);
+    memory().programs.clear();
+  }
+  disk().clear();
+}
+
+}  // namespace jitc::runtime

@@ -1,0 +1,35 @@
+// The compile cache: ProgramCode by key, in memory (shared between compiled functions of this process)
+// and on disk (shared with later processes, lib/cache/disk_cache.h). A warm process traces and checks
+// guards, then loads object code: no lowering, no code generation, no LLVM optimization.
+//
+// key = sha256(jitc cache format, LibTorch version, code generator identity (LLVM version, CPU triple and
+// features, vector library), codegen options, canonical text of the functional graph).
+#pragma once
+#include "graph/graph.h"
+#include "runtime/program.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace jitc::runtime {
+
+enum class CodeSource { kCompiled, kMemory, kDisk };
+
+struct ObtainedCode {
+  std::shared_ptr<const ProgramCode> code;
+  CodeSource source = CodeSource::kCompiled;
+  std::string key;
+};
+
+std::string program_key(const graph::Graph& functional);
+
+// The code for `functional`: from memory, from disk, or scheduled by `schedule` and compiled (then kept
+// in both). JITC_DEBUG_DIR (want_assembly) always compiles, to have the assembly.
+ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,
+                         const std::function<inductor::Plan()>& schedule, const std::string& compile_id);
+
+// Drops every cached program, in memory and on disk (jitc::clear_cache()).
+void clear_program_caches();
+
+}  // namespace jitc::runtime
