@@ -1,0 +1,194 @@
+// The compile cache: disk entries (hit, miss, corruption, unwritable directory, eviction, format
+// version), and separate processes sharing it (a warm process generates no code; concurrent writers).
+#include "cache/disk_cache.h"
+#include "cache/sha256.h"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using jitc::cache::DiskCache;
+
+namespace {
+
+// A fresh directory per test, removed afterwards.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("jitc-cache-test-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+struct Reports {
+  std::vector<std::string> lines;
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& m) { lines.push_back(m); };
+  }
+};
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
+
+const std::string kKey = jitc::cache::sha256_hex("a graph");
+
+// Runs the cache child with this cache directory; returns its last output line.
+std::string run_child(const fs::path& dir, const std::string& out_file = "") {
+  const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
+  const std::string out = out_file.empty() ? (dir / "child.out").string() : out_file;
+  const std::string cmd = "JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.string() + " " + exe.string() + " > " + out + " 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+  return read(out);
+}
+
+}  // namespace
+
+TEST_CASE("sha256 of known inputs", "[cache]") {
+  CHECK(jitc::cache::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(jitc::cache::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(jitc::cache::sha256_hex(std::string(1000, 'a')) == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
+TEST_CASE("an entry stored is loaded back and a missing key is a miss", "[cache]") {
+  TempDir dir;
+  DiskCache cache({dir.path.string(), true, 1 << 20});
+  CHECK_FALSE(cache.load(kKey));
+  const std::string payload = std::string("object code \0 with any byte\n", 29) + std::string(5000, 'x');
+  cache.store(kKey, payload);
+  REQUIRE(cache.load(kKey));
+  CHECK(*cache.load(kKey) == payload);
+  CHECK(fs::exists(cache.path_of(kKey)));
+  CHECK(fs::path(cache.path_of(kKey)).parent_path().filename() == kKey.substr(0, 2));  // sharded
+  cache.clear();
+  CHECK_FALSE(cache.load(kKey));
+}
+
+TEST_CASE("a flipped byte, a truncated entry or an empty file is a miss with one report", "[cache]") {
+  TempDir dir;
+  Reports reports;
+  DiskCache cache({dir.path.string(), true, 1 << 20});
+  cache.set_reporter(reports.sink());
+  const std::string payload(3000, 'p');
+  for (int damage = 0; damage < 4; ++damage) {
+    cache.store(kKey, payload);
+    const fs::path path = cache.path_of(kKey);
+    std::string bytes = read(path);
+    if (damage == 0) bytes[bytes.size() / 2] ^= 0x20;  // flipped payload byte
+    if (damage == 1) bytes.resize(bytes.size() - 100);  // truncated payload
+    if (damage == 2) bytes.clear();                     // empty file
+    if (damage == 3) bytes = "jitc-cache 1 12";         // truncated header
+    write(path, bytes);
+    reports.lines.clear();
+    INFO("damage " << damage);
+    CHECK_FALSE(cache.load(kKey));
+    CHECK(reports.lines.size() == 1);
+    CHECK_FALSE(fs::exists(path));  // removed: the next store replaces it
+  }
+}
+
+TEST_CASE("an entry of another format version is a miss", "[cache]") {
+  TempDir dir;
+  Reports reports;
+  DiskCache cache({dir.path.string(), true, 1 << 20});
+  cache.set_reporter(reports.sink());
+  cache.store(kKey, "payload");
+  const fs::path path = cache.path_of(kKey);
+  std::string bytes = read(path);
+  bytes.replace(0, std::string("jitc-cache 1").size(), "jitc-cache " + std::to_string(jitc::cache::kFormatVersion + 1));
+  write(path, bytes);
+  CHECK_FALSE(cache.load(kKey));
+  REQUIRE(reports.lines.size() == 1);
+  CHECK(reports.lines[0].find("format") != std::string::npos);
+}
+
+TEST_CASE("an unwritable cache directory turns the disk cache off with one report", "[cache]") {
+  TempDir dir;
+  write(dir.path / "a-file", "not a directory");
+  Reports reports;
+  DiskCache cache({(dir.path / "a-file" / "cache").string(), true, 1 << 20});
+  cache.set_reporter(reports.sink());
+  cache.store(kKey, "payload");
+  cache.store(jitc::cache::sha256_hex("another"), "payload");
+  CHECK(reports.lines.size() == 1);
+  CHECK(reports.lines[0].find("JITC_CACHE_DIR") != std::string::npos);
+  CHECK_FALSE(cache.enabled());
+  CHECK_FALSE(cache.load(kKey));
+}
+
+TEST_CASE("beyond its size cap the cache evicts the least recently used entries", "[cache]") {
+  TempDir dir;
+  DiskCache cache({dir.path.string(), true, 10000});
+  std::vector<std::string> keys;
+  for (int i = 0; i < 4; ++i) keys.push_back(jitc::cache::sha256_hex("graph " + std::to_string(i)));
+  cache.store(keys[0], std::string(3000, 'a'));
+  cache.store(keys[1], std::string(3000, 'b'));
+  cache.store(keys[2], std::string(3000, 'c'));
+  // Make the ages unambiguous, then use entry 0: entry 1 is now the least recently used.
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(cache.path_of(keys[0]), now - std::chrono::seconds(30));
+  fs::last_write_time(cache.path_of(keys[1]), now - std::chrono::seconds(20));
+  fs::last_write_time(cache.path_of(keys[2]), now - std::chrono::seconds(10));
+  CHECK(cache.load(keys[0]));
+  cache.store(keys[3], std::string(3000, 'd'));
+  CHECK(cache.load(keys[0]));
+  CHECK_FALSE(cache.load(keys[1]));
+  CHECK(cache.load(keys[2]));
+  CHECK(cache.load(keys[3]));
+}
+
+TEST_CASE("a second process loads its programs from the disk cache and generates no code", "[cache][process]") {
+  TempDir dir;
+  const std::string cold = run_child(dir.path);
+  INFO(cold);
+  CHECK(cold.find("kernels_compiled=3 programs_from_cache=0") != std::string::npos);
+  CHECK(cold.find("ok=1") != std::string::npos);
+  const std::string warm = run_child(dir.path);
+  INFO(warm);
+  CHECK(warm.find("kernels_compiled=0 programs_from_cache=2") != std::string::npos);
+  CHECK(warm.find("ok=1") != std::string::npos);
+  CHECK(warm.find("jitc:") == std::string::npos);  // no warning
+}
+
+TEST_CASE("several processes compiling the same graphs at once leave a valid cache", "[cache][process]") {
+  TempDir dir;
+  const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
+  std::string cmd = "(";
+  for (int i = 0; i < 4; ++i)
+    cmd += "JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.path.string() + " " + exe.string() + " > " +
+           (dir.path / ("out" + std::to_string(i))).string() + " 2>&1 & ";
+  cmd += "wait)";
+  CHECK(std::system(cmd.c_str()) == 0);
+  for (int i = 0; i < 4; ++i) {
+    const std::string out = read(dir.path / ("out" + std::to_string(i)));
+    INFO(out);
+    CHECK(out.find("ok=1") != std::string::npos);
+    CHECK(out.find("jitc:") == std::string::npos);
+  }
+  const std::string warm = run_child(dir.path);
+  INFO(warm);
+  CHECK(warm.find("kernels_compiled=0 programs_from_cache=2") != std::string::npos);
+  CHECK(warm.find("jitc:") == std::string::npos);
+  size_t temporaries = 0;
+  for (const auto& f : fs::recursive_directory_iterator(dir.path)) temporaries += f.path().string().find(".tmp.") != std::string::npos;
+  CHECK(temporaries == 0);
+}
