@@ -22,14 +22,25 @@ namespace jitc::detail {
 
 namespace {
 
-// The graph a code generator consumes: no mutation before the write-back epilogue.
-graph::Graph functional_graph(const graph::Graph& g) {
-  if (graph::is_functional(g)) return g;
-  if (g.num_symbols > 0) throw UnsupportedError("in-place ops in a graph with dynamic sizes are not functionalized yet");
+graph::Graph functionalized(const graph::Graph& g) {
   std::string why;
   auto f = graph::functionalize(g, &why);
   if (!f) throw UnsupportedError("the graph cannot be functionalized: " + why);
   return graph::eliminate_common_subexpressions(graph::eliminate_dead_code(*f));
+}
+
+// The graph a code generator consumes: no mutation before the write-back epilogue. functionalize needs
+// concrete sizes (it runs ops on meta tensors), so a symbolic graph is functionalized through the two
+// static graphs it was generalized from, and their functional forms are generalized again.
+graph::Graph functional_graph(const runtime::Entry& entry) {
+  const graph::Graph& g = entry.graph;
+  if (graph::is_functional(g)) return g;
+  if (g.num_symbols == 0) return functionalized(g);
+  if (!entry.first || !entry.second) throw UnsupportedError("a symbolic graph without the traces it came from");
+  std::string why;
+  auto symbolic = graph::generalize(functionalized(entry.first->graph), functionalized(entry.second->graph), entry.symbol_values, &why);
+  if (!symbolic) throw UnsupportedError("the functional forms of the two traces do not generalize: " + why);
+  return *symbolic;
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -56,6 +67,14 @@ void dump_artifacts(const std::string& root, const std::string& name, const grap
   }
 }
 
+// run_entry fills a program's inputs from the entry graph's, position by position.
+void require_same_inputs(const graph::Graph& traced, const graph::Graph& functional) {
+  bool same = traced.inputs.size() == functional.inputs.size();
+  for (size_t i = 0; same && i < traced.inputs.size(); ++i)
+    same = traced.inputs[i].kind == functional.inputs[i].kind && traced.inputs[i].leaf == functional.inputs[i].leaf;
+  if (!same) throw InternalError("the functional graph's inputs differ from the traced graph's");
+}
+
 }  // namespace
 
 const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
@@ -68,7 +87,8 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
   const std::string id = compile_id(entry.compile_number);
   const auto started = std::chrono::steady_clock::now();
   try {
-    graph::Graph g = functional_graph(entry.graph);
+    graph::Graph g = functional_graph(entry);
+    require_same_inputs(entry.graph, g);
     const std::string debug_dir = runtime::env_debug_dir();
     const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);
     auto schedule = [&] {

@@ -205,6 +205,7 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   e->breaks = b.breaks;
   e->first = first;
   e->second = second;
+  e->symbol_values = values;
   e->sizes.record(values.a, true);  // both traces confirm the fit at their own sizes
   e->sizes.record(values.b, true);
   return e;

@@ -168,15 +168,18 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const
                                               c10::ArrayRef<Leaf> leaves, const int64_t* symbols, std::string* failure) {
   ValuesLease lease;
   auto& values = lease.get();
-  values.resize(entry.graph.values.size());
-  for (const auto& in : entry.graph.inputs)
+  // A program runs its own (functional) graph, whose inputs are the entry graph's, position by position.
+  const runtime::Program* program = program_for(entry);
+  const graph::Graph& g = program ? program->graph() : entry.graph;
+  values.resize(g.values.size());
+  for (const auto& in : g.inputs)
     if (in.kind == graph::InputKind::kArgument) values[in.value] = *leaves[in.leaf].tensor;
     else if (in.kind == graph::InputKind::kConstant) values[in.value] = in.constant;
   for (size_t k = 0; k < entry.captured_inputs.size(); ++k)  // the tensors the guards checked
-    values[entry.graph.inputs[entry.captured_inputs[k]].value] = at::Tensor(captured.refs[k]);
+    values[g.inputs[entry.captured_inputs[k]].value] = at::Tensor(captured.refs[k]);
   std::vector<std::pair<at::Tensor, at::Tensor>> backups;
   for (size_t position : entry.backup_inputs) {
-    const at::Tensor& t = values[entry.graph.inputs[position].value];
+    const at::Tensor& t = values[g.inputs[position].value];
     backups.emplace_back(t, t.clone());
   }
   at::Generator generator;
@@ -187,8 +190,6 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const
     generator_state = generator.get_state();
   }
   std::string why;
-  const runtime::Program* program = program_for(entry);
-  if (program) values.resize(program->graph().values.size());
   const bool completed = program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why);
   if (!completed) {
     for (auto it = backups.rbegin(); it != backups.rend(); ++it) it->first.copy_(it->second);

@@ -1,6 +1,7 @@
 // Entry: one compiled version of a function, valid where its guards pass (a cache entry in Dynamo's
 // terms). Immutable once built; calls share it through shared_ptr.
 #pragma once
+#include "graph/generalize.h"
 #include "graph/graph.h"
 #include "guards/guard_set.h"
 #include "tracer/trace_session.h"
@@ -66,6 +67,7 @@ struct Entry {
   bool draws_before_break = false;
   // A symbolic entry: the two static entries it was generalized from, and the sizes checked so far.
   std::shared_ptr<const Entry> first, second;
+  graph::SymbolValues symbol_values;  // each symbol's size in `first` and in `second`
   mutable SizeLedger sizes;
   // backend=inductor: the compiled program, built on the entry's first hit (null: eager replay). Static
   // entries replaced by a symbolic one and traces that only check sizes never compile kernels.

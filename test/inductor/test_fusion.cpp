@@ -110,3 +110,25 @@ TEST_CASE("dynamic sizes in the reduced dim and in views", "[inductor][fusion][d
   }
   CHECK(f.stats().programs_compiled == 1);
 }
+
+TEST_CASE("in-place ops in a graph with dynamic sizes are functionalized and compiled", "[inductor][fusion][dynamic]") {
+  auto fn = [](const at::Tensor& x, const at::Tensor& acc) {
+    auto t = x * 2;
+    t.add_(1).relu_();
+    acc.add_(t);  // a write into an argument: the program's epilogue copies it back
+    return t.sum(-1);
+  };
+  auto f = jitc::compile(fn);
+  for (int64_t rows : {3, 5, 4, 6, 7, 6}) {
+    const auto x = at::randn({rows, 9});
+    auto acc = at::randn({rows, 9});
+    auto acc_eager = acc.clone();
+    const auto got = f(x, acc);
+    const auto want = fn(x, acc_eager);
+    INFO("rows " << rows);
+    CHECK(jitc::testing::difference(got, want, {1e-5, 1e-5}) == "");
+    CHECK(jitc::testing::difference(acc, acc_eager, {1e-5, 1e-5}) == "");
+  }
+  CHECK(f.stats().programs_compiled >= 1);
+  CHECK(f.stats().entries == 1);
+}
