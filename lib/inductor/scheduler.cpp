@@ -115,6 +115,23 @@ class Scheduler {
     return {};
   }
 
+  // A graph break's value is compared with the traced one bit for bit on every replay (the callable
+  // branched on it), so what it is computed from runs as eager ran it: a fused kernel's rounding would
+  // make every replay fail its check and re-trace.
+  void keep_break_inputs_eager() {
+    std::vector<int> stack;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (g_.nodes[i].checked())
+        for (ValueId v : tensor_args(g_.nodes[i])) stack.push_back(g_.values[v].producer);
+    while (!stack.empty()) {
+      const int p = stack.back();
+      stack.pop_back();
+      if (p < 0 || extern_[p]) continue;
+      make_extern(static_cast<size_t>(p), "a graph break reads its result, which must be eager's bit for bit");
+      for (ValueId v : tensor_args(g_.nodes[p])) stack.push_back(g_.values[v].producer);
+    }
+  }
+
   void lower_nodes() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
@@ -324,6 +341,7 @@ class Scheduler {
     steps_.clear();
     members_.clear();
     group_id_ = 0;
+    keep_break_inputs_eager();
     lower_nodes();
     mark_needs();
     for (size_t v = 0; v < g_.values.size(); ++v) ctx_->stored[v] = stored_[v] && ctx_->loader[v];
