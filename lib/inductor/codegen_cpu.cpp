@@ -6,6 +6,8 @@
 // allocations, so no store can alias a load, and the vectorizer needs no runtime alias checks.
 #include "inductor/codegen_cpu.h"
 
+#include "inductor/placement.h"
+
 #include <fmt/format.h>
 
 #include <bit>
@@ -79,40 +81,10 @@ class Printer {
   }
 
  private:
-  enum class Scope { kEntry, kRow, kReduction, kElement };
-
-  // ---- placement --------------------------------------------------------------------------------
   void classify() {
-    scope_.assign(k_.body.size(), Scope::kEntry);
-    loop_of_.assign(k_.body.size(), -1);
-    for (size_t i = 0; i < k_.body.size(); ++i) {
-      const Expr& e = k_.body[i];
-      Scope s = Scope::kEntry;
-      int loop = -1;
-      auto join = [&](int operand) {
-        if (operand < 0) return;
-        if (k_.body[operand].op == ScalarOp::kReduce) {  // a reduction's result is a row value
-          s = std::max(s, Scope::kRow);
-          return;
-        }
-        if (scope_[operand] == Scope::kReduction) loop = loop_of_[operand];
-        s = std::max(s, scope_[operand]);
-      };
-      join(e.a), join(e.b), join(e.c);
-      if (e.op == ScalarOp::kVar) {
-        const LoopVar& v = k_.vars[e.var];
-        s = v.kind == LoopVar::Kind::kOuter ? Scope::kRow : v.kind == LoopVar::Kind::kInner ? Scope::kElement : Scope::kReduction;
-        loop = v.loop;
-      }
-      if (e.op == ScalarOp::kReduce) {  // placed in its loop; its value is read after the loop
-        s = Scope::kReduction;
-        loop = e.loop;
-      }
-      if (e.op == ScalarOp::kStore && s < Scope::kRow) s = Scope::kRow;
-      if (e.op == ScalarOp::kLoad && s == Scope::kEntry) s = Scope::kRow;  // a buffer is read per call
-      scope_[i] = s;
-      loop_of_[i] = loop;
-    }
+    Placement p = place(k_);
+    scope_ = std::move(p.scope);
+    loop_of_ = std::move(p.loop);
   }
 
   // ---- text helpers -----------------------------------------------------------------------------

@@ -19,9 +19,12 @@ LoweringContext::LoweringContext(const graph::Graph& graph) : graph_(graph) {
 }
 
 std::optional<int> LoweringContext::load_view(KernelBuilder& kb, ValueId view, const Index& index) {
+  // Only a real alias may be read through its own strides: a reshape that had to copy in eager has the
+  // strides of a new tensor (the trace gave it a storage of its own) and goes through the index remap.
+  const int32_t storage = graph_.values[view].storage;
   ValueId root = view_of[view];
-  while (root != graph::kNoValue && !is_buffer(root)) root = view_of[root];
-  if (root == graph::kNoValue) return std::nullopt;
+  while (root != graph::kNoValue && !is_buffer(root) && graph_.values[root].storage == storage) root = view_of[root];
+  if (root == graph::kNoValue || graph_.values[root].storage != storage) return std::nullopt;
   const auto& m = meta(view);
   return kb.load(buffer(kb, root, false), kb.linear(index, m.strides, m.storage_offset - meta(root).storage_offset));
 }

@@ -101,16 +101,17 @@ class Scheduler {
     return out;
   }
 
+  // Lowered ops read and write tensors of supported dtypes on one device, CPU or CUDA.
   std::string unsupported_values(const Node& n) const {
-    for (ValueId v : tensor_args(n)) {
+    std::vector<ValueId> values = tensor_args(n);
+    const auto outs = outputs_of(n);
+    values.insert(values.end(), outs.begin(), outs.end());
+    for (ValueId v : values) {
       const auto& m = g_.values[v].meta;
       if (!supported_dtype(m.dtype)) return fmt::format("dtype {} is not lowered", c10::toString(m.dtype));
-      if (!m.device.is_cpu()) return fmt::format("device {} has no code generator yet", m.device.str());
-    }
-    for (ValueId v : outputs_of(n)) {
-      const auto& m = g_.values[v].meta;
-      if (!supported_dtype(m.dtype)) return fmt::format("dtype {} is not lowered", c10::toString(m.dtype));
-      if (!m.device.is_cpu()) return fmt::format("device {} has no code generator yet", m.device.str());
+      if (!m.device.is_cpu() && !m.device.is_cuda()) return fmt::format("device {} has no code generator", m.device.str());
+      // A zero-dim CPU tensor next to CUDA tensors is a scalar: read on the host, not from a kernel.
+      if (m.device != g_.values[values.front()].meta.device) return "its tensors are on different devices";
     }
     return {};
   }
@@ -183,6 +184,7 @@ class Scheduler {
 
   // ---- kernels ----------------------------------------------------------------------------------
   bool compatible(ValueId v, const Space& s) const {
+    if (g_.values[v].meta.device != device_) return false;
     const SymShape& sizes = g_.values[v].meta.sizes;
     SymShape full = s.outer;
     full.insert(full.end(), s.inner.begin(), s.inner.end());
@@ -240,8 +242,8 @@ class Scheduler {
       while (!op.empty() && op[0] == '_') op.erase(0, 1);
       if (std::find(ops.begin(), ops.end(), op) == ops.end() && ops.size() < 4) ops.push_back(op);
     }
-    (void)members;
-    return fmt::format("{}_{}_{}", prefix_, fmt::join(ops, "_"), kernels_.size());
+    const bool cuda = !members.empty() && g_.values[members[0]].meta.device.is_cuda();
+    return fmt::format("{}_{}_{}", cuda ? "cuda_fused" : prefix_, fmt::join(ops, "_"), kernels_.size());
   }
 
   Space pointwise_space(ValueId v) const {
@@ -301,6 +303,7 @@ class Scheduler {
         built_ = build({v}, s, group_id_);
         members_ = {v};
         space_ = s;
+        device_ = g_.values[v].meta.device;
         return;
       } catch (const NeedsBuffer& e) {
         absorb(e, v);
@@ -315,7 +318,7 @@ class Scheduler {
 
   void flush() {
     if (members_.empty()) return;
-    KernelLaunch launch{std::move(built_.kernel), built_.buffers, members_};
+    KernelLaunch launch{std::move(built_.kernel), device_, built_.buffers, members_};
     std::vector<std::string> inlined;
     for (ValueId v : built_.inlined)
       if (std::find(members_.begin(), members_.end(), v) == members_.end()) inlined.push_back(describe(v));
@@ -413,6 +416,7 @@ class Scheduler {
   std::vector<Step> steps_;
   std::vector<ValueId> members_;
   Space space_;
+  c10::Device device_{c10::kCPU};
   Built built_;
   int group_id_ = 0;
   std::vector<std::string> decisions_, attempt_log_;

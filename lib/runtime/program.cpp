@@ -1,6 +1,10 @@
 #include "runtime/program.h"
 
 #include "inductor/codegen_cpu.h"
+#include "inductor/codegen_cuda.h"
+#include "runtime/cuda_jit.h"
+
+#include <jitc/errors.h>
 #include "runtime/cpu_jit.h"
 #include "runtime/eager_replay.h"
 #include "runtime/thread_pool.h"
@@ -9,6 +13,9 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
 
+#include <array>
+#include <bit>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -48,22 +55,37 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   auto code = std::make_shared<ProgramCode>();
   code->plan = std::move(plan);
   std::vector<std::string> irs;
+  std::string cuda = inductor::cuda_prelude();
+  std::optional<c10::Device> gpu;
   for (const auto& k : code->plan.kernels) {
-    irs.push_back(inductor::emit_llvm_ir(k.kernel));
     code->kernel_ir += inductor::to_text(k.kernel);
+    if (k.device.is_cpu()) {
+      irs.push_back(inductor::emit_llvm_ir(k.kernel));
+      continue;
+    }
+    if (gpu && *gpu != k.device) throw UnsupportedError("a graph whose kernels run on two CUDA devices");
+    gpu = k.device;
+    cuda += inductor::emit_cuda(k.kernel);
   }
   code->llvm_ir = link_ir(irs);
-  if (!code->plan.kernels.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);
-  code->link(name);
+  if (!irs.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);
+  if (gpu) {
+    code->cuda_source = cuda;
+    code->cuda_module = compile_cuda_module(cuda, name, gpu->index());
+  }
+  code->link();
   return code;
 }
 
-void ProgramCode::link(const std::string& name) {
-  (void)name;
+void ProgramCode::link() {
   for (const auto& k : plan.kernels) {
     Entry e;
-    e.run = reinterpret_cast<KernelFn>(module->symbol(k.kernel.name));
-    e.tiles = reinterpret_cast<TilesFn>(module->symbol(k.kernel.name + ".tiles"));
+    if (k.device.is_cpu()) {
+      e.run = reinterpret_cast<KernelFn>(module->symbol(k.kernel.name));
+      e.tiles = reinterpret_cast<TilesFn>(module->symbol(k.kernel.name + ".tiles"));
+    } else {
+      e.cuda_function = cuda_module->function(k.kernel.name);
+    }
     kernels.push_back(e);
   }
 }
@@ -108,13 +130,76 @@ class Reader {
   size_t at_ = 0;
 };
 
+void write_kernel(Writer& w, const inductor::Kernel& k) {
+  w.text(k.name);
+  w.number(k.tile);
+  w.number(k.num_reduction_loops);
+  w.number(static_cast<int64_t>(k.buffers.size()));
+  for (const auto& b : k.buffers) {
+    w.text(b.name);
+    w.number(static_cast<int64_t>(b.dtype));
+    w.number(b.written);
+  }
+  w.number(static_cast<int64_t>(k.vars.size()));
+  for (const auto& v : k.vars) {
+    w.number(static_cast<int64_t>(v.kind));
+    w.number(v.extent);
+    w.number(v.loop);
+  }
+  w.number(static_cast<int64_t>(k.body.size()));
+  for (const auto& e : k.body) {
+    for (int64_t field : {int64_t(e.op), int64_t(e.dtype), int64_t(e.a), int64_t(e.b), int64_t(e.c), int64_t(e.var),
+                          int64_t(e.buffer), int64_t(e.loop), int64_t(e.reduce), std::bit_cast<int64_t>(e.value), e.ivalue})
+      w.number(field);
+  }
+}
+
+inductor::Kernel read_kernel(Reader& r) {
+  inductor::Kernel k;
+  k.name = r.text();
+  k.tile = r.number();
+  k.num_reduction_loops = static_cast<int>(r.number());
+  for (int64_t n = r.number(); n > 0; --n) {
+    inductor::Buffer b;
+    b.name = r.text();
+    b.dtype = static_cast<c10::ScalarType>(r.number());
+    b.written = r.number() != 0;
+    k.buffers.push_back(b);
+  }
+  for (int64_t n = r.number(); n > 0; --n) {
+    inductor::LoopVar v;
+    v.kind = static_cast<inductor::LoopVar::Kind>(r.number());
+    v.extent = static_cast<int>(r.number());
+    v.loop = static_cast<int>(r.number());
+    k.vars.push_back(v);
+  }
+  for (int64_t n = r.number(); n > 0; --n) {
+    inductor::Expr e;
+    e.op = static_cast<inductor::ScalarOp>(r.number());
+    e.dtype = static_cast<c10::ScalarType>(r.number());
+    e.a = static_cast<int>(r.number());
+    e.b = static_cast<int>(r.number());
+    e.c = static_cast<int>(r.number());
+    e.var = static_cast<int>(r.number());
+    e.buffer = static_cast<int>(r.number());
+    e.loop = static_cast<int>(r.number());
+    e.reduce = static_cast<inductor::ReduceKind>(r.number());
+    e.value = std::bit_cast<double>(r.number());
+    e.ivalue = r.number();
+    k.body.push_back(e);
+  }
+  return k;
+}
+
 }  // namespace
 
 std::string ProgramCode::serialize() const {
   Writer w;
   w.number(static_cast<int64_t>(plan.kernels.size()));
   for (const auto& k : plan.kernels) {
-    w.text(k.kernel.name);
+    write_kernel(w, k.kernel);
+    w.number(static_cast<int64_t>(k.device.type()));
+    w.number(k.device.index());
     for (const auto* values : {&k.buffers, &k.outputs}) {
       w.number(static_cast<int64_t>(values->size()));
       for (auto v : *values) w.number(v);
@@ -130,42 +215,46 @@ std::string ProgramCode::serialize() const {
   w.text(kernel_ir);
   w.text(llvm_ir);
   w.text(module ? module->object() : std::string());
+  w.text(cuda_source);
+  w.text(cuda_module ? cuda_module->image() : std::string());
   return w.take();
 }
 
 std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& payload, const std::string& name) {
   auto code = std::make_shared<ProgramCode>();
-  std::string object;
+  std::string object, cuda_image;
+  std::optional<c10::Device> gpu;
   try {
     Reader r(payload);
-    const int64_t kernels = r.number();
-    for (int64_t i = 0; i < kernels; ++i) {
+    for (int64_t n = r.number(); n > 0; --n) {
       inductor::KernelLaunch k;
-      k.kernel.name = r.text();
-      for (auto* values : {&k.buffers, &k.outputs}) {
-        const int64_t n = r.number();
-        for (int64_t j = 0; j < n; ++j) values->push_back(static_cast<graph::ValueId>(r.number()));
-      }
+      k.kernel = read_kernel(r);
+      const auto type = static_cast<c10::DeviceType>(r.number());
+      k.device = c10::Device(type, static_cast<c10::DeviceIndex>(r.number()));
+      if (k.device.is_cuda()) gpu = k.device;
+      for (auto* values : {&k.buffers, &k.outputs})
+        for (int64_t j = r.number(); j > 0; --j) values->push_back(static_cast<graph::ValueId>(r.number()));
       code->plan.kernels.push_back(std::move(k));
     }
-    const int64_t steps = r.number();
-    for (int64_t i = 0; i < steps; ++i) {
+    for (int64_t n = r.number(); n > 0; --n) {
       inductor::Step s;
       s.kind = static_cast<inductor::Step::Kind>(r.number());
       s.index = static_cast<int>(r.number());
       code->plan.steps.push_back(s);
     }
-    const int64_t reasons = r.number();
-    for (int64_t i = 0; i < reasons; ++i) code->plan.extern_reasons.push_back(r.text());
+    for (int64_t n = r.number(); n > 0; --n) code->plan.extern_reasons.push_back(r.text());
     code->kernel_ir = r.text();
     code->llvm_ir = r.text();
     object = r.text();
+    code->cuda_source = r.text();
+    cuda_image = r.text();
     if (!r.done()) return nullptr;
   } catch (const std::exception&) {
     return nullptr;
   }
-  if (!code->plan.kernels.empty()) code->module = load_cpu_object(object, name);
-  code->link(name);
+  if (!object.empty()) code->module = load_cpu_object(object, name);
+  if (gpu) code->cuda_module = load_cuda_module(cuda_image, name, gpu->index());
+  code->link();
   return code;
 }
 
@@ -196,12 +285,28 @@ void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* s
   }
   static const int64_t no_symbols = 0;
   const int64_t* syms = symbols ? symbols : &no_symbols;
+  if (launch.device.is_cuda()) return launch_on_gpu(k, pointers, syms);
   const ProgramCode::Entry& c = code_->kernels[k];
   const int64_t tiles = c.tiles(syms);
   if (tiles <= 0) return;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, largest / tiles));
   void* const* buffers = pointers.data();
   parallel_for(tiles, grain, [&](int64_t begin, int64_t end) { c.run(buffers, syms, begin, end); });
+}
+
+void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const {
+  const auto& launch = code_->plan.kernels[k];
+  const int64_t tiles = inductor::tile_count(launch.kernel, symbols);
+  if (tiles <= 0) return;
+  // The kernel's parameters, by value: the buffer pointers, 16 symbol values, the tile count.
+  std::vector<void*> buffers(pointers.begin(), pointers.end());
+  if (buffers.empty()) buffers.push_back(nullptr);
+  std::array<int64_t, 16> syms{};
+  for (int s = 0; s < std::min(graph_.num_symbols, 16); ++s) syms[s] = symbols[s];
+  int64_t count = tiles;
+  void* args[] = {buffers.data(), syms.data(), &count};
+  launch_cuda(code_->kernels[k].cuda_function, tiles, inductor::kCudaBlockThreads, args,
+              current_cuda_stream(launch.device.index()), launch.kernel.name);
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {

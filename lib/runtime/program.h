@@ -11,6 +11,7 @@
 #include "inductor/scheduler.h"
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
 
 #include <memory>
 #include <string>
@@ -19,13 +20,15 @@
 namespace jitc::runtime {
 
 class CpuModule;
+class CudaModule;
 
 struct ProgramCode {
   using KernelFn = void (*)(void* const* buffers, const int64_t* symbols, int64_t begin, int64_t end);
   using TilesFn = int64_t (*)(const int64_t* symbols);
   struct Entry {
-    KernelFn run = nullptr;
+    KernelFn run = nullptr;      // CPU kernels
     TilesFn tiles = nullptr;
+    void* cuda_function = nullptr;  // CUDA kernels (a CUfunction)
   };
 
   // Generates and compiles every kernel of `plan` (throws jitc::CompileError).
@@ -34,13 +37,15 @@ struct ProgramCode {
   static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
   std::string serialize() const;
 
-  inductor::Plan plan;  // after deserialize, kernels hold their names only (no kernel IR)
+  inductor::Plan plan;
   std::shared_ptr<CpuModule> module;
+  std::shared_ptr<CudaModule> cuda_module;
+  std::string cuda_source;
   std::vector<Entry> kernels;
   std::string kernel_ir, llvm_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
 
  private:
-  void link(const std::string& name);
+  void link();
 };
 
 class Program {
@@ -59,6 +64,7 @@ class Program {
 
  private:
   void launch(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
+  void launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const;
   at::Tensor allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
 
   graph::Graph graph_;

@@ -3,12 +3,17 @@
 #include "cache/disk_cache.h"
 #include "cache/sha256.h"
 #include "graph/passes.h"
+#include "inductor/codegen_cuda.h"
 #include "runtime/cpu_jit.h"
+#include "runtime/cuda_jit.h"
 #include "runtime/log.h"
 
 #include <torch/version.h>
 
 #include <fmt/format.h>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <mutex>
 #include <unordered_map>
@@ -46,16 +51,36 @@ cache::DiskCache& disk() {
   return d;
 }
 
+// This build of jitc: a rebuilt libjitc may generate different code for the same graph, so entries of
+// another build must not be found. The library file's size and modification time tell builds apart
+// without reading it.
+std::string library_identity() {
+  Dl_info info;
+  struct stat s;
+  if (!dladdr(reinterpret_cast<void*>(&library_identity), &info) || !info.dli_fname || stat(info.dli_fname, &s) != 0)
+    return "unknown build";
+  return fmt::format("{} bytes, modified {}.{:09d}", s.st_size, s.st_mtim.tv_sec, s.st_mtim.tv_nsec);
+}
+
 const std::string& codegen_identity() {
-  static const std::string identity = cpu_codegen_identity();
+  static const std::string identity = cpu_codegen_identity() + "\njitc " + library_identity();
   return identity;
 }
 
 }  // namespace
 
+// What a graph's CUDA code depends on besides its text: the device architecture and NVRTC's version.
+std::string cuda_identity(const graph::Graph& g) {
+  for (const auto& v : g.values)
+    if (v.meta.device.is_cuda())
+      return fmt::format("cuda {} nvrtc {} block {}", cuda_arch(v.meta.device.index()), nvrtc_version(), inductor::kCudaBlockThreads);
+  return "no cuda";
+}
+
 std::string program_key(const graph::Graph& functional) {
-  return cache::sha256_hex(fmt::format("jitc cache format {}\nlibtorch {}\n{}\ntile {}\n{}", cache::kFormatVersion,
-                                       TORCH_VERSION, codegen_identity(), inductor::kTile, graph::to_text(functional)));
+  return cache::sha256_hex(fmt::format("jitc cache format {}\nlibtorch {}\n{}\n{}\ntile {}\n{}", cache::kFormatVersion,
+                                       TORCH_VERSION, codegen_identity(), cuda_identity(functional), inductor::kTile,
+                                       graph::to_text(functional)));
 }
 
 ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,

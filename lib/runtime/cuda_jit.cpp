@@ -1,0 +1,199 @@
+#include "runtime/cuda_jit.h"
+
+#include <jitc/errors.h>
+
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <vector>
+
+namespace jitc::runtime {
+
+namespace {
+
+// The NVRTC and driver entry points jitc uses, resolved on first use.
+struct Api {
+  void* nvrtc = nullptr;
+  void* driver = nullptr;
+  decltype(&nvrtcCreateProgram) create = nullptr;
+  decltype(&nvrtcCompileProgram) compile = nullptr;
+  decltype(&nvrtcGetProgramLogSize) log_size = nullptr;
+  decltype(&nvrtcGetProgramLog) log = nullptr;
+  decltype(&nvrtcGetCUBINSize) cubin_size = nullptr;
+  decltype(&nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&nvrtcGetPTXSize) ptx_size = nullptr;
+  decltype(&nvrtcGetPTX) ptx = nullptr;
+  decltype(&nvrtcDestroyProgram) destroy = nullptr;
+  decltype(&nvrtcVersion) version = nullptr;
+  decltype(&cuModuleLoadData) load = nullptr;
+  decltype(&cuModuleUnload) unload = nullptr;
+  decltype(&cuModuleGetFunction) get_function = nullptr;
+  decltype(&cuLaunchKernel) launch = nullptr;
+  decltype(&cuGetErrorName) error_name = nullptr;
+  decltype(&cuDeviceGetAttribute) attribute = nullptr;
+  decltype(&cuDeviceGet) device = nullptr;
+
+  static Api& get() {
+    static Api api;
+    static std::once_flag once;
+    std::call_once(once, [] { api.open(); });
+    return api;
+  }
+
+ private:
+  template <class F>
+  void bind(void* lib, F& f, const char* symbol) {
+    if (lib) f = reinterpret_cast<F>(dlsym(lib, symbol));
+  }
+  static void* open_first(std::initializer_list<const char*> names) {
+    for (const char* n : names)
+      if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
+    return nullptr;
+  }
+  void open() {
+    nvrtc = open_first({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"});
+    driver = open_first({"libcuda.so.1", "libcuda.so"});
+    bind(nvrtc, create, "nvrtcCreateProgram");
+    bind(nvrtc, compile, "nvrtcCompileProgram");
+    bind(nvrtc, log_size, "nvrtcGetProgramLogSize");
+    bind(nvrtc, log, "nvrtcGetProgramLog");
+    bind(nvrtc, cubin_size, "nvrtcGetCUBINSize");
+    bind(nvrtc, cubin, "nvrtcGetCUBIN");
+    bind(nvrtc, ptx_size, "nvrtcGetPTXSize");
+    bind(nvrtc, ptx, "nvrtcGetPTX");
+    bind(nvrtc, destroy, "nvrtcDestroyProgram");
+    bind(nvrtc, version, "nvrtcVersion");
+    bind(driver, load, "cuModuleLoadData");
+    bind(driver, unload, "cuModuleUnload");
+    bind(driver, get_function, "cuModuleGetFunction");
+    bind(driver, launch, "cuLaunchKernel");
+    bind(driver, error_name, "cuGetErrorName");
+    bind(driver, attribute, "cuDeviceGetAttribute");
+    bind(driver, device, "cuDeviceGet");
+  }
+};
+
+Api& nvrtc_api() {
+  Api& api = Api::get();
+  if (!api.create || !api.compile || !api.cubin || !api.ptx)
+    throw CompileError("jitc: NVRTC could not be loaded (libnvrtc.so.13/.12 not found); CUDA graphs need the CUDA toolkit's "
+                       "libnvrtc on the library path");
+  return api;
+}
+
+Api& driver_api() {
+  Api& api = Api::get();
+  if (!api.load || !api.launch || !api.get_function)
+    throw RuntimeError("jitc: the CUDA driver (libcuda.so.1) could not be loaded");
+  return api;
+}
+
+std::string driver_error(CUresult r) {
+  const char* name = nullptr;
+  if (Api::get().error_name) Api::get().error_name(r, &name);
+  return name ? name : fmt::format("CUresult {}", static_cast<int>(r));
+}
+
+class DriverModule final : public CudaModule {
+ public:
+  DriverModule(CUmodule module, std::string image) : module_(module), image_(std::move(image)) {}
+  ~DriverModule() override {
+    if (Api::get().unload) Api::get().unload(module_);
+  }
+  void* function(const std::string& name) const override {
+    CUfunction f = nullptr;
+    const CUresult r = driver_api().get_function(&f, module_, name.c_str());
+    if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: cuModuleGetFunction({}) failed: {}", name, driver_error(r)));
+    return reinterpret_cast<void*>(f);
+  }
+  const std::string& image() const override { return image_; }
+
+ private:
+  CUmodule module_;
+  std::string image_;
+};
+
+}  // namespace
+
+bool nvrtc_available() { return Api::get().create != nullptr; }
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (Api::get().version) Api::get().version(&major, &minor);
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::string cuda_arch(int device) {
+  Api& api = driver_api();
+  CUdevice d;
+  int major = 0, minor = 0;
+  if (api.device(&d, device) != CUDA_SUCCESS ||
+      api.attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) != CUDA_SUCCESS ||
+      api.attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) != CUDA_SUCCESS)
+    throw RuntimeError(fmt::format("jitc: cannot read the compute capability of CUDA device {}", device));
+  return fmt::format("sm_{}{}", major, minor);
+}
+
+std::string nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch, bool cubin) {
+  Api& api = nvrtc_api();
+  nvrtcProgram program;
+  if (api.create(&program, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    throw CompileError("jitc: nvrtcCreateProgram failed for " + name);
+  const std::string arch_option = (cubin ? "--gpu-architecture=" : "--gpu-architecture=compute_") + (cubin ? arch : arch.substr(3));
+  const char* options[] = {arch_option.c_str(), "-std=c++17", "--device-as-default-execution-space"};
+  const nvrtcResult compiled = api.compile(program, 3, options);
+  size_t log_size = 0;
+  api.log_size(program, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) api.log(program, log.data());
+  std::string out;
+  if (compiled == NVRTC_SUCCESS) {
+    size_t size = 0;
+    if (cubin ? api.cubin_size(program, &size) : api.ptx_size(program, &size)) size = 0;
+    out.resize(size);
+    if (size) (cubin ? api.cubin(program, out.data()) : api.ptx(program, out.data()));
+  }
+  api.destroy(&program);
+  if (compiled != NVRTC_SUCCESS || out.empty())
+    throw CompileError(fmt::format("jitc: NVRTC could not compile {} for {}:\n{}\n--- source ---\n{}", name, arch, log, source));
+  return out;
+}
+
+std::unique_ptr<CudaModule> load_cuda_module(const std::string& image, const std::string& name, int device) {
+  Api& api = driver_api();
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // its primary context is current
+  CUmodule module = nullptr;
+  const CUresult r = api.load(&module, image.data());
+  if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: cuModuleLoadData({}) failed: {}", name, driver_error(r)));
+  return std::make_unique<DriverModule>(module, image);
+}
+
+std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device) {
+  const std::string arch = cuda_arch(device);
+  std::string image;
+  try {
+    image = nvrtc_compile(source, name, arch, /*cubin=*/true);
+  } catch (const CompileError&) {  // an NVRTC older than the device: PTX, which the driver compiles
+    image = nvrtc_compile(source, name, arch, /*cubin=*/false);
+  }
+  return load_cuda_module(image, name, device);
+}
+
+void* current_cuda_stream(int device) {
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+}
+
+void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name) {
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(grid, 1 << 20));
+  const CUresult r = driver_api().launch(reinterpret_cast<CUfunction>(function), blocks, 1, 1, static_cast<unsigned>(block), 1, 1, 0,
+                                         reinterpret_cast<CUstream>(stream), args, nullptr);
+  if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: launching {} failed: {}", name, driver_error(r)));
+}
+
+}  // namespace jitc::runtime

@@ -1,0 +1,40 @@
+// CUDA kernels at run time: NVRTC compiles CUDA C for the current device's exact architecture (a cubin
+// for sm_XY, PTX when the cubin cannot be made), the driver API loads it and launches on a stream. NVRTC
+// and the driver are loaded lazily with dlopen, so libjitc loads and CPU work runs on machines without a
+// GPU or a CUDA driver. Errors are jitc::CompileError (with NVRTC's log) or jitc::RuntimeError (with the
+// driver's error name).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace jitc::runtime {
+
+class CudaModule {
+ public:
+  virtual ~CudaModule() = default;
+  virtual void* function(const std::string& name) const = 0;  // a CUfunction
+  virtual const std::string& image() const = 0;               // the cubin (or PTX) loaded (the disk cache)
+};
+
+bool nvrtc_available();  // libnvrtc could be loaded
+
+// The architecture of a CUDA device, e.g. "sm_90", and NVRTC's version, e.g. "13.0" (cache keys).
+std::string cuda_arch(int device);
+std::string nvrtc_version();
+
+// Compiles `source` for `arch` ("sm_90"): cubin bytes if `cubin`, else PTX text. Needs NVRTC only.
+std::string nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch, bool cubin);
+
+// Compiles for `device`'s architecture and loads the result into the current context.
+std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device);
+// Loads an image that compile_cuda_module made (in this process or an earlier one).
+std::unique_ptr<CudaModule> load_cuda_module(const std::string& image, const std::string& name, int device);
+
+// The current stream of a CUDA device (at::cuda::getCurrentCUDAStream), as a cudaStream_t.
+void* current_cuda_stream(int device);
+
+// Launches `function` with a 1-D grid on `stream` (a cudaStream_t); `args` as cuLaunchKernel takes them.
+void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name);
+
+}  // namespace jitc::runtime
