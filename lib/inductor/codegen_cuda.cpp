@@ -131,7 +131,7 @@ template <class T> __device__ long long block_arg_reduce(bool max, T v, long lon
 std::string literal(double v, ScalarType t) {
   if (std::isnan(v)) return t == ScalarType::Float ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000ll)";
   if (std::isinf(v)) return fmt::format("{}__int_as_float(0x7f800000)", v < 0 ? "-" : "");
-  return t == ScalarType::Float ? fmt::format("{:.9g}f", static_cast<float>(v)) : fmt::format("{:.17g}", v);
+  return t == ScalarType::Float ? fmt::format("{:.9e}f", static_cast<float>(v)) : fmt::format("{:.17e}", v);
 }
 
 class Printer {

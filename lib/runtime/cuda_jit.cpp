@@ -146,8 +146,9 @@ std::string nvrtc_compile(const std::string& source, const std::string& name, co
   if (api.create(&program, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
     throw CompileError("jitc: nvrtcCreateProgram failed for " + name);
   const std::string arch_option = (cubin ? "--gpu-architecture=" : "--gpu-architecture=compute_") + (cubin ? arch : arch.substr(3));
-  const char* options[] = {arch_option.c_str(), "-std=c++17", "--device-as-default-execution-space"};
-  const nvrtcResult compiled = api.compile(program, 3, options);
+  // 177: unused variables (generated code defines every size it might need).
+  const char* options[] = {arch_option.c_str(), "-std=c++17", "--device-as-default-execution-space", "--diag-suppress=177"};
+  const nvrtcResult compiled = api.compile(program, 4, options);
   size_t log_size = 0;
   api.log_size(program, &log_size);
   std::string log(log_size, '\0');

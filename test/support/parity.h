@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <string>
 
 namespace jitc::testing {
@@ -55,6 +56,20 @@ std::string compiled_vs_eager(F fn, const Args&... args) {
   const at::Tensor got = compiled(args...);
   if (compiled.stats().programs_compiled != 1) return "no compiled program ran (see the warnings above)";
   return difference(got, want, tolerance_for(want.scalar_type()));
+}
+
+// Checks fn compiled against eager on these inputs; combinations eager itself rejects (bitwise ops on
+// floats...) are skipped.
+template <class F, class... T>
+void check_parity(const std::string& name, F fn, const T&... inputs) {
+  try {
+    fn(inputs...);
+  } catch (const std::exception&) {
+    return;
+  }
+  std::function<at::Tensor(const T&...)> wrapped = fn;
+  INFO(name);
+  CHECK(compiled_vs_eager([wrapped](const T&... x) { return wrapped(x...); }, inputs...) == "");
 }
 
 }  // namespace jitc::testing

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Build jitc on the GPU host and run its CUDA tests (and, with `bench`, the CUDA benchmarks).
+#   run (device tool): bash benchmarks/gpu_check.sh [bench]   with carry = ["gpu-deps"]
+# The host has LibTorch in /opt/torch/.venv and the CUDA toolkit, but no LLVM, fmt package or Catch2:
+# the CPU JIT is switched off (JITC_WITH_LLVM=OFF) and Catch2 comes from gpu-deps/ (copied from Debian's
+# catch2 package: include/catch2, lib/cmake/Catch2). Logs go to $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/gpu_check}
+mkdir -p "$OUT"
+PY=/opt/torch/.venv/bin/python3
+PREFIX=$($PY -c 'import torch; print(torch.utils.cmake_prefix_path)')
+TORCH_LIB=$($PY -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+export LD_LIBRARY_PATH="$TORCH_LIB:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+start=$(date +%s)
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITC_WITH_LLVM=OFF \
+  -DCMAKE_PREFIX_PATH="$PREFIX;$PWD/gpu-deps" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build build-gpu -j16 --target test_cuda test_e2e > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
+echo "build: $(( $(date +%s) - start )) s"
+./build-gpu/test/test_cuda "[cuda],[nvrtc]" --durations yes > "$OUT/test_cuda.log" 2>&1
+status=$?
+grep -E "FAILED|with message|expansion|^  \"|passed|failed" "$OUT/test_cuda.log" | head -60
+tail -3 "$OUT/test_cuda.log"
+if [ "${1:-}" = bench ] && [ -x build-gpu/benchmarks/bench_cuda ]; then
+  ./build-gpu/benchmarks/bench_cuda "$OUT/cuda_bench.json" 2>&1 | tee "$OUT/cuda_bench.log"
+fi
+exit $status
