@@ -22,7 +22,10 @@ at::Tensor cuda_sample(at::IntArrayRef sizes, c10::ScalarType dtype, int seed) {
 }  // namespace
 
 TEST_CASE("CUDA: unary and binary ops match eager across dtypes", "[cuda]") {
-  if (!have_gpu()) return;
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
   for (auto dtype : jitc::testing::kAllDtypes) {
     for (const auto& [name, op] : jitc::testing::unary_ops())
       check_parity(std::string(name) + " " + c10::toString(dtype), op, cuda_sample({33, 65}, dtype, 1));
@@ -32,7 +35,10 @@ TEST_CASE("CUDA: unary and binary ops match eager across dtypes", "[cuda]") {
 }
 
 TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
-  if (!have_gpu()) return;
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
   for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble, at::kInt, at::kLong, at::kBool})
     for (const auto& [name, op] : jitc::testing::reduction_ops())
       check_parity(std::string(name) + " " + c10::toString(dtype), op, cuda_sample({4, 5, 1000}, dtype, 6));
@@ -46,7 +52,10 @@ TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
 }
 
 TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
-  if (!have_gpu()) return;
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
   const auto a = at::randn({60, 50}, at::kCUDA), wide = at::randn({50, 60}, at::kCUDA);
   for (const auto& [name, op] : jitc::testing::binary_ops()) {
     check_parity(std::string(name) + " transposed", op, a, wide.t());
@@ -56,7 +65,10 @@ TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
 }
 
 TEST_CASE("CUDA: one compiled program serves every size of a dynamic dim", "[cuda][dynamic]") {
-  if (!have_gpu()) return;
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
   auto f = jitc::compile([](const at::Tensor& x) { return at::softmax(x * 2, -1) + 1; });
   f(at::randn({3, 1000}, at::kCUDA));
   f(at::randn({5, 1000}, at::kCUDA));
@@ -70,7 +82,10 @@ TEST_CASE("CUDA: one compiled program serves every size of a dynamic dim", "[cud
 }
 
 TEST_CASE("CUDA: kernels run on the caller's current stream, from several threads", "[cuda]") {
-  if (!have_gpu()) return;
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
   auto f = jitc::compile([](const at::Tensor& x) { return (x.sin() * 2).relu() + x.sum(-1, true); });
   const auto warm = at::randn({256, 512}, at::kCUDA);
   f(warm);
