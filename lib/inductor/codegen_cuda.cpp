@@ -297,7 +297,7 @@ class Printer {
         if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
       const std::string v = name(e.a);
       if (arg)
-        line(fmt::format("if (arg_better({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", e.reduce == ReduceKind::kArgMax, v,
+        line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", ty, e.reduce == ReduceKind::kArgMax, v,
                          name(e.b), acc, pos, acc, v, pos, name(e.b)));
       else
         line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));

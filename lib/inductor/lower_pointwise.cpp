@@ -133,13 +133,19 @@ void register_unary(Registry& r) {
   r["aten::mish"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
     return kb.binary(ScalarOp::kMul, x[0], kb.unary(ScalarOp::kTanh, kb.unary(ScalarOp::kLog1p, kb.unary(ScalarOp::kExp, x[0]))));
   });
-  r["aten::hardswish"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
-    const int gate = clamp(kb, kb.binary(ScalarOp::kAdd, x[0], k(kb, 3, t)), k(kb, 0, t), k(kb, 6, t));
-    return kb.binary(ScalarOp::kDiv, kb.binary(ScalarOp::kMul, x[0], gate), k(kb, 6, t));
-  });
-  r["aten::hardsigmoid"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
-    return kb.binary(ScalarOp::kDiv, clamp(kb, kb.binary(ScalarOp::kAdd, x[0], k(kb, 3, t)), k(kb, 0, t), k(kb, 6, t)), k(kb, 6, t));
-  });
+  // ATen's CPU kernels divide by 6; its CUDA kernels multiply by 1.0f / 6.0f, a float even for double.
+  auto hard = [](bool times_x) {
+    return [times_x](LoweringContext& c, const Node& n) {
+      const bool cuda = c.meta(output(n)).device.is_cuda();
+      return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+        int gate = clamp(kb, kb.binary(ScalarOp::kAdd, x[0], k(kb, 3, t)), k(kb, 0, t), k(kb, 6, t));
+        if (times_x) gate = kb.binary(ScalarOp::kMul, x[0], gate);
+        return cuda ? kb.binary(ScalarOp::kMul, gate, k(kb, static_cast<double>(1.0f / 6.0f), t)) : kb.binary(ScalarOp::kDiv, gate, k(kb, 6, t));
+      });
+    };
+  };
+  r["aten::hardswish"] = hard(true);
+  r["aten::hardsigmoid"] = hard(false);
   r["aten::gelu"] = [](LoweringContext& c, const Node& n) {
     const bool tanh = string_arg(n, 1, "none") == "tanh";
     return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [tanh](KernelBuilder& kb, const Values& x, ScalarType t) {
