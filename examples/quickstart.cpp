@@ -27,6 +27,7 @@ int main() {
 
   auto compiled = jitc::compile(block, jitc::Options{.name = "mlp_block"});
   bool all_close = true;
+  const auto started = std::chrono::steady_clock::now();
   for (int64_t batch : {8, 16, 32, 8}) {  // a changing batch: one recompile, then one symbolic entry
     const at::Tensor x = at::randn({batch, 64});
     const at::Tensor expected = block(x, 0.5);
@@ -36,15 +37,19 @@ int main() {
     std::printf("batch %3lld: compiled vs eager max |diff| = %.3g  %s\n", static_cast<long long>(batch),
                 (got - expected).abs().max().item<double>(), close ? "OK" : "MISMATCH");
   }
+  std::printf("first four calls (traces, code generation or cache loads, checks): %.1f ms\n",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
   const at::Tensor x = at::randn({16, 64});
   const double eager_us = micros_per_call([&] { return block(x, 0.5); }, 2000);
   const double jitc_us = micros_per_call([&] { return compiled(x, 0.5); }, 2000);
   const auto s = compiled.stats();
   std::printf("time per call: eager %.2f us, jitc %.2f us (backend: inductor, fused CPU kernels)\n",
               eager_us, jitc_us);
-  std::printf("stats: calls=%lld hits=%lld compiles=%lld recompiles=%lld entries=%lld compile time=%.1f ms\n",
+  std::printf("stats: calls=%lld hits=%lld compiles=%lld recompiles=%lld entries=%lld compile time=%.1f ms "
+              "(code generation %.1f ms, %lld kernels compiled, %lld programs from the cache)\n",
               static_cast<long long>(s.calls), static_cast<long long>(s.hits), static_cast<long long>(s.compiles),
-              static_cast<long long>(s.recompiles), static_cast<long long>(s.entries), s.compile_seconds * 1e3);
+              static_cast<long long>(s.recompiles), static_cast<long long>(s.entries), s.compile_seconds * 1e3,
+              s.codegen_seconds * 1e3, static_cast<long long>(s.kernels_compiled), static_cast<long long>(s.programs_from_cache));
   std::printf("%s\n", all_close ? "compiled results agree with eager" : "MISMATCH between compiled and eager");
   return all_close ? 0 : 1;
 }
