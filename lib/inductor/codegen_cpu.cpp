@@ -110,7 +110,7 @@ class Printer {
   std::string body_function() {
     std::string params;
     for (size_t b = 0; b < k_.buffers.size(); ++b) params += fmt::format("ptr noalias %buf{}, ", b);
-    out_ += fmt::format("define internal void @{}.body({}ptr %syms, i64 %tile_begin, i64 %tile_end) alwaysinline {{\n",
+    out_ += fmt::format("define internal void @{}.body({}ptr %syms, i64 %tile_begin, i64 %tile_end) alwaysinline \"prefer-vector-width\"=\"512\" {{\n",
                         k_.name, params);
     label("entry");
     for (size_t i = 0; i < k_.body.size(); ++i)
@@ -135,7 +135,7 @@ class Printer {
   }
 
   std::string wrapper() {
-    std::string s = fmt::format("define void @{}(ptr %buffers, ptr %syms, i64 %tile_begin, i64 %tile_end) {{\nentry:\n", k_.name);
+    std::string s = fmt::format("define void @{}(ptr %buffers, ptr %syms, i64 %tile_begin, i64 %tile_end) \"prefer-vector-width\"=\"512\" {{\nentry:\n", k_.name);
     std::string args;
     for (size_t b = 0; b < k_.buffers.size(); ++b) {
       s += fmt::format("  %slot{} = getelementptr ptr, ptr %buffers, i64 {}\n  %buf{} = load ptr, ptr %slot{}\n", b, b, b, b);

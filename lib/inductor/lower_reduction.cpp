@@ -303,7 +303,8 @@ LowerFn softmax(bool log) {
       });
       const int shifted = kb.binary(ScalarOp::kSub, element(kb, index), m);
       if (log) return kb.binary(ScalarOp::kSub, shifted, kb.unary(ScalarOp::kLog, sum));
-      return kb.binary(ScalarOp::kDiv, kb.unary(ScalarOp::kExp, shifted), sum);
+      // One division per row, a multiplication per element (as ATen's vectorized kernel scales).
+      return kb.binary(ScalarOp::kMul, kb.unary(ScalarOp::kExp, shifted), kb.binary(ScalarOp::kDiv, kb.constant(1, t), sum));
     }};
   };
 }

@@ -70,6 +70,18 @@ std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& 
       add(std::string(fn) + "f", isa.letter, isa.float_lanes, "vv");
       add(fn, isa.letter, isa.float_lanes / 2, "vv");
     }
+    // The code generator calls these as intrinsics (llvm.sin.f32...): map those names too.
+    for (const char* fn : {"sin", "cos", "exp", "exp2", "log", "log2", "log10", "pow"}) {
+      const char* params = std::string(fn) == "pow" ? "vv" : "v";
+      for (auto [suffix, lanes] : {std::pair{"f32", isa.float_lanes}, std::pair{"f64", isa.float_lanes / 2}}) {
+        const std::string scalar = fmt::format("llvm.{}.{}", fn, suffix);
+        const std::string vector = fmt::format("{}{}", fn, std::string(suffix) == "f32" ? "f" : "");
+        names.push_back(scalar);
+        const llvm::StringRef s = names.back();
+        names.push_back(fmt::format("_ZGV{}N{}{}_{}", isa.letter, lanes, params, vector));
+        descs.push_back({s, names.back(), llvm::ElementCount::getFixed(lanes)});
+      }
+    }
   }
   tlii->addVectorizableFunctions(descs);
   return tlii;
