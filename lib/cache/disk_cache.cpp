@@ -187,10 +187,36 @@ void DiskCache::evict_beyond_cap() {
   }
 }
 
+void DiskCache::store_note(const std::string& name, const std::string& text) {
+  if (!enabled()) return;
+  static std::atomic<uint64_t> counter{0};
+  const fs::path path = fs::path(dir()) / "notes" / name;
+  const fs::path temporary = path.string() + fmt::format(".tmp.{}.{}", getpid(), counter++);
+  std::error_code error;
+  fs::create_directories(path.parent_path(), error);
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << text;
+    if (!out) return;
+  }
+  fs::rename(temporary, path, error);
+  if (error) fs::remove(temporary, error);
+}
+
+std::optional<std::string> DiskCache::load_note(const std::string& name) const {
+  if (!enabled()) return std::nullopt;
+  std::ifstream in(fs::path(dir()) / "notes" / name, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 void DiskCache::clear() {
   std::error_code ignored;
   for (auto it = fs::directory_iterator(dir(), ignored); !ignored && it != fs::directory_iterator(); it.increment(ignored)) {
-    if (it->is_directory() && it->path().filename().string().size() == 2) fs::remove_all(it->path(), ignored);
+    if (it->is_directory() && (it->path().filename().string().size() == 2 || it->path().filename() == "notes"))
+      fs::remove_all(it->path(), ignored);
   }
 }
 

@@ -38,6 +38,10 @@ class DiskCache {
   std::optional<std::string> load(const std::string& key);
   void store(const std::string& key, const std::string& payload);
   void clear();  // removes every entry
+
+  // Small side notes (what a key was made of, per graph), to explain misses; best effort, no checksum.
+  void store_note(const std::string& name, const std::string& text);
+  std::optional<std::string> load_note(const std::string& name) const;
   void reconfigure(Config config);
 
   bool enabled() const;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 
 namespace jitc::runtime {
@@ -77,10 +78,23 @@ std::string cuda_identity(const graph::Graph& g) {
   return "no cuda";
 }
 
+// What a key is made of besides the graph, one named part per line.
+std::string key_parts(const graph::Graph& functional) {
+  return fmt::format("cache format: {}\nlibtorch: {}\ncode generator: {}\ncuda: {}\noptions: tile {}\n", cache::kFormatVersion,
+                     TORCH_VERSION, codegen_identity(), cuda_identity(functional), inductor::kTile);
+}
+
+// The parts of `now` that differ from `before` (their names), for a miss's log line.
+std::string differing_parts(const std::string& before, const std::string& now) {
+  std::istringstream a(before), b(now);
+  std::string x, y, out;
+  while (std::getline(a, x) && std::getline(b, y))
+    if (x != y) out += (out.empty() ? "" : ", ") + y.substr(0, y.find(':'));
+  return out;
+}
+
 std::string program_key(const graph::Graph& functional) {
-  return cache::sha256_hex(fmt::format("jitc cache format {}\nlibtorch {}\n{}\n{}\ntile {}\n{}", cache::kFormatVersion,
-                                       TORCH_VERSION, codegen_identity(), cuda_identity(functional), inductor::kTile,
-                                       graph::to_text(functional)));
+  return cache::sha256_hex(key_parts(functional) + graph::to_text(functional));
 }
 
 ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,
@@ -103,11 +117,19 @@ ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name
       warn(fmt::format("jitc: the cache entry {} does not parse; it is compiled again", disk().path_of(out.key)), compile_id);
     }
   }
+  // The nearest entry: the same graph compiled with other key parts (another jitc, LibTorch, target...).
+  const std::string graph_key = cache::sha256_hex(graph::to_text(functional)), parts = key_parts(functional);
+  std::string why = "no entry for this graph";
+  if (auto before = disk().load_note(graph_key)) {
+    const std::string differ = differing_parts(*before, parts);
+    if (!differ.empty()) why = "the entry for this graph was made with another " + differ;
+  }
   out.code = ProgramCode::compile(schedule(), name, want_assembly);
   memory().keep(out.key, out.code);
   disk().store(out.key, out.code->serialize());
+  disk().store_note(graph_key, parts);
   log(Artifact::kCache,
-      fmt::format("cache miss {} for {}: compiled{}", out.key, name, disk().enabled() ? ", saved to " + disk().path_of(out.key) : ""),
+      fmt::format("cache miss {} for {} ({}): compiled{}", out.key, name, why, disk().enabled() ? ", saved to " + disk().path_of(out.key) : ""),
       compile_id);
   return out;
 }

@@ -192,3 +192,35 @@ TEST_CASE("several processes compiling the same graphs at once leave a valid cac
   for (const auto& f : fs::recursive_directory_iterator(dir.path)) temporaries += f.path().string().find(".tmp.") != std::string::npos;
   CHECK(temporaries == 0);
 }
+
+TEST_CASE("JITC_LOGS=cache logs hits and explains a miss by the part of the key that differed", "[cache][process]") {
+  TempDir dir;
+  run_child(dir.path);
+  // Pretend the entries were made by another LibTorch: drop them, keep the notes, change what they say.
+  size_t notes = 0;
+  for (const auto& f : std::vector<fs::directory_entry>(fs::recursive_directory_iterator(dir.path), {})) {
+    if (f.path().extension() == ".jitc") fs::remove(f.path());
+    if (f.path().parent_path().filename() == "notes") {
+      std::string text = read(f.path());
+      const size_t at = text.find("libtorch: ");
+      REQUIRE(at != std::string::npos);
+      text.insert(at + 10, "0.0-other ");
+      write(f.path(), text);
+      ++notes;
+    }
+  }
+  CHECK(notes == 2);
+  const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
+  const auto out = dir.path / "logged.out";
+  const std::string cmd = "JITC_LOGS=cache JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.path.string() + " " + exe.string() + " > " +
+                          out.string() + " 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string missed = read(out);
+  INFO(missed);
+  CHECK(missed.find("cache miss") != std::string::npos);
+  CHECK(missed.find("made with another libtorch") != std::string::npos);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string hit = read(out);
+  INFO(hit);
+  CHECK(hit.find("cache hit (disk)") != std::string::npos);
+}
