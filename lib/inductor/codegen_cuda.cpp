@@ -136,9 +136,12 @@ std::string literal(double v, ScalarType t) {
 
 class Printer {
  public:
-  explicit Printer(const Kernel& k) : k_(k), placement_(place(k)), emitted_(k.body.size()) {}
+  Printer(const Kernel& k, bool index32) : k_(k), index32_(index32), placement_(place(k)), emitted_(k.body.size()) { mark_indices(); }
 
   std::string run() {
+    // Indices in 32 bits when every buffer the kernel touches has fewer than 2^31 elements: 64-bit integer
+    // arithmetic costs GPUs several instructions per operation.
+    out_ += fmt::format("typedef {} idx_t;\n", index32_ ? "int" : "long long");
     out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", k_.name, std::max<size_t>(1, k_.buffers.size()));
     out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
                         kCudaBlockThreads, k_.name, k_.name);
@@ -148,7 +151,7 @@ class Printer {
     for (size_t i = 0; i < k_.body.size(); ++i)
       if (placement_.scope[i] == Scope::kEntry) emit(static_cast<int>(i));
     tiles_per_row_ = tiles_per_row();
-    line("for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {");
+    line("for (idx_t t = blockIdx.x; t < (idx_t)tiles; t += gridDim.x) {");
     row();
     line("__syncthreads();");
     line("}");
@@ -166,7 +169,7 @@ class Printer {
     const auto inner = k_.inner_vars();
     if (inner.size() != 1) throw std::invalid_argument("cuda codegen: a tiled kernel needs exactly one inner dim");
     const std::string v = fresh("tpr");
-    line(fmt::format("const long long {} = ({} + {}) / {};", v, name(k_.vars[inner[0]].extent), k_.tile - 1, k_.tile));
+    line(fmt::format("const idx_t {} = ({} + {}) / {};", v, name(k_.vars[inner[0]].extent), k_.tile - 1, k_.tile));
     return v;
   }
 
@@ -175,14 +178,14 @@ class Printer {
     if (k_.tile > 0) {
       rest = fresh("row");
       column_tile = fresh("ctile");
-      line(fmt::format("const long long {} = t / {}, {} = t % {};", rest, tiles_per_row_, column_tile, tiles_per_row_));
+      line(fmt::format("const idx_t {} = t / {}, {} = t % {};", rest, tiles_per_row_, column_tile, tiles_per_row_));
     }
     const auto outer = k_.outer_vars();
     for (size_t d = outer.size(); d-- > 0;) {
       const std::string extent = name(k_.vars[outer[d]].extent);
       var_value_[outer[d]] = fresh("o");
       const std::string next = fresh("q");
-      line(fmt::format("const long long {} = {} % {}, {} = {} / {};", var_value_[outer[d]], rest, extent, next, rest, extent));
+      line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[outer[d]], rest, extent, next, rest, extent));
       rest = next;
     }
     for (size_t i = 0; i < k_.body.size(); ++i) {
@@ -195,11 +198,11 @@ class Printer {
   // A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block.
   template <class Body>
   void block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, Body&& body) {
-    std::string total = "1ll";
+    std::string total = "((idx_t)1)";
     for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
     const std::string i = fresh("i");
-    if (!lo.empty()) line(fmt::format("for (long long {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
-    else line(fmt::format("for (long long {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
+    if (!lo.empty()) line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
+    else line(fmt::format("for (idx_t {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
     std::string rest = i;
     for (size_t d = vars.size(); d-- > 0;) {
       if (!lo.empty() || d == 0) {
@@ -209,7 +212,7 @@ class Printer {
       const std::string extent = name(k_.vars[vars[d]].extent);
       var_value_[vars[d]] = fresh("c");
       const std::string next = fresh("r");
-      line(fmt::format("const long long {} = {} % {}, {} = {} / {};", var_value_[vars[d]], rest, extent, next, rest, extent));
+      line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[vars[d]], rest, extent, next, rest, extent));
       rest = next;
     }
     body();
@@ -225,7 +228,7 @@ class Printer {
     if (k_.tile > 0) {
       lo = fresh("lo"), hi = fresh("hi");
       const std::string extent = name(k_.vars[inner[0]].extent);
-      line(fmt::format("const long long {} = {} * {}, {} = min({}, {} + {});", lo, column_tile, k_.tile, hi, extent, lo, k_.tile));
+      line(fmt::format("const idx_t {} = {} * {}, {} = min({}, ({})({} + {}));", lo, column_tile, k_.tile, hi, extent, "idx_t", lo, k_.tile));
     }
     auto saved = emitted_;
     block_loop(inner, lo, hi, [&] {
@@ -357,7 +360,7 @@ class Printer {
 
   void expr(int i, const Expr& e) {
     const ScalarType t = e.dtype;
-    const std::string ty = c_type(t);
+    const std::string ty = index_[i] ? "idx_t" : c_type(t);
     const bool f = is_float(t);
     const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "", c = e.c >= 0 ? name(e.c) : "";
     auto define = [&](const std::string& value) { line(fmt::format("const {} {} = {};", ty, name(i), value)); };
@@ -367,7 +370,7 @@ class Printer {
     }
     switch (e.op) {
       case ScalarOp::kVar: define(var_value_.at(e.var)); break;
-      case ScalarOp::kSym: define(fmt::format("symbols.v[{}]", e.var)); break;
+      case ScalarOp::kSym: define(fmt::format("(idx_t)symbols.v[{}]", e.var)); break;
       case ScalarOp::kConst: define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue)); break;
       case ScalarOp::kLoad: load(i, e); break;
       case ScalarOp::kStore: store(e); break;
@@ -435,7 +438,24 @@ class Printer {
     line(fmt::format("{}buf{}[{}] = {};", per_row ? "if (threadIdx.x == 0) " : "", e.buffer, name(e.a), value));
   }
 
+  // Integer expressions computed from loop variables, sizes and constants only: indices, printed as idx_t.
+  void mark_indices() {
+    index_.assign(k_.body.size(), false);
+    for (size_t i = 0; i < k_.body.size(); ++i) {
+      const Expr& e = k_.body[i];
+      if (e.dtype != ScalarType::Long) continue;
+      bool from_indices = true;
+      for (int operand : {e.a, e.b, e.c}) from_indices = from_indices && (operand < 0 || index_[operand]);
+      const bool leaf = e.op == ScalarOp::kVar || e.op == ScalarOp::kSym || e.op == ScalarOp::kConst;
+      const bool arithmetic = e.op == ScalarOp::kAdd || e.op == ScalarOp::kSub || e.op == ScalarOp::kMul ||
+                              e.op == ScalarOp::kDiv || e.op == ScalarOp::kRem || e.op == ScalarOp::kMax || e.op == ScalarOp::kMin;
+      index_[i] = leaf || (arithmetic && from_indices);
+    }
+  }
+
   const Kernel& k_;
+  bool index32_;
+  std::vector<bool> index_;
   Placement placement_;
   std::vector<bool> emitted_;
   std::unordered_map<int, std::string> var_value_;
@@ -445,7 +465,7 @@ class Printer {
 
 }  // namespace
 
-std::string emit_cuda(const Kernel& kernel) { return Printer(kernel).run(); }
+std::string emit_cuda(const Kernel& kernel, bool index32) { return Printer(kernel, index32).run(); }
 std::string cuda_prelude() { return kPrelude; }
 
 int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {

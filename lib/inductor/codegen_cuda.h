@@ -12,7 +12,8 @@ constexpr int kCudaBlockThreads = 256;
 
 // extern "C" __global__ void <name>(Buffers_<name> buffers, Symbols symbols, long long tiles), where
 // Buffers_<name> holds one pointer per kernel buffer and Symbols the values of up to 16 symbols.
-std::string emit_cuda(const Kernel& kernel);
+// index32: every buffer has fewer than 2^31 elements, so indices fit 32-bit integers.
+std::string emit_cuda(const Kernel& kernel, bool index32 = false);
 // What a source of kernels starts with (once): helpers and the Symbols struct.
 std::string cuda_prelude();
 

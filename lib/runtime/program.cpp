@@ -51,7 +51,8 @@ constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chun
 
 }  // namespace
 
-std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, const std::string& name, bool want_assembly) {
+std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, const std::string& name, bool want_assembly,
+                                                        bool index32) {
   auto code = std::make_shared<ProgramCode>();
   code->plan = std::move(plan);
   std::vector<std::string> irs;
@@ -65,7 +66,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
     }
     if (gpu && *gpu != k.device) throw UnsupportedError("a graph whose kernels run on two CUDA devices");
     gpu = k.device;
-    cuda += inductor::emit_cuda(k.kernel);
+    cuda += inductor::emit_cuda(k.kernel, index32);
   }
   code->llvm_ir = link_ir(irs);
   if (!irs.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);

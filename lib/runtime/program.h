@@ -31,8 +31,10 @@ struct ProgramCode {
     void* cuda_function = nullptr;  // CUDA kernels (a CUfunction)
   };
 
-  // Generates and compiles every kernel of `plan` (throws jitc::CompileError).
-  static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly);
+  // Generates and compiles every kernel of `plan` (throws jitc::CompileError). index32: every tensor of
+  // the graph has fewer than 2^31 elements whatever its symbols (CUDA kernels then index in 32 bits).
+  static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly,
+                                                    bool index32 = false);
   // Loads code saved by serialize() without generating or compiling anything; nullptr if malformed.
   static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
   std::string serialize() const;

@@ -93,6 +93,21 @@ std::string differing_parts(const std::string& before, const std::string& now) {
   return out;
 }
 
+// Static sizes whose every tensor spans fewer than 2^31 elements (dynamic sizes could grow past it).
+bool fits_32_bits(const graph::Graph& g) {
+  if (g.num_symbols > 0) return false;
+  for (const auto& v : g.values) {
+    int64_t extent = 1;
+    for (size_t d = 0; d < v.meta.sizes.size(); ++d) {
+      const int64_t size = v.meta.sizes[d].offset, stride = v.meta.strides[d].offset;
+      if (size == 0) extent = 0;
+      if (size > 0) extent += (size - 1) * std::abs(stride);
+    }
+    if (extent + v.meta.storage_offset >= (int64_t{1} << 31)) return false;
+  }
+  return true;
+}
+
 std::string program_key(const graph::Graph& functional) {
   return cache::sha256_hex(key_parts(functional) + graph::to_text(functional));
 }
@@ -124,7 +139,7 @@ ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name
     const std::string differ = differing_parts(*before, parts);
     if (!differ.empty()) why = "the entry for this graph was made with another " + differ;
   }
-  out.code = ProgramCode::compile(schedule(), name, want_assembly);
+  out.code = ProgramCode::compile(schedule(), name, want_assembly, fits_32_bits(functional));
   memory().keep(out.key, out.code);
   disk().store(out.key, out.code->serialize());
   disk().store_note(graph_key, parts);

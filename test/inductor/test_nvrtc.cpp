@@ -58,12 +58,14 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
       auto outcome = jitc::testing::trace_of(f, a, b);
       const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
       const auto plan = jitc::inductor::schedule(g, "k", {});
-      std::string source = jitc::inductor::cuda_prelude();
-      for (const auto& k : plan.kernels) source += jitc::inductor::emit_cuda(k.kernel);
-      INFO(name << " " << c10::toString(dtype));
-      std::string ptx;
-      CHECK_NOTHROW(ptx = jitc::runtime::nvrtc_compile(source, "test", "sm_90", /*cubin=*/false));
-      CHECK(ptx.find(".entry") != std::string::npos);
+      for (bool index32 : {false, true}) {
+        std::string source = jitc::inductor::cuda_prelude();
+        for (const auto& k : plan.kernels) source += jitc::inductor::emit_cuda(k.kernel, index32);
+        INFO(name << " " << c10::toString(dtype) << (index32 ? " 32-bit indices" : " 64-bit indices"));
+        std::string ptx;
+        CHECK_NOTHROW(ptx = jitc::runtime::nvrtc_compile(source, "test", "sm_90", /*cubin=*/false));
+        CHECK(ptx.find(".entry") != std::string::npos);
+      }
       kernels += static_cast<int>(plan.kernels.size());
     }
   }
