@@ -6,6 +6,8 @@
 // allocations, so no store can alias a load, and the vectorizer needs no runtime alias checks.
 #include "inductor/codegen_cpu.h"
 
+#include "inductor/kernel_builder.h"
+#include "inductor/llvm_emitter.h"
 #include "inductor/placement.h"
 
 #include <fmt/format.h>
@@ -17,60 +19,9 @@
 namespace jitc::inductor {
 
 namespace {
+using namespace llvm_ir;
 
-using c10::ScalarType;
-
-bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
-bool is_unsigned(ScalarType t) { return t == ScalarType::Byte || t == ScalarType::Bool; }
-
-const char* compute_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::Float: return "float";
-    case ScalarType::Double: return "double";
-    case ScalarType::Long: return "i64";
-    case ScalarType::Int: return "i32";
-    case ScalarType::Short: return "i16";
-    case ScalarType::Char:
-    case ScalarType::Byte: return "i8";
-    case ScalarType::Bool: return "i1";
-    default: throw std::invalid_argument(fmt::format("cpu codegen: no compute type for {}", c10::toString(t)));
-  }
-}
-
-const char* storage_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::Half: return "half";
-    case ScalarType::BFloat16: return "i16";
-    case ScalarType::Bool: return "i8";
-    default: return compute_type(t);
-  }
-}
-
-// Compute type of what a buffer of this dtype loads as: half and bfloat16 compute in float.
-ScalarType compute_of(ScalarType storage) {
-  return storage == ScalarType::Half || storage == ScalarType::BFloat16 ? ScalarType::Float : storage;
-}
-
-int bits(ScalarType t) {
-  switch (t) {
-    case ScalarType::Double:
-    case ScalarType::Long: return 64;
-    case ScalarType::Float:
-    case ScalarType::Int: return 32;
-    case ScalarType::Short: return 16;
-    case ScalarType::Bool: return 1;
-    default: return 8;
-  }
-}
-
-std::string float_literal(double v, ScalarType t) {  // LLVM wants the hex of the double value
-  const double exact = t == ScalarType::Float ? static_cast<double>(static_cast<float>(v)) : v;
-  return fmt::format("0x{:016X}", std::bit_cast<uint64_t>(exact));
-}
-
-const char* libm_suffix(ScalarType t) { return t == ScalarType::Float ? "f" : ""; }
-
-class Printer {
+class Printer : private Emitter {
  public:
   explicit Printer(const Kernel& k) : k_(k), emitted_(k.body.size()) {}
 
@@ -88,23 +39,7 @@ class Printer {
   }
 
   // ---- text helpers -----------------------------------------------------------------------------
-  void line(const std::string& s) { out_ += "  " + s + "\n"; }
-  void label(const std::string& s) { out_ += s + ":\n"; }
-  std::string fresh(const std::string& stem) { return fmt::format("%{}.{}", stem, counter_++); }
   std::string name(int e) const { return fmt::format("%e{}", e); }
-  std::string declare(const std::string& decl) {
-    if (declared_.emplace(decl, true).second) declarations_ += "declare " + decl + "\n";
-    return decl;
-  }
-  std::string call(const std::string& fn, ScalarType t, const std::string& arg) {
-    const char* ty = compute_type(t);
-    // No side effects (errno is not read by anyone): what lets loops calling libm vectorize.
-    declare(fmt::format("{} @{}({}){}", ty, fn, ty, fn.rfind("llvm.", 0) == 0 ? "" : " nounwind willreturn memory(none)"));
-    return fmt::format("call {} @{}({} {})", ty, fn, ty, arg);
-  }
-  std::string intrinsic(const char* stem, ScalarType t, const std::string& arg) {
-    return call(fmt::format("llvm.{}.{}", stem, t == ScalarType::Float ? "f32" : "f64"), t, arg);
-  }
 
   // ---- functions --------------------------------------------------------------------------------
   std::string body_function() {
@@ -544,7 +479,7 @@ class Printer {
   void load(const std::string& v, const Expr& e) {
     const ScalarType dtype = k_.buffers[e.buffer].dtype;
     const std::string p = address(e);
-    if (compute_of(dtype) == dtype && dtype != ScalarType::Bool) {
+    if (compute_type_of(dtype) == dtype && dtype != ScalarType::Bool) {
       line(fmt::format("{} = load {}, ptr {}", v, storage_type(dtype), p));
       return;
     }
@@ -582,241 +517,12 @@ class Printer {
     line(fmt::format("store {} {}, ptr {}", storage_type(dtype), raw, address(e)));
   }
 
-  // Round to nearest even, NaN to a quiet NaN: c10::BFloat16's conversion.
-  std::string to_bfloat16(const std::string& value) {
-    const std::string bits32 = fresh("fb"), lsb = fresh("lsb"), bias = fresh("bias"), sum = fresh("sum"),
-                      high = fresh("hi"), nan = fresh("nan"), pick = fresh("pick"), out = fresh("bf");
-    line(fmt::format("{} = bitcast float {} to i32", bits32, value));
-    line(fmt::format("{}.sh = lshr i32 {}, 16", lsb, bits32));
-    line(fmt::format("{} = and i32 {}.sh, 1", lsb, lsb));
-    line(fmt::format("{} = add i32 {}, 32767", bias, lsb));
-    line(fmt::format("{} = add i32 {}, {}", sum, bits32, bias));
-    line(fmt::format("{} = lshr i32 {}, 16", high, sum));
-    line(fmt::format("{} = fcmp uno float {}, {}", nan, value, value));
-    line(fmt::format("{} = select i1 {}, i32 32704, i32 {}", pick, nan, high));
-    line(fmt::format("{} = trunc i32 {} to i16", out, pick));
-    return out;
-  }
-
-  void cast(const std::string& v, const std::string& a, ScalarType from, ScalarType to) {
-    const char* fty = compute_type(from);
-    const char* tty = compute_type(to);
-    if (from == to) {
-      line(fmt::format("{} = {} {} {}, {}", v, is_float(to) ? "fadd" : to == ScalarType::Bool ? "or" : "add", tty, a,
-                       is_float(to) ? "0.0" : to == ScalarType::Bool ? "false" : "0"));
-    } else if (to == ScalarType::Bool) {
-      line(fmt::format("{} = {} {} {}, {}", v, is_float(from) ? "fcmp une" : "icmp ne", fty, a, is_float(from) ? "0.0" : "0"));
-    } else if (is_float(from) && is_float(to)) {
-      line(fmt::format("{} = {} {} {} to {}", v, bits(to) > bits(from) ? "fpext" : "fptrunc", fty, a, tty));
-    } else if (is_float(from)) {
-      line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(to) ? "fptoui" : "fptosi", fty, a, tty));
-    } else if (is_float(to)) {
-      line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(from) ? "uitofp" : "sitofp", fty, a, tty));
-    } else if (bits(to) > bits(from)) {
-      line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(from) ? "zext" : "sext", fty, a, tty));
-    } else if (bits(to) < bits(from)) {
-      line(fmt::format("{} = trunc {} {} to {}", v, fty, a, tty));
-    } else {
-      line(fmt::format("{} = add {} {}, 0", v, tty, a));  // int8 <-> uint8: the same bits
-    }
-  }
-
-  // exp for float in plain arithmetic, so that loops calling it vectorize (a libm call does not: LLVM 16
-  // does not vectorize calls to libmvec here). Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, a degree-7
-  // polynomial for e^r (truncation error < 1e-8), and 2^n applied in two halves so that results down to
-  // the denormals and up to FLT_MAX are exact powers. Within 2 ulp of expf; NaN and infinities as expf.
-  void exp_float(const std::string& v, const std::string& a) {
-    auto f = [&](double x) { return float_literal(x, ScalarType::Float); };
-    const std::string p = v + ".x";
-    line(fmt::format("{}.t = fmul float {}, {}", p, a, f(1.4426950408889634)));
-    line(fmt::format("{}.n = call float @llvm.roundeven.f32(float {}.t)", p, p));
-    declare("float @llvm.roundeven.f32(float)");
-    line(fmt::format("{}.h = fmul float {}.n, {}", p, p, f(0.693145751953125)));
-    line(fmt::format("{}.r0 = fsub float {}, {}.h", p, a, p));
-    line(fmt::format("{}.l = fmul float {}.n, {}", p, p, f(1.428606765330187e-06)));
-    line(fmt::format("{}.r = fsub float {}.r0, {}.l", p, p, p));
-    const double c[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
-    std::string acc = f(c[0]);
-    for (int i = 1; i < 8; ++i) {
-      line(fmt::format("{}.m{} = fmul contract float {}, {}.r", p, i, acc, p));
-      line(fmt::format("{}.a{} = fadd contract float {}.m{}, {}", p, i, p, i, f(c[i])));
-      acc = fmt::format("{}.a{}", p, i);
-    }
-    line(fmt::format("{}.ni = fptosi float {}.n to i32", p, p));
-    line(fmt::format("{}.n1 = ashr i32 {}.ni, 1", p, p));
-    line(fmt::format("{}.n2 = sub i32 {}.ni, {}.n1", p, p, p));
-    for (const char* half : {"1", "2"}) {
-      line(fmt::format("{}.b{} = add i32 {}.n{}, 127", p, half, p, half));
-      line(fmt::format("{}.e{} = shl i32 {}.b{}, 23", p, half, p, half));
-      line(fmt::format("{}.s{} = bitcast i32 {}.e{} to float", p, half, p, half));
-    }
-    line(fmt::format("{}.v1 = fmul float {}, {}.s1", p, acc, p));
-    line(fmt::format("{}.v = fmul float {}.v1, {}.s2", p, p, p));
-    line(fmt::format("{}.big = fcmp ogt float {}, {}", p, a, f(88.72283935546875)));
-    line(fmt::format("{}.small = fcmp olt float {}, {}", p, a, f(-103.97208404541016)));
-    line(fmt::format("{}.nan = fcmp uno float {}, {}", p, a, a));
-    line(fmt::format("{}.o = select i1 {}.big, float {}, float {}.v", p, p, f(INFINITY), p));
-    line(fmt::format("{}.u = select i1 {}.small, float 0.0, float {}.o", p, p, p));
-    line(fmt::format("{} = select i1 {}.nan, float {}, float {}.u", v, p, a, p));
-  }
-
-  // erf for float: Abramowitz and Stegun 7.1.26 (absolute error < 1.5e-7), the formula ATen's vectorized
-  // CPU kernel uses, with exp_float: erf(x) = sign(x) (1 - poly(t) e^(-x^2)), t = 1 / (1 + p |x|).
-  void erf_float(const std::string& v, const std::string& a) {
-    auto f = [&](double x) { return float_literal(x, ScalarType::Float); };
-    const std::string p = v + ".y";
-    line(fmt::format("{}.ax = {}", p, intrinsic("fabs", ScalarType::Float, a)));
-    line(fmt::format("{}.d = fmul contract float {}.ax, {}", p, p, f(0.3275911)));
-    line(fmt::format("{}.d1 = fadd contract float {}.d, 1.0", p, p));
-    line(fmt::format("{}.t = fdiv float 1.0, {}.d1", p, p));
-    const double c[] = {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592};
-    std::string acc = f(c[0]);
-    for (int i = 1; i < 5; ++i) {
-      line(fmt::format("{}.m{} = fmul contract float {}, {}.t", p, i, acc, p));
-      line(fmt::format("{}.a{} = fadd contract float {}.m{}, {}", p, i, p, i, f(c[i])));
-      acc = fmt::format("{}.a{}", p, i);
-    }
-    line(fmt::format("{}.poly = fmul contract float {}, {}.t", p, acc, p));
-    line(fmt::format("{}.sq = fmul float {}, {}", p, a, a));
-    line(fmt::format("{}.nsq = fneg float {}.sq", p, p));
-    exp_float(p + ".e", p + ".nsq");
-    line(fmt::format("{}.pe = fmul float {}.poly, {}.e", p, p, p));
-    line(fmt::format("{}.r = fsub float 1.0, {}.pe", p, p));
-    declare("float @llvm.copysign.f32(float, float)");
-    line(fmt::format("{} = call float @llvm.copysign.f32(float {}.r, float {})", v, p, a));
-  }
-
-  void libm(const std::string& v, const char* stem, ScalarType t, const std::string& a) {
-    line(fmt::format("{} = {}", v, call(fmt::format("{}{}", stem, libm_suffix(t)), t, a)));
-  }
-
-  void compare(const std::string& v, ScalarType t, const std::string& a, const std::string& b, const char* fcmp,
-               const char* scmp, const char* ucmp) {
-    if (is_float(t)) line(fmt::format("{} = fcmp {} {} {}, {}", v, fcmp, compute_type(t), a, b));
-    else line(fmt::format("{} = icmp {} {} {}, {}", v, is_unsigned(t) ? ucmp : scmp, compute_type(t), a, b));
-  }
-
-  void extremum(const std::string& v, ScalarType t, const std::string& a, const std::string& b, bool max) {
-    const char* ty = compute_type(t);
-    if (!is_float(t)) {
-      const char* cmp = max ? (is_unsigned(t) ? "ugt" : "sgt") : (is_unsigned(t) ? "ult" : "slt");
-      line(fmt::format("{}.c = icmp {} {} {}, {}", v, cmp, ty, a, b));
-      line(fmt::format("{} = select i1 {}.c, {} {}, {} {}", v, v, ty, a, ty, b));
-      return;
-    }
-    // llvm.maximum would propagate NaN too, but LLVM 16's x86 back end cannot select it.
-    line(fmt::format("{}.c = fcmp {} {} {}, {}", v, max ? "ogt" : "olt", ty, a, b));
-    line(fmt::format("{}.s = select i1 {}.c, {} {}, {} {}", v, v, ty, a, ty, b));
-    line(fmt::format("{}.u = fcmp uno {} {}, {}", v, ty, a, b));
-    line(fmt::format("{}.n = fadd {} {}, {}", v, ty, a, b));  // NaN when either is
-    line(fmt::format("{} = select i1 {}.u, {} {}.n, {} {}.s", v, v, ty, v, ty, v));
-  }
-
-  void sign(const std::string& v, ScalarType t, const std::string& a) {
-    const char* ty = compute_type(t);
-    const std::string pos = fresh("pos"), neg = fresh("neg"), p = fresh("p"), n = fresh("n");
-    if (is_float(t)) {
-      line(fmt::format("{} = fcmp ogt {} {}, 0.0", pos, ty, a));
-      line(fmt::format("{} = fcmp olt {} {}, 0.0", neg, ty, a));
-      line(fmt::format("{} = uitofp i1 {} to {}", p, pos, ty));
-      line(fmt::format("{} = uitofp i1 {} to {}", n, neg, ty));
-      line(fmt::format("{} = fsub {} {}, {}", v, ty, p, n));
-    } else {
-      line(fmt::format("{} = icmp {} {} {}, 0", pos, is_unsigned(t) ? "ugt" : "sgt", ty, a));
-      line(fmt::format("{} = icmp slt {} {}, 0", neg, ty, a));
-      line(fmt::format("{} = zext i1 {} to {}", p, pos, ty));
-      line(fmt::format("{} = zext i1 {} to {}", n, neg, ty));
-      line(fmt::format("{} = sub {} {}, {}", v, ty, p, n));
-    }
-  }
-
-  // Integer division by zero would trap the process (eager raises an error instead): a zero divisor
-  // divides by one here. Documented in lib/inductor/README.md.
-  std::string safe_divisor(ScalarType t, const std::string& b) {
-    const char* ty = compute_type(t);
-    const std::string zero = fresh("z"), out = fresh("d");
-    line(fmt::format("{} = icmp eq {} {}, 0", zero, ty, b));
-    line(fmt::format("{} = select i1 {}, {} 1, {} {}", out, zero, ty, ty, b));
-    return out;
-  }
-
-  // Python's floor division: ATen's div_floor (floats: floor of the true quotient, with its fix-ups).
-  void floor_div(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
-    const char* ty = compute_type(t);
-    if (is_float(t)) {
-      const std::string q = fresh("q");
-      line(fmt::format("{} = fdiv {} {}, {}", q, ty, a, b));
-      line(fmt::format("{} = {}", v, intrinsic("floor", t, q)));
-      return;
-    }
-    const std::string d = safe_divisor(t, b), q = fresh("q"), r = fresh("r"), nz = fresh("nz"), sa = fresh("sa"),
-                      sb = fresh("sb"), diff = fresh("diff"), fix = fresh("fix"), one = fresh("one");
-    line(fmt::format("{} = sdiv {} {}, {}", q, ty, a, d));
-    line(fmt::format("{} = srem {} {}, {}", r, ty, a, d));
-    line(fmt::format("{} = icmp ne {} {}, 0", nz, ty, r));
-    line(fmt::format("{} = icmp slt {} {}, 0", sa, ty, r));
-    line(fmt::format("{} = icmp slt {} {}, 0", sb, ty, d));
-    line(fmt::format("{} = xor i1 {}, {}", diff, sa, sb));
-    line(fmt::format("{} = and i1 {}, {}", fix, nz, diff));
-    line(fmt::format("{} = zext i1 {} to {}", one, fix, ty));
-    line(fmt::format("{} = sub {} {}, {}", v, ty, q, one));
-  }
-
-  // Python's remainder: the result takes the divisor's sign.
-  void remainder(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
-    const char* ty = compute_type(t);
-    const std::string d = is_float(t) ? b : safe_divisor(t, b);
-    const std::string r = fresh("r"), nz = fresh("nz"), sr = fresh("sr"), sb = fresh("sb"), diff = fresh("diff"),
-                      fix = fresh("fix"), adj = fresh("adj");
-    const bool f = is_float(t);
-    line(fmt::format("{} = {} {} {}, {}", r, f ? "frem" : "srem", ty, a, d));
-    line(fmt::format("{} = {} {} {}, {}", nz, f ? "fcmp une" : "icmp ne", ty, r, f ? "0.0" : "0"));
-    line(fmt::format("{} = {} {} {}, {}", sr, f ? "fcmp olt" : "icmp slt", ty, r, f ? "0.0" : "0"));
-    line(fmt::format("{} = {} {} {}, {}", sb, f ? "fcmp olt" : "icmp slt", ty, d, f ? "0.0" : "0"));
-    line(fmt::format("{} = xor i1 {}, {}", diff, sr, sb));
-    line(fmt::format("{} = and i1 {}, {}", fix, nz, diff));
-    line(fmt::format("{} = {} {} {}, {}", adj, f ? "fadd" : "add", ty, r, d));
-    line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, fix, ty, adj, ty, r));
-  }
-
-  // Integer power by repeated squaring, unrolled over the exponent's bits.
-  void int_pow(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
-    const char* ty = compute_type(t);
-    std::string result = fresh("pw"), base = a, exponent = b;
-    line(fmt::format("{} = add {} 1, 0", result, ty));
-    for (int bit = 0; bit < bits(t) - 1 && bit < 63; ++bit) {
-      const std::string low = fresh("lo"), set = fresh("set"), mul = fresh("m"), next = fresh("pw"), sq = fresh("sq"),
-                        sh = fresh("sh");
-      line(fmt::format("{} = and {} {}, 1", low, ty, exponent));
-      line(fmt::format("{} = icmp ne {} {}, 0", set, ty, low));
-      line(fmt::format("{} = mul {} {}, {}", mul, ty, result, base));
-      line(fmt::format("{} = select i1 {}, {} {}, {} {}", next, set, ty, mul, ty, result));
-      line(fmt::format("{} = mul {} {}, {}", sq, ty, base, base));
-      line(fmt::format("{} = lshr {} {}, 1", sh, ty, exponent));
-      result = next, base = sq, exponent = sh;
-    }
-    // A negative exponent: 1 for base 1, +-1 for base -1 (by the exponent's parity), else 0 (ATen's powi).
-    const std::string negative = fresh("negexp"), one = fresh("one"), minus = fresh("minus"), odd = fresh("odd"),
-                      signed_one = fresh("sone"), small = fresh("small"), picked = fresh("picked");
-    line(fmt::format("{} = icmp slt {} {}, 0", negative, ty, b));
-    line(fmt::format("{} = icmp eq {} {}, 1", one, ty, a));
-    line(fmt::format("{} = icmp eq {} {}, -1", minus, ty, a));
-    line(fmt::format("{}.b = and {} {}, 1", odd, ty, b));
-    line(fmt::format("{} = icmp ne {} {}.b, 0", odd, ty, odd));
-    line(fmt::format("{} = select i1 {}, {} -1, {} 1", signed_one, odd, ty, ty));
-    line(fmt::format("{} = select i1 {}, {} 1, {} 0", small, one, ty, ty));
-    line(fmt::format("{} = select i1 {}, {} {}, {} {}", picked, minus, ty, signed_one, ty, small));
-    line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, negative, ty, picked, ty, result));
-  }
-
   const Kernel& k_;
   std::vector<Scope> scope_;
   std::vector<int> loop_of_;
   std::vector<bool> emitted_;
   std::unordered_map<int, std::string> var_value_;
-  std::unordered_map<std::string, bool> declared_;
-  std::string declarations_, out_, tiles_per_row_;
-  int counter_ = 0;
+  std::string tiles_per_row_;
 };
 
 }  // namespace
