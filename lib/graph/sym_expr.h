@@ -27,6 +27,7 @@ struct SymExpr {
     return e;
   }
   bool is_constant() const { return factors[0] < 0; }
+  bool is_one() const { return is_constant() && offset == 1; }  // a dim of size 1 (broadcasts)
   int64_t eval(const int64_t* symbols) const {
     if (is_constant()) return offset;
     int64_t m = coeff * symbols[factors[0]];

@@ -191,13 +191,6 @@ class Printer : private Emitter {
     emitted_ = std::move(saved);
   }
 
-  std::vector<int> loop_vars(int loop) const {
-    std::vector<int> out;
-    for (size_t v = 0; v < k_.vars.size(); ++v)
-      if (k_.vars[v].kind == LoopVar::Kind::kReduction && k_.vars[v].loop == loop) out.push_back(static_cast<int>(v));
-    return out;
-  }
-
   // ---- reductions -------------------------------------------------------------------------------
   void reduction(int r) {
     const Expr& e = k_.body[r];
@@ -221,7 +214,7 @@ class Printer : private Emitter {
       line(fmt::format("store i1 false, ptr {}", nan));
     }
     auto saved = emitted_;
-    loop_nest(loop_vars(e.loop), "", "", [&] {
+    loop_nest(k_.loop_vars(e.loop), "", "", [&] {
       for (int i = 0; i < r; ++i)
         if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
       const std::string old = fresh("old");

@@ -238,13 +238,6 @@ class Printer {
     emitted_ = std::move(saved);
   }
 
-  std::vector<int> loop_vars(int loop) const {
-    std::vector<int> out;
-    for (size_t v = 0; v < k_.vars.size(); ++v)
-      if (k_.vars[v].kind == LoopVar::Kind::kReduction && k_.vars[v].loop == loop) out.push_back(static_cast<int>(v));
-    return out;
-  }
-
   std::string identity(ReduceKind kind, ScalarType t) {
     const bool f = is_float(t);
     switch (kind) {
@@ -295,7 +288,7 @@ class Printer {
     line(fmt::format("{} {} = {};", ty, acc, identity(e.reduce, vt)));
     if (arg) line(fmt::format("long long {} = (long long)1 << 62;", pos));
     auto saved = emitted_;
-    block_loop(loop_vars(e.loop), "", "", [&] {
+    block_loop(k_.loop_vars(e.loop), "", "", [&] {
       for (int i = 0; i < r; ++i)
         if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
       const std::string v = name(e.a);

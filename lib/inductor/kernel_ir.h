@@ -81,6 +81,12 @@ struct Kernel {
 
   std::vector<int> outer_vars() const { return vars_of(LoopVar::Kind::kOuter); }
   std::vector<int> inner_vars() const { return vars_of(LoopVar::Kind::kInner); }
+  std::vector<int> loop_vars(int loop) const {  // the variables of one reduction loop
+    std::vector<int> out;
+    for (size_t v = 0; v < vars.size(); ++v)
+      if (vars[v].kind == LoopVar::Kind::kReduction && vars[v].loop == loop) out.push_back(static_cast<int>(v));
+    return out;
+  }
   std::vector<int> vars_of(LoopVar::Kind kind) const {
     std::vector<int> out;
     for (size_t v = 0; v < vars.size(); ++v)

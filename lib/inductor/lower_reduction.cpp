@@ -22,7 +22,6 @@ using graph::SymShape;
 using graph::ValueId;
 using Element = std::function<int(KernelBuilder&, const Index&)>;
 
-bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
 
 std::vector<int64_t> normalize_dims(std::vector<int64_t> dims, size_t rank) {
   if (dims.empty())
@@ -76,7 +75,7 @@ void require_row_aligned(KernelBuilder& kb, ValueId owner, const Index& out_inde
   bool aligned = true;
   for (size_t d = 0; d < out_index.size() && aligned; ++d) {
     if (kb.deps(out_index[d]) & element_vars) aligned = false;
-    if (is_one(out_sizes[d])) continue;
+    if (out_sizes[d].is_one()) continue;
     aligned = aligned && next < rows.size() && out_index[d] == kb.var(rows[next]) &&
               kb.kernel().vars[rows[next]].extent == kb.extent(out_sizes[d]);
     ++next;

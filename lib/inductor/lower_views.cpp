@@ -23,7 +23,6 @@ using graph::ValueId;
 using Remap = std::function<Index(KernelBuilder&, const Index&)>;
 
 ValueId output(const Node& n, size_t k = 0) { return n.outputs.at(0).values.at(k); }
-bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
 
 int64_t int_arg(const Node& n, size_t i) {
   if (i >= n.args.size() || n.args[i].kind != graph::Arg::Kind::kConstant || !n.args[i].symbolic.empty() ||
@@ -51,19 +50,19 @@ Loader view(LoweringContext& c, ValueId in, ValueId out, Remap remap) {
 Remap reshape(const SymShape& from, const SymShape& to) {
   SymShape a, b;
   for (const auto& e : from)
-    if (!is_one(e)) a.push_back(e);
+    if (!e.is_one()) a.push_back(e);
   for (const auto& e : to)
-    if (!is_one(e)) b.push_back(e);
+    if (!e.is_one()) b.push_back(e);
   return [from, to, same = a == b](KernelBuilder& kb, const Index& index) {
     Index in(from.size());
     if (same) {  // only size-1 dims differ: match the others in order
       size_t j = 0;
       for (size_t d = 0; d < from.size(); ++d) {
-        if (is_one(from[d])) {
+        if (from[d].is_one()) {
           in[d] = kb.index_constant(0);
           continue;
         }
-        while (is_one(to[j])) ++j;
+        while (to[j].is_one()) ++j;
         in[d] = index[j++];
       }
       return in;
@@ -118,7 +117,7 @@ void register_view_ops(Registry& r) {
       Index in(from.size());
       const size_t lead = to.size() - from.size();
       for (size_t d = 0; d < from.size(); ++d)
-        in[d] = is_one(from[d]) && !is_one(to[lead + d]) ? kb.index_constant(0) : index[lead + d];
+        in[d] = from[d].is_one() && !to[lead + d].is_one() ? kb.index_constant(0) : index[lead + d];
       return in;
     })};
   };

@@ -63,7 +63,6 @@ int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
 
 namespace {
 
-bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
 
 }  // namespace
 
@@ -75,7 +74,7 @@ Loader LoweringContext::broadcast(ValueId v, const graph::SymShape& shape) {
     Index mine(own.size());
     const size_t lead = shape.size() - own.size();
     for (size_t d = 0; d < own.size(); ++d)
-      mine[d] = is_one(own[d]) && !is_one(shape[lead + d]) ? kb.index_constant(0) : index[lead + d];
+      mine[d] = own[d].is_one() && !shape[lead + d].is_one() ? kb.index_constant(0) : index[lead + d];
     return at(kb, v, mine);
   };
 }

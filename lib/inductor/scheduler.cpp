@@ -18,12 +18,11 @@ using graph::SymExpr;
 using graph::SymShape;
 using graph::ValueId;
 
-bool is_one(const SymExpr& e) { return e.is_constant() && e.offset == 1; }
 
 SymShape without_ones(const SymShape& s) {
   SymShape out;
   for (const auto& e : s)
-    if (!is_one(e)) out.push_back(e);
+    if (!e.is_one()) out.push_back(e);
   return out;
 }
 
@@ -201,14 +200,14 @@ class Scheduler {
     if (sizes == full) {
       std::vector<int> vars = outer;
       vars.insert(vars.end(), inner.begin(), inner.end());
-      for (size_t d = 0; d < sizes.size(); ++d) index.push_back(is_one(sizes[d]) ? kb.index_constant(0) : kb.var(vars[d]));
+      for (size_t d = 0; d < sizes.size(); ++d) index.push_back(sizes[d].is_one() ? kb.index_constant(0) : kb.var(vars[d]));
       return index;
     }
     std::vector<int> rows;
     for (size_t d = 0; d < s.outer.size(); ++d)
-      if (!is_one(s.outer[d])) rows.push_back(outer[d]);
+      if (!s.outer[d].is_one()) rows.push_back(outer[d]);
     size_t next = 0;
-    for (const auto& e : sizes) index.push_back(is_one(e) ? kb.index_constant(0) : kb.var(rows[next++]));
+    for (const auto& e : sizes) index.push_back(e.is_one() ? kb.index_constant(0) : kb.var(rows[next++]));
     return index;
   }
 

@@ -339,7 +339,7 @@ TEST_CASE("in-place ops on an argument and on a view of it change the caller's t
     const auto expected = fn(ref);
     const auto got = f(x);
     INFO("call " << call);
-    CHECK(same(got, expected));
+    CHECK(close(got, expected));  // a row sum: the compiled reduction may add in another order
     CHECK(same(x, ref));
   }
   CHECK(f.stats().compiles == 1);
@@ -750,7 +750,7 @@ TEST_CASE("host side effects run only while tracing and is_tracing is true insid
     return x.exp();
   });
   const auto x = at::randn({2});
-  for (int call = 0; call < 3; ++call) CHECK(same(f(x), x.exp()));
+  for (int call = 0; call < 3; ++call) CHECK(close(f(x), x.exp()));
   CHECK(runs == 1);
   CHECK(traced_inside);
   CHECK_FALSE(jitc::tracer::is_tracing());
