@@ -201,10 +201,7 @@ class Printer {
     std::string total = "((idx_t)1)";
     for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
     const std::string i = fresh("i");
-    if (!lo.empty()) {
-      line("#pragma unroll 4");
-      line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
-    }
+    if (!lo.empty()) line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
     else line(fmt::format("for (idx_t {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
     std::string rest = i;
     for (size_t d = vars.size(); d-- > 0;) {

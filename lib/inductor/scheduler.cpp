@@ -225,9 +225,7 @@ class Scheduler {
     }
     bool reduces = false;
     for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;
-    // CUDA: a block of 256 threads takes 1024 elements, 4 per thread (more blocks in flight than 4096).
-    const bool cuda = !members.empty() && g_.values[members[0]].meta.device.is_cuda();
-    if (!reduces && s.inner.size() == 1) kb.set_tile(cuda ? kCudaTile : kTile);
+    if (!reduces && s.inner.size() == 1) kb.set_tile(kTile);
     Built b{kb.take(), ctx_->buffer_values.back(), ctx_->inlined};
     b.kernel.name = kernel_name(members, b.inlined);
     return b;

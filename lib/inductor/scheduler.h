@@ -19,8 +19,7 @@
 namespace jitc::inductor {
 
 constexpr size_t kMaxFusedValues = 16;  // stored values per kernel (Inductor: max_fusion_size = 64 nodes)
-constexpr int64_t kTile = 4096;         // elements per tile of a pointwise kernel's last dim (CPU)
-constexpr int64_t kCudaTile = 1024;     // ... on CUDA: one thread block's share
+constexpr int64_t kTile = 4096;         // elements per tile of a pointwise kernel's last dim
 
 struct KernelLaunch {
   Kernel kernel;
