@@ -62,6 +62,7 @@ void dump_artifacts(const std::string& root, const std::string& name, const grap
     write_file(dir / "kernels.ll", program.code().llvm_ir);
     write_file(dir / "kernels.opt.ll", program.optimized_llvm_ir());
     write_file(dir / "kernels.s", program.assembly());
+    if (!program.code().cuda_source.empty()) write_file(dir / "kernels.cu", program.code().cuda_source);
   } catch (const std::exception& e) {
     runtime::warn(fmt::format("jitc: JITC_DEBUG_DIR: {}", e.what()));
   }
