@@ -271,29 +271,23 @@ void register_indexing(Registry& r) {
       return c.at(kb, weight, {row, index.back()});
     }};
   };
-  r["aten::index_select"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
-    const ValueId self = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 2);
-    const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(self).size());
-    const SymExpr extent = c.sizes(self).empty() ? SymExpr::constant(1) : c.sizes(self)[dim];
-    return {[&c, self, indices, dim, extent](KernelBuilder& kb, const Index& index) {
-      if (index.empty()) return c.at(kb, self, {});
-      Index i = index;
-      i[dim] = clamp_index(kb, kb.cast(c.at(kb, indices, {index[dim]}), ScalarType::Long), kb.extent(extent));
-      return c.at(kb, self, i);
-    }};
+  // index_select reads its 1-d index at the output's position along dim; gather at the whole position.
+  auto select_along_dim = [](bool whole_position) {
+    return [whole_position](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+      const ValueId self = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 2);
+      const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(self).size());
+      const SymExpr extent = c.sizes(self).empty() ? SymExpr::constant(1) : c.sizes(self)[dim];
+      return {[&c, self, indices, dim, extent, whole_position](KernelBuilder& kb, const Index& index) {
+        if (index.empty()) return c.at(kb, self, {});
+        Index i = index;
+        const int position = kb.cast(c.at(kb, indices, whole_position ? index : Index{index[dim]}), ScalarType::Long);
+        i[dim] = clamp_index(kb, position, kb.extent(extent));
+        return c.at(kb, self, i);
+      }};
+    };
   };
-  r["aten::gather"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
-    const ValueId self = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 2);
-    const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(self).size());
-    const SymExpr extent = c.sizes(self).empty() ? SymExpr::constant(1) : c.sizes(self)[dim];
-    return {[&c, self, indices, dim, extent](KernelBuilder& kb, const Index& index) {
-      if (index.empty()) return c.at(kb, self, {});
-      Index i = index;
-      int wrapped = kb.cast(c.at(kb, indices, index), ScalarType::Long);
-      i[dim] = clamp_index(kb, wrapped, kb.extent(extent));
-      return c.at(kb, self, i);
-    }};
-  };
+  r["aten::index_select"] = select_along_dim(false);
+  r["aten::gather"] = select_along_dim(true);
 }
 
 // ---- factories ------------------------------------------------------------------------------------
