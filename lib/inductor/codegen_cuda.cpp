@@ -5,16 +5,27 @@
 //   - the element loop is spread the same way, so that neighbouring threads touch neighbouring elements
 //     (coalesced loads and stores for contiguous tensors);
 //   - a value stored once per row is written by thread 0.
+// Two mappings make memory-bound kernels run near the copy bandwidth:
+//   - persistent rows: when every loop of a row has the same constant shape and few elements per thread,
+//     the loops are unrolled over a thread's positions and a load that several loops make (softmax reads
+//     its row three times) is read once into registers;
+//   - vector groups: in pointwise kernels, each thread takes 16 bytes' worth of consecutive elements, and
+//     contiguous loads and stores move them with one 16-byte (or narrower) access when aligned.
 // Signature: extern "C" __global__ void <name>(Buffers buffers, Symbols symbols, long long tiles).
 #include "inductor/codegen_cuda.h"
 
+#include "inductor/index_analysis.h"
 #include "inductor/placement.h"
+
+#include <c10/core/ScalarType.h>
 
 #include <fmt/format.h>
 
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -50,84 +61,6 @@ const char* storage_type(ScalarType t) {
   }
 }
 
-// Helpers every kernel source starts with: conversions for half and bfloat16 (no CUDA headers needed),
-// NaN-propagating max/min, Python's integer division and remainder, integer pow, block reductions.
-constexpr const char* kPrelude = R"(
-struct Symbols { long long v[16]; };
-__device__ __forceinline__ float half_to_float(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-__device__ __forceinline__ unsigned short float_to_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-__device__ __forceinline__ float bf16_to_float(unsigned short b) { return __int_as_float(((unsigned int)b) << 16); }
-__device__ __forceinline__ unsigned short float_to_bf16(float f) {
-  if (f != f) return 0x7FC0;
-  unsigned int u = __float_as_uint(f);
-  return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-template <class T> __device__ __forceinline__ T max_nan(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> __device__ __forceinline__ T min_nan(T a, T b) { return (a < b || a != a) ? a : b; }
-template <class T> __device__ __forceinline__ T safe_divisor(T b) { return b == 0 ? T(1) : b; }
-template <class T> __device__ __forceinline__ T floor_div_int(T a, T b) {
-  b = safe_divisor(b); T q = a / b, r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
-}
-template <class T> __device__ __forceinline__ T rem_int(T a, T b) {
-  b = safe_divisor(b); T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-template <class T> __device__ __forceinline__ T rem_float(T a, T b) {
-  T r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-template <class T> __device__ __forceinline__ T pow_int(T base, T e) {
-  if (e < 0) return base == 1 ? T(1) : base == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0);
-  T result = 1;
-  while (e) { if (e & 1) result *= base; base *= base; e >>= 1; }
-  return result;
-}
-template <class T> __device__ __forceinline__ T sign_of(T a) { return T((T(0) < a) - (a < T(0))); }
-// Every thread gets the combination of every thread's value.
-template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
-  __shared__ T shared[32];
-  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < (blockDim.x >> 5) ? shared[lane] : identity;
-  if (warp == 0)
-    for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
-  if (threadIdx.x == 0) shared[0] = v;
-  __syncthreads();
-  return shared[0];
-}
-// argmax / argmin: (value, position) pairs; a strictly better value or a first NaN wins, ties keep the
-// lower position (ATen's first occurrence).
-template <class T> __device__ __forceinline__ bool arg_better(bool max, T v, long long i, T w, long long j) {
-  if (v != v || w != w) return (v != v && w == w) || (v != v && w != w && i < j);
-  if (v == w) return i < j;
-  return max ? v > w : v < w;
-}
-template <class T> __device__ long long block_arg_reduce(bool max, T v, long long i) {
-  __shared__ T values[32];
-  __shared__ long long positions[32];
-  for (int o = 16; o > 0; o >>= 1) {
-    T w = __shfl_down_sync(0xffffffffu, v, o); long long j = __shfl_down_sync(0xffffffffu, i, o);
-    if (arg_better(max, w, j, v, i)) { v = w; i = j; }
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) { values[warp] = v; positions[warp] = i; }
-  __syncthreads();
-  if (warp == 0) {
-    const bool live = threadIdx.x < (blockDim.x >> 5);
-    v = live ? values[lane] : v; i = live ? positions[lane] : (long long)1 << 62;
-    for (int o = 16; o > 0; o >>= 1) {
-      T w = __shfl_down_sync(0xffffffffu, v, o); long long j = __shfl_down_sync(0xffffffffu, i, o);
-      if (arg_better(max, w, j, v, i)) { v = w; i = j; }
-    }
-    if (threadIdx.x == 0) positions[0] = i;
-  }
-  __syncthreads();
-  return positions[0];
-}
-)";
-
 std::string literal(double v, ScalarType t) {
   if (std::isnan(v)) return t == ScalarType::Float ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000ll)";
   if (std::isinf(v)) return fmt::format("{}__int_as_float(0x7f800000)", v < 0 ? "-" : "");
@@ -136,15 +69,26 @@ std::string literal(double v, ScalarType t) {
 
 class Printer {
  public:
-  Printer(const Kernel& k, bool index32) : k_(k), index32_(index32), placement_(place(k)), emitted_(k.body.size()) { mark_indices(); }
+  Printer(const Kernel& k, bool index32, CudaConfig config, std::string function)
+      : k_(k),
+        index32_(index32),
+        config_(config),
+        function_(std::move(function)),
+        placement_(place(k)),
+        analysis_(k),
+        emitted_(k.body.size()) {
+    mark_indices();
+    plan_persistent_rows();
+    plan_vector_groups();
+  }
 
   std::string run() {
     // Indices in 32 bits when every buffer the kernel touches has fewer than 2^31 elements: 64-bit integer
     // arithmetic costs GPUs several instructions per operation.
     out_ += fmt::format("typedef {} idx_t;\n", index32_ ? "int" : "long long");
-    out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", k_.name, std::max<size_t>(1, k_.buffers.size()));
+    out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", function_, std::max<size_t>(1, k_.buffers.size()));
     out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
-                        kCudaBlockThreads, k_.name, k_.name);
+                        config_.threads, function_, function_);
     for (size_t b = 0; b < k_.buffers.size(); ++b)
       line(fmt::format("{}* __restrict__ buf{} = ({}*)buffers.p[{}];", storage_type(k_.buffers[b].dtype), b,
                        storage_type(k_.buffers[b].dtype), b));
@@ -163,6 +107,80 @@ class Printer {
   void line(const std::string& s) { out_ += "  " + s + "\n"; }
   std::string name(int e) const { return fmt::format("e{}", e); }
   std::string fresh(const char* stem) { return fmt::format("{}{}", stem, counter_++); }
+
+  static std::vector<int> extents(const Kernel& k, const std::vector<int>& vars) {
+    std::vector<int> out;
+    for (int v : vars) out.push_back(k.vars[v].extent);
+    return out;
+  }
+
+  // Persistent rows: every reduction loop and the element loop run over one constant shape with at most
+  // kMaxItemsPerThread positions per thread. A load made by more than one loop gets a register array
+  // (indexed by the unrolled position, so it stays in registers) filled by the first loop that reads it.
+  void plan_persistent_rows() {
+    const int64_t elements = persistent_row_elements(k_);
+    if (elements <= 0) return;
+    const int64_t items = (elements + config_.threads - 1) / config_.threads;
+    if (items > kMaxItemsPerThread) return;
+    row_elements_ = elements;
+    items_ = static_cast<int>(items);
+    const auto& keys = analysis_.positional_keys();
+    std::map<int, std::set<int>> loops_reading;  // positional key of a load -> loops (-1: element loop)
+    for (size_t i = 0; i < k_.body.size(); ++i)
+      if (k_.body[i].op == ScalarOp::kLoad && placement_.scope[i] != Scope::kRow && placement_.scope[i] != Scope::kEntry)
+        loops_reading[keys[i]].insert(placement_.scope[i] == Scope::kElement ? -1 : placement_.loop[i]);
+    for (const auto& [key, loops] : loops_reading)
+      if (loops.size() > 1) register_array_.emplace(key, static_cast<int>(register_array_.size()));
+  }
+
+ public:
+  // The elements of a row when a kernel can keep its rows in registers; 0 when it cannot.
+  static int64_t persistent_row_elements(const Kernel& k) {
+    if (k.tile > 0 || k.num_reduction_loops == 0) return 0;
+    const auto shape = extents(k, k.loop_vars(0));
+    for (int loop = 1; loop < k.num_reduction_loops; ++loop)
+      if (extents(k, k.loop_vars(loop)) != shape) return 0;
+    const auto inner = k.inner_vars();
+    if (!inner.empty() && extents(k, inner) != shape) return 0;
+    int64_t elements = 1;
+    for (int e : shape) {
+      if (k.body[e].op != ScalarOp::kConst) return 0;
+      elements *= k.body[e].ivalue;
+    }
+    return elements;
+  }
+
+ private:
+  // Vector groups: pointwise kernels (one inner variable, tiled) whose element loop loads or stores a
+  // buffer contiguously in that variable.
+  void plan_vector_groups() {
+    if (k_.tile <= 0) return;
+    const int u = k_.inner_vars().at(0);
+    size_t widest = 0;
+    for (size_t i = 0; i < k_.body.size(); ++i) {
+      const Expr& e = k_.body[i];
+      if ((e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) || placement_.scope[i] != Scope::kElement) continue;
+      if (!analysis_.unit_stride(e.a, u)) continue;
+      vector_access_.push_back(static_cast<int>(i));
+      widest = std::max(widest, storage_bytes(k_.buffers[e.buffer].dtype));
+    }
+    if (vector_access_.empty()) return;
+    group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
+    if (k_.tile % group_ != 0) vector_access_.clear();
+  }
+
+  static size_t storage_bytes(ScalarType t) { return c10::elementSize(t); }
+
+  // A type that moves `bytes` bytes in one access.
+  static const char* vector_type(size_t bytes) {
+    switch (bytes) {
+      case 2: return "unsigned short";
+      case 4: return "unsigned int";
+      case 8: return "uint2";
+      case 16: return "uint4";
+      default: throw std::invalid_argument(fmt::format("cuda codegen: no {}-byte vector type", bytes));
+    }
+  }
 
   std::string tiles_per_row() {
     if (k_.tile == 0) return "1ll";
@@ -188,6 +206,7 @@ class Printer {
       line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[outer[d]], rest, extent, next, rest, extent));
       rest = next;
     }
+    declare_register_arrays();
     for (size_t i = 0; i < k_.body.size(); ++i) {
       if (placement_.scope[i] == Scope::kRow) emit(static_cast<int>(i));
       else if (k_.body[i].op == ScalarOp::kReduce) reduction(static_cast<int>(i));
@@ -198,25 +217,61 @@ class Printer {
   // A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block.
   template <class Body>
   void block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, Body&& body) {
+    if (items_ > 0 && lo.empty()) return persistent_loop(vars, body);
     std::string total = "((idx_t)1)";
     for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
     const std::string i = fresh("i");
-    if (!lo.empty()) line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
-    else line(fmt::format("for (idx_t {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
-    std::string rest = i;
+    if (!lo.empty()) {
+      line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
+      var_value_[vars.at(0)] = i;
+    } else {
+      line(fmt::format("for (idx_t {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
+      decompose(vars, i);
+    }
+    body();
+    line("}");
+  }
+
+  // The variables' values at flat position `flat` of their loop nest (row-major).
+  void decompose(const std::vector<int>& vars, std::string flat) {
     for (size_t d = vars.size(); d-- > 0;) {
-      if (!lo.empty() || d == 0) {
-        var_value_[vars[d]] = rest;
+      if (d == 0) {
+        var_value_[vars[d]] = flat;
         continue;
       }
       const std::string extent = name(k_.vars[vars[d]].extent);
       var_value_[vars[d]] = fresh("c");
       const std::string next = fresh("r");
-      line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[vars[d]], rest, extent, next, rest, extent));
-      rest = next;
+      line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[vars[d]], flat, extent, next, flat, extent));
+      flat = next;
     }
+  }
+
+  // A thread's positions of a persistent row, unrolled: position = thread + lane * threads.
+  template <class Body>
+  void persistent_loop(const std::vector<int>& vars, Body&& body) {
+    lane_ = fresh("lane");
+    const std::string i = fresh("i");
+    line("#pragma unroll");
+    line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", lane_, lane_, items_, lane_));
+    line(fmt::format("const idx_t {} = threadIdx.x + {} * {};", i, lane_, config_.threads));
+    const bool ragged = row_elements_ % config_.threads != 0;
+    if (ragged) line(fmt::format("if ({} < {}) {{", i, row_elements_));
+    decompose(vars, i);
     body();
+    if (ragged) line("}");
     line("}");
+    lane_.clear();
+  }
+
+  void declare_register_arrays() {
+    const auto& keys = analysis_.positional_keys();
+    std::set<int> declared;
+    for (size_t i = 0; i < k_.body.size(); ++i) {
+      auto it = register_array_.find(keys[i]);
+      if (k_.body[i].op != ScalarOp::kLoad || it == register_array_.end() || !declared.insert(it->second).second) continue;
+      line(fmt::format("{} row{}[{}];", c_type(k_.body[i].dtype), it->second, items_));
+    }
   }
 
   void element_loop(const std::string& column_tile) {
@@ -231,11 +286,68 @@ class Printer {
       line(fmt::format("const idx_t {} = {} * {}, {} = min({}, ({})({} + {}));", lo, column_tile, k_.tile, hi, extent, "idx_t", lo, k_.tile));
     }
     auto saved = emitted_;
-    block_loop(inner, lo, hi, [&] {
-      for (size_t i = 0; i < k_.body.size(); ++i)
-        if (placement_.scope[i] == Scope::kElement) emit(static_cast<int>(i));
-    });
+    if (!vector_access_.empty()) vector_groups(inner[0], lo, hi);
+    else block_loop(inner, lo, hi, [&] { element_body(); });
     emitted_ = std::move(saved);
+  }
+
+  void element_body() {
+    for (size_t i = 0; i < k_.body.size(); ++i)
+      if (placement_.scope[i] == Scope::kElement) emit(static_cast<int>(i));
+  }
+
+  // Each thread takes groups of group_ consecutive elements. When the whole group is in the tile and
+  // every contiguous access is aligned, those accesses move the group at once through a register array
+  // (the body is unrolled over it); otherwise the group runs element by element.
+  void vector_groups(int var, const std::string& lo, const std::string& hi) {
+    const std::string g = fresh("g");
+    line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
+    var_value_[var] = g;
+    const auto before = emitted_;
+    std::vector<std::string> address;  // the group's first element, per access
+    std::string whole = fmt::format("{} + {} <= {}", g, group_, hi);
+    for (int i : vector_access_) {
+      const Expr& e = k_.body[i];
+      address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
+      whole += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
+    }
+    line(fmt::format("if ({}) {{", whole));
+    for (size_t j = 0; j < vector_access_.size(); ++j) {
+      const Expr& e = k_.body[vector_access_[j]];
+      line(fmt::format("__align__(16) {} v{}[{}];", storage_type(k_.buffers[e.buffer].dtype), vector_access_[j], group_));
+      if (e.op == ScalarOp::kLoad)
+        line(fmt::format("*({0}*)v{1} = *(const {0}*){2};", vector_type(group_bytes(e)), vector_access_[j], address[j]));
+    }
+    emitted_ = before;
+    group_lane_ = fresh("l");
+    line("#pragma unroll");
+    line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", group_lane_, group_lane_, group_, group_lane_));
+    var_value_[var] = fresh("c");
+    line(fmt::format("const idx_t {} = {} + {};", var_value_[var], g, group_lane_));
+    element_body();
+    line("}");
+    group_lane_.clear();
+    for (size_t j = 0; j < vector_access_.size(); ++j) {
+      const Expr& e = k_.body[vector_access_[j]];
+      if (e.op == ScalarOp::kStore)
+        line(fmt::format("*({0}*){1} = *(const {0}*)v{2};", vector_type(group_bytes(e)), address[j], vector_access_[j]));
+    }
+    line("} else {");
+    emitted_ = before;
+    var_value_[var] = fresh("c");
+    line(fmt::format("for (idx_t {0} = {1}; {0} < {2} && {0} < {1} + {3}; ++{0}) {{", var_value_[var], g, hi, group_));
+    element_body();
+    line("}");
+    line("}");
+    line("}");
+  }
+
+  size_t group_bytes(const Expr& access) const { return group_ * storage_bytes(k_.buffers[access.buffer].dtype); }
+
+  bool in_vector_group(const Expr& e) const {
+    if (group_lane_.empty()) return false;
+    const int i = static_cast<int>(&e - k_.body.data());
+    return std::find(vector_access_.begin(), vector_access_.end(), i) != vector_access_.end();
   }
 
   std::string identity(ReduceKind kind, ScalarType t) {
@@ -411,13 +523,29 @@ class Printer {
   }
 
   void load(int i, const Expr& e) {
+    // In a persistent row, a load that another loop made already comes from registers.
+    const int array = register_array_of(i);
+    if (array >= 0 && filled_.count(array)) {
+      line(fmt::format("const {} {} = row{}[{}];", c_type(e.dtype), name(i), array, lane_));
+      return;
+    }
     const ScalarType dtype = k_.buffers[e.buffer].dtype;
-    const std::string raw = fmt::format("buf{}[{}]", e.buffer, name(e.a));
+    const std::string raw = in_vector_group(e) ? fmt::format("v{}[{}]", i, group_lane_) : fmt::format("buf{}[{}]", e.buffer, name(e.a));
     std::string value = raw;
     if (dtype == ScalarType::Half) value = fmt::format("half_to_float({})", raw);
     if (dtype == ScalarType::BFloat16) value = fmt::format("bf16_to_float({})", raw);
     if (dtype == ScalarType::Bool) value = fmt::format("({} != 0)", raw);
     line(fmt::format("const {} {} = {};", c_type(e.dtype), name(i), value));
+    if (array >= 0) {
+      line(fmt::format("row{}[{}] = {};", array, lane_, name(i)));
+      filled_.insert(array);
+    }
+  }
+
+  int register_array_of(int i) const {
+    if (lane_.empty()) return -1;
+    auto it = register_array_.find(analysis_.positional_keys()[i]);
+    return it == register_array_.end() ? -1 : it->second;
   }
 
   void store(const Expr& e) {
@@ -426,6 +554,10 @@ class Printer {
     if (dtype == ScalarType::Half) value = fmt::format("float_to_half({})", value);
     if (dtype == ScalarType::BFloat16) value = fmt::format("float_to_bf16({})", value);
     if (dtype == ScalarType::Bool) value = fmt::format("(unsigned char){}", value);
+    if (in_vector_group(e)) {
+      line(fmt::format("v{}[{}] = {};", &e - k_.body.data(), group_lane_, value));
+      return;
+    }
     // A value stored once per row is written by one thread.
     const bool per_row = placement_.scope[&e - k_.body.data()] == Scope::kRow;
     line(fmt::format("{}buf{}[{}] = {};", per_row ? "if (threadIdx.x == 0) " : "", e.buffer, name(e.a), value));
@@ -448,9 +580,22 @@ class Printer {
 
   const Kernel& k_;
   bool index32_;
+  CudaConfig config_;
+  std::string function_;
   std::vector<bool> index_;
   Placement placement_;
+  IndexAnalysis analysis_;
   std::vector<bool> emitted_;
+  // persistent rows
+  int64_t row_elements_ = 0;
+  int items_ = 0;                     // positions per thread; 0: rows are looped over
+  std::map<int, int> register_array_; // positional key of a load -> its register array
+  std::set<int> filled_;              // register arrays a loop printed so far fills
+  std::string lane_;                  // the unrolled position inside a persistent loop
+  // vector groups
+  std::vector<int> vector_access_;    // contiguous loads and stores of the element loop
+  int group_ = 1;                     // elements per group
+  std::string group_lane_;            // the element inside a group while its body is printed
   std::unordered_map<int, std::string> var_value_;
   std::string out_, tiles_per_row_;
   int counter_ = 0;
@@ -458,8 +603,31 @@ class Printer {
 
 }  // namespace
 
-std::string emit_cuda(const Kernel& kernel, bool index32) { return Printer(kernel, index32).run(); }
-std::string cuda_prelude() { return kPrelude; }
+std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function) {
+  return Printer(kernel, index32, config, function).run();
+}
+
+std::string emit_cuda(const Kernel& kernel, bool index32) {
+  return emit_cuda(kernel, index32, default_cuda_config(kernel), kernel.name);
+}
+
+CudaConfig default_cuda_config(const Kernel& kernel) {
+  const int64_t elements = Printer::persistent_row_elements(kernel);
+  if (kernel.tile > 0 || kernel.num_reduction_loops == 0) return {256};
+  if (elements <= 0) return {512};  // rows looped over: dynamic or uneven shapes
+  // About 8 positions per thread: enough loads in flight per thread, few idle threads on short rows.
+  int threads = 32;
+  while (threads < kCudaMaxThreads && threads * 8 < elements) threads *= 2;
+  return {threads};
+}
+
+std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
+  const int chosen = default_cuda_config(kernel).threads;
+  std::vector<CudaConfig> out{{chosen}};
+  for (int threads : {chosen / 2, chosen * 2, chosen * 4})
+    if (threads >= 32 && threads <= kCudaMaxThreads && out.size() < 3) out.push_back({threads});
+  return out;
+}
 
 int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {
   const Expr& x = k.body[e];

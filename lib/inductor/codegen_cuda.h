@@ -5,14 +5,27 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace jitc::inductor {
 
-constexpr int kCudaBlockThreads = 256;
+// How a kernel is printed and launched: threads per block (a multiple of 32, at most 1024).
+struct CudaConfig {
+  int threads = 256;
+};
 
-// extern "C" __global__ void <name>(Buffers_<name> buffers, Symbols symbols, long long tiles), where
-// Buffers_<name> holds one pointer per kernel buffer and Symbols the values of up to 16 symbols.
-// index32: every buffer has fewer than 2^31 elements, so indices fit 32-bit integers.
+// The heuristic's choice: pointwise kernels 256 threads; reduction kernels enough threads that a row
+// held in registers takes about 8 per thread (32 to 1024).
+CudaConfig default_cuda_config(const Kernel& kernel);
+// What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block sizes.
+std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
+
+// extern "C" __global__ void <function>(Buffers_<function> buffers, Symbols symbols, long long tiles),
+// where Buffers_<function> holds one pointer per kernel buffer and Symbols the values of up to 16
+// symbols; launched with config.threads threads per block. index32: every buffer has fewer than 2^31
+// elements, so indices fit 32-bit integers.
+std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function);
+// The heuristic's configuration, named as the kernel.
 std::string emit_cuda(const Kernel& kernel, bool index32 = false);
 // What a source of kernels starts with (once): helpers and the Symbols struct.
 std::string cuda_prelude();
@@ -21,5 +34,9 @@ std::string cuda_prelude();
 int64_t tile_count(const Kernel& kernel, const int64_t* symbols);
 // An int64 size expression of the kernel (constants, symbols, + - *) at these symbol values.
 int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
+
+// Rows at most this many elements long are reduced in registers (persistent reductions).
+constexpr int kMaxItemsPerThread = 16;
+constexpr int kCudaMaxThreads = 1024;
 
 }  // namespace jitc::inductor

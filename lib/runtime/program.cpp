@@ -58,6 +58,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   std::vector<std::string> irs;
   std::string cuda = inductor::cuda_prelude();
   std::optional<c10::Device> gpu;
+  code->cuda_threads.assign(code->plan.kernels.size(), 0);
   for (const auto& k : code->plan.kernels) {
     code->kernel_ir += inductor::to_text(k.kernel);
     if (k.device.is_cpu()) {
@@ -66,7 +67,9 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
     }
     if (gpu && *gpu != k.device) throw UnsupportedError("a graph whose kernels run on two CUDA devices");
     gpu = k.device;
-    cuda += inductor::emit_cuda(k.kernel, index32);
+    const inductor::CudaConfig config = inductor::default_cuda_config(k.kernel);
+    code->cuda_threads[&k - code->plan.kernels.data()] = config.threads;
+    cuda += inductor::emit_cuda(k.kernel, index32, config, k.kernel.name);
   }
   code->llvm_ir = link_ir(irs);
   if (!irs.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);
@@ -86,6 +89,7 @@ void ProgramCode::link() {
       e.tiles = reinterpret_cast<TilesFn>(module->symbol(k.kernel.name + ".tiles"));
     } else {
       e.cuda_function = cuda_module->function(k.kernel.name);
+      e.cuda_threads = cuda_threads.at(&k - plan.kernels.data());
     }
     kernels.push_back(e);
   }
@@ -218,6 +222,7 @@ std::string ProgramCode::serialize() const {
   w.text(module ? module->object() : std::string());
   w.text(cuda_source);
   w.text(cuda_module ? cuda_module->image() : std::string());
+  for (int threads : cuda_threads) w.number(threads);
   return w.take();
 }
 
@@ -249,6 +254,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
     object = r.text();
     code->cuda_source = r.text();
     cuda_image = r.text();
+    for (size_t k = 0; k < code->plan.kernels.size(); ++k) code->cuda_threads.push_back(static_cast<int>(r.number()));
     if (!r.done()) return nullptr;
   } catch (const std::exception&) {
     return nullptr;
@@ -306,7 +312,7 @@ void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointer
   for (int s = 0; s < std::min(graph_.num_symbols, 16); ++s) syms[s] = symbols[s];
   int64_t count = tiles;
   void* args[] = {buffers.data(), syms.data(), &count};
-  launch_cuda(code_->kernels[k].cuda_function, tiles, inductor::kCudaBlockThreads, args,
+  launch_cuda(code_->kernels[k].cuda_function, tiles, code_->kernels[k].cuda_threads, args,
               current_cuda_stream(launch.device.index()), launch.kernel.name);
 }
 

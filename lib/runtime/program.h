@@ -29,6 +29,7 @@ struct ProgramCode {
     KernelFn run = nullptr;      // CPU kernels
     TilesFn tiles = nullptr;
     void* cuda_function = nullptr;  // CUDA kernels (a CUfunction)
+    int cuda_threads = 0;           // its threads per block
   };
 
   // Generates and compiles every kernel of `plan` (throws jitc::CompileError). index32: every tensor of
@@ -43,6 +44,7 @@ struct ProgramCode {
   std::shared_ptr<CpuModule> module;
   std::shared_ptr<CudaModule> cuda_module;
   std::string cuda_source;
+  std::vector<int> cuda_threads;  // per kernel (0 for CPU kernels): the configuration it was printed with
   std::vector<Entry> kernels;
   std::string kernel_ir, llvm_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
 

@@ -74,7 +74,7 @@ const std::string& codegen_identity() {
 std::string cuda_identity(const graph::Graph& g) {
   for (const auto& v : g.values)
     if (v.meta.device.is_cuda())
-      return fmt::format("cuda {} nvrtc {} block {}", cuda_arch(v.meta.device.index()), nvrtc_version(), inductor::kCudaBlockThreads);
+      return fmt::format("cuda {} nvrtc {}", cuda_arch(v.meta.device.index()), nvrtc_version());
   return "no cuda";
 }
 

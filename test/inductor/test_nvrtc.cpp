@@ -38,6 +38,14 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
   return g;
 }
 
+// Every configuration mode=max-autotune may try, under its own name, in one source.
+std::string all_variants(const jitc::inductor::Kernel& kernel, bool index32) {
+  std::string source;
+  for (const auto& config : jitc::inductor::cuda_config_candidates(kernel))
+    source += jitc::inductor::emit_cuda(kernel, index32, config, kernel.name + "_t" + std::to_string(config.threads));
+  return source;
+}
+
 }  // namespace
 
 TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][nvrtc]") {
@@ -46,9 +54,12 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
     return;
   }
   int kernels = 0;
+  // [6, 10]: rows shorter than a warp; [3, 1000]: persistent rows of several positions per thread,
+  // not a multiple of the block.
+  for (auto shape : {std::vector<int64_t>{6, 10}, std::vector<int64_t>{3, 1000}})
   for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble, at::kInt, at::kLong, at::kBool}) {
     for (const auto& [name, fn] : graphs()) {
-      const auto a = (at::randn({6, 10}) * 3).to(dtype), b = (at::randn({6, 10}) * 3).to(dtype);
+      const auto a = (at::randn(shape) * 3).to(dtype), b = (at::randn(shape) * 3).to(dtype);
       try {
         fn(a, b);
       } catch (const std::exception&) {
@@ -60,8 +71,8 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
       const auto plan = jitc::inductor::schedule(g, "k", {});
       for (bool index32 : {false, true}) {
         std::string source = jitc::inductor::cuda_prelude();
-        for (const auto& k : plan.kernels) source += jitc::inductor::emit_cuda(k.kernel, index32);
-        INFO(name << " " << c10::toString(dtype) << (index32 ? " 32-bit indices" : " 64-bit indices"));
+        for (const auto& k : plan.kernels) source += all_variants(k.kernel, index32);
+        INFO(name << " " << c10::toString(dtype) << " " << shape[1] << (index32 ? " 32-bit indices" : " 64-bit indices"));
         std::string ptx;
         CHECK_NOTHROW(ptx = jitc::runtime::nvrtc_compile(source, "test", "sm_90", /*cubin=*/false));
         CHECK(ptx.find(".entry") != std::string::npos);
@@ -69,5 +80,5 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
       kernels += static_cast<int>(plan.kernels.size());
     }
   }
-  CHECK(kernels > 50);
+  CHECK(kernels > 100);
 }

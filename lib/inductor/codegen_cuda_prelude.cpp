@@ -1,0 +1,91 @@
+// The helpers every CUDA source jitc generates starts with (once per program).
+#include "inductor/codegen_cuda.h"
+
+namespace jitc::inductor {
+
+namespace {
+
+// Helpers every kernel source starts with: conversions for half and bfloat16 (no CUDA headers needed),
+// NaN-propagating max/min, Python's integer division and remainder, integer pow, block reductions.
+constexpr const char* kPrelude = R"(
+struct Symbols { long long v[16]; };
+__device__ __forceinline__ float half_to_float(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short float_to_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float bf16_to_float(unsigned short b) { return __int_as_float(((unsigned int)b) << 16); }
+__device__ __forceinline__ unsigned short float_to_bf16(float f) {
+  if (f != f) return 0x7FC0;
+  unsigned int u = __float_as_uint(f);
+  return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+template <class T> __device__ __forceinline__ T max_nan(T a, T b) { return (a > b || a != a) ? a : b; }
+template <class T> __device__ __forceinline__ T min_nan(T a, T b) { return (a < b || a != a) ? a : b; }
+template <class T> __device__ __forceinline__ T safe_divisor(T b) { return b == 0 ? T(1) : b; }
+template <class T> __device__ __forceinline__ T floor_div_int(T a, T b) {
+  b = safe_divisor(b); T q = a / b, r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+template <class T> __device__ __forceinline__ T rem_int(T a, T b) {
+  b = safe_divisor(b); T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class T> __device__ __forceinline__ T rem_float(T a, T b) {
+  T r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class T> __device__ __forceinline__ T pow_int(T base, T e) {
+  if (e < 0) return base == 1 ? T(1) : base == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0);
+  T result = 1;
+  while (e) { if (e & 1) result *= base; base *= base; e >>= 1; }
+  return result;
+}
+template <class T> __device__ __forceinline__ T sign_of(T a) { return T((T(0) < a) - (a < T(0))); }
+// Every thread gets the combination of every thread's value.
+template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
+  __shared__ T shared[32];
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < (blockDim.x >> 5) ? shared[lane] : identity;
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
+  if (threadIdx.x == 0) shared[0] = v;
+  __syncthreads();
+  return shared[0];
+}
+// argmax / argmin: (value, position) pairs; a strictly better value or a first NaN wins, ties keep the
+// lower position (ATen's first occurrence).
+template <class T> __device__ __forceinline__ bool arg_better(bool max, T v, long long i, T w, long long j) {
+  if (v != v || w != w) return (v != v && w == w) || (v != v && w != w && i < j);
+  if (v == w) return i < j;
+  return max ? v > w : v < w;
+}
+template <class T> __device__ long long block_arg_reduce(bool max, T v, long long i) {
+  __shared__ T values[32];
+  __shared__ long long positions[32];
+  for (int o = 16; o > 0; o >>= 1) {
+    T w = __shfl_down_sync(0xffffffffu, v, o); long long j = __shfl_down_sync(0xffffffffu, i, o);
+    if (arg_better(max, w, j, v, i)) { v = w; i = j; }
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) { values[warp] = v; positions[warp] = i; }
+  __syncthreads();
+  if (warp == 0) {
+    const bool live = threadIdx.x < (blockDim.x >> 5);
+    v = live ? values[lane] : v; i = live ? positions[lane] : (long long)1 << 62;
+    for (int o = 16; o > 0; o >>= 1) {
+      T w = __shfl_down_sync(0xffffffffu, v, o); long long j = __shfl_down_sync(0xffffffffu, i, o);
+      if (arg_better(max, w, j, v, i)) { v = w; i = j; }
+    }
+    if (threadIdx.x == 0) positions[0] = i;
+  }
+  __syncthreads();
+  return positions[0];
+}
+)";
+
+
+}  // namespace
+
+std::string cuda_prelude() { return kPrelude; }
+
+}  // namespace jitc::inductor

@@ -1,0 +1,82 @@
+#include "inductor/index_analysis.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+namespace jitc::inductor {
+
+IndexAnalysis::IndexAnalysis(const Kernel& kernel) : k_(kernel) {
+  deps_.assign(k_.body.size(), std::vector<bool>(k_.vars.size(), false));
+  for (size_t i = 0; i < k_.body.size(); ++i) {
+    const Expr& e = k_.body[i];
+    if (e.op == ScalarOp::kVar) deps_[i][e.var] = true;
+    // A reduction's value is one per row: it depends on no variable of its own loop.
+    if (e.op == ScalarOp::kReduce) continue;
+    for (int operand : {e.a, e.b, e.c})
+      if (operand >= 0)
+        for (size_t v = 0; v < k_.vars.size(); ++v) deps_[i][v] = deps_[i][v] || deps_[operand][v];
+  }
+  number_positionally();
+}
+
+bool IndexAnalysis::depends_on(int expr, int var) const { return deps_[expr][var]; }
+
+bool IndexAnalysis::unit_stride(int index, int var) const {
+  const Expr& e = k_.body[index];
+  if (e.op == ScalarOp::kVar) return e.var == var;
+  if (e.op != ScalarOp::kAdd) return false;
+  return (unit_stride(e.a, var) && !depends_on(e.b, var)) || (unit_stride(e.b, var) && !depends_on(e.a, var));
+}
+
+namespace {
+
+bool commutative(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kAdd:
+    case ScalarOp::kMul:
+    case ScalarOp::kMax:
+    case ScalarOp::kMin:
+    case ScalarOp::kAnd:
+    case ScalarOp::kOr:
+    case ScalarOp::kXor:
+    case ScalarOp::kEq:
+    case ScalarOp::kNe: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void IndexAnalysis::number_positionally() {
+  // A variable's position: its place among its loop's variables (reduction and inner variables), or
+  // its own id plus an offset for outer variables (rows differ).
+  std::vector<int> position(k_.vars.size());
+  for (int loop = 0; loop < k_.num_reduction_loops; ++loop) {
+    const auto vars = k_.loop_vars(loop);
+    for (size_t d = 0; d < vars.size(); ++d) position[vars[d]] = static_cast<int>(d);
+  }
+  const auto inner = k_.inner_vars();
+  for (size_t d = 0; d < inner.size(); ++d) position[inner[d]] = static_cast<int>(d);
+  for (int v : k_.outer_vars()) position[v] = 1000 + v;
+
+  using Shape = std::tuple<int, int, int, int, int, int, int, int, int64_t, int64_t>;
+  std::map<Shape, int> numbers;
+  keys_.assign(k_.body.size(), -1);
+  for (size_t i = 0; i < k_.body.size(); ++i) {
+    const Expr& e = k_.body[i];
+    auto key_of = [&](int operand) { return operand >= 0 ? keys_[operand] : -1; };
+    int a = key_of(e.a), b = key_of(e.b);
+    if (commutative(e.op) && a > b) std::swap(a, b);
+    const int var = e.op == ScalarOp::kVar ? position[e.var] : e.var;
+    // A reduction's loop is part of what it computes; everything else in a loop is positional.
+    const int loop = e.op == ScalarOp::kReduce ? static_cast<int>(i) : -1;
+    const Shape shape{int(e.op), int(e.dtype), a, b, key_of(e.c), var, e.buffer, loop, e.ivalue,
+                      std::bit_cast<int64_t>(e.value)};
+    keys_[i] = numbers.emplace(shape, static_cast<int>(numbers.size())).first->second;
+  }
+}
+
+}  // namespace jitc::inductor

@@ -1,0 +1,31 @@
+// Facts about a kernel's index expressions that the CUDA printer needs to choose a faster mapping:
+// which expressions depend on a loop variable, which indices step by exactly one element per step of a
+// variable (contiguous: 16-byte vector loads apply), and which loads in different loops of a row read
+// the same element (persistent reductions keep it in registers instead of reading it again).
+#pragma once
+#include "inductor/kernel_ir.h"
+
+#include <vector>
+
+namespace jitc::inductor {
+
+class IndexAnalysis {
+ public:
+  explicit IndexAnalysis(const Kernel& kernel);
+
+  bool depends_on(int expr, int var) const;
+  // index == (an expression independent of var) + var
+  bool unit_stride(int index, int var) const;
+  // A number per expression, equal for two expressions that compute the same value when the d-th
+  // variable of every reduction loop and of the element loop take the same value (loops of one shape).
+  const std::vector<int>& positional_keys() const { return keys_; }
+
+ private:
+  void number_positionally();
+
+  const Kernel& k_;
+  std::vector<std::vector<bool>> deps_;  // per expression, per variable
+  std::vector<int> keys_;
+};
+
+}  // namespace jitc::inductor
