@@ -1,6 +1,8 @@
 // The CUDA backend on a GPU ([cuda]: skipped without one): parity with eager for the lowered ops across
-// dtypes, reductions and normalizations, non-contiguous inputs, dynamic dims, several threads and streams.
+// dtypes, reductions and normalizations, non-contiguous inputs, dynamic dims, several threads and streams,
+// and the random differential test's programs (random_graphs.h).
 #include "inductor/op_lists.h"
+#include "inductor/random_graphs.h"
 #include "support/parity.h"
 
 #include <c10/cuda/CUDAFunctions.h>
@@ -14,6 +16,10 @@ namespace {
 using jitc::testing::check_parity;
 
 bool have_gpu() { return at::hasCUDA() && c10::cuda::device_count() > 0; }
+
+// The random test's default budget: fewer graphs than the CPU test's 500, since each one also compiles
+// its kernels through NVRTC; JITC_RANDOM_SEEDS=<n> runs more.
+constexpr uint32_t kRandomSeeds = 300;
 
 at::Tensor cuda_sample(at::IntArrayRef sizes, c10::ScalarType dtype, int seed) {
   return jitc::testing::sample(sizes, dtype, seed).to(at::kCUDA);
@@ -105,4 +111,17 @@ TEST_CASE("CUDA: kernels run on the caller's current stream, from several thread
     });
   for (auto& th : threads) th.join();
   CHECK(mismatches == 0);
+}
+
+// The CPU random test's programs, on the same input values moved to the GPU: compiled vs eager on CUDA,
+// with the CPU test's tolerance. A failure prints the program and its seed (replay with
+// JITC_RANDOM_SEED=<seed> ./test_cuda "[random]").
+TEST_CASE("CUDA: random graphs of pointwise reduction and view ops match eager", "[cuda][random]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  using namespace jitc::testing::random_graphs;
+  const auto [first, end] = seed_range(kRandomSeeds);
+  for (uint32_t seed = first; seed < end; ++seed) check_compiled_vs_eager(generate(seed), at::Device(at::kCUDA, 0));
 }
