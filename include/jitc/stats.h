@@ -21,6 +21,8 @@ struct Stats {
   int64_t kernels_compiled = 0;     // fused kernels generated and compiled for them (cache hits excluded)
   int64_t programs_from_cache = 0;  // programs whose code came from the compile cache (memory or disk)
   double codegen_seconds = 0;       // of compile_seconds: lowering, scheduling, LLVM, or loading cached code
+  int64_t cudagraph_captures = 0;   // mode=reduce-overhead: programs captured into CUDA graphs
+  int64_t cudagraph_replays = 0;    // calls served by replaying one
   std::vector<std::string> recompile_reasons;  // one per recompile, Dynamo's text
 };
 

@@ -12,10 +12,16 @@ struct Symbols { long long v[16]; };
 __device__ __forceinline__ float half_to_float(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ unsigned short float_to_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float bf16_to_float(unsigned short b) { return __int_as_float(((unsigned int)b) << 16); }
+// Round to nearest even, as c10::BFloat16 does: one instruction from sm_80 on (its NaN is 0x7FFF where
+// c10's is 0x7FC0; both are NaN).
 __device__ __forceinline__ unsigned short float_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  unsigned short b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f)); return b;
+#else
   if (f != f) return 0x7FC0;
   unsigned int u = __float_as_uint(f);
   return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+#endif
 }
 template <class T> __device__ __forceinline__ T max_nan(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T min_nan(T a, T b) { return (a < b || a != a) ? a : b; }

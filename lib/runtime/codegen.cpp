@@ -4,6 +4,7 @@
 #include "graph/functionalize.h"
 #include "graph/passes.h"
 #include "inductor/scheduler.h"
+#include "runtime/cuda_graphs.h"
 #include "runtime/engine.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
@@ -76,11 +77,21 @@ void require_same_inputs(const graph::Graph& traced, const graph::Graph& functio
   if (!same) throw InternalError("the functional graph's inputs differ from the traced graph's");
 }
 
+// torch.compile's modes that use cudagraph trees.
+bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune; }
+
 }  // namespace
 
 const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
   if (options_.backend != Backend::kInductor) return nullptr;
-  std::call_once(entry.program_once, [&] { entry.program = build_program(entry); });
+  std::call_once(entry.program_once, [&] {
+    entry.program = build_program(entry);
+    if (entry.program && uses_cuda_graphs(options_.mode)) {
+      const std::string id = compile_id(entry.compile_number);
+      auto log = [this, id](const std::string& m) { runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: {}", name_, m), id); };
+      entry.cuda_graphs = std::make_shared<runtime::CudaGraphs>(*entry.program, log, &cuda_graph_counters_);
+    }
+  });
   return entry.program.get();
 }
 

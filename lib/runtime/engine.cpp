@@ -190,7 +190,8 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const
     generator_state = generator.get_state();
   }
   std::string why;
-  const bool completed = program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why);
+  const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
+  const bool completed = replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
   if (!completed) {
     for (auto it = backups.rbegin(); it != backups.rend(); ++it) it->first.copy_(it->second);
     if (generator_state.defined()) {
@@ -225,6 +226,8 @@ Stats Engine::stats() const {
   s.kernels_compiled = kernels_compiled_.load();
   s.programs_compiled = programs_compiled_.load();
   s.programs_from_cache = programs_from_cache_.load();
+  s.cudagraph_captures = cuda_graph_counters_.captures.load();
+  s.cudagraph_replays = cuda_graph_counters_.replays.load();
   std::shared_lock entries(entries_mutex_);
   s.entries = static_cast<int64_t>(entries_.size());
   return s;

@@ -3,6 +3,7 @@
 // recompile limit, after which misses run eagerly (Dynamo's RUN_ONLY).
 #pragma once
 #include "guards/recompile_policy.h"
+#include "runtime/cuda_graphs.h"
 #include "runtime/entry.h"
 #include "tracer/trace.h"
 
@@ -115,6 +116,7 @@ class Engine {
   std::atomic<bool> grad_blocked_{false};  // a captured tensor requires grad (checked while grad mode is on)
   std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
   std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0}, programs_from_cache_{0};
+  runtime::CudaGraphCounters cuda_graph_counters_;
 };
 
 }  // namespace jitc::detail

@@ -20,6 +20,7 @@
 namespace jitc::runtime {
 
 class Program;
+class CudaGraphs;
 
 struct ResultSlot {
   detail::ResultLeaf::Kind kind = detail::ResultLeaf::Kind::kTensor;
@@ -73,6 +74,8 @@ struct Entry {
   // entries replaced by a symbolic one and traces that only check sizes never compile kernels.
   mutable std::once_flag program_once;
   mutable std::shared_ptr<const Program> program;
+  // mode=reduce-overhead: the program's CUDA graphs (null in other modes or without a program).
+  mutable std::shared_ptr<CudaGraphs> cuda_graphs;
 };
 
 // The entry's captured tensors, locked for one call (null where a tensor was freed), in guard order.
