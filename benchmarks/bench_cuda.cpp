@@ -1,8 +1,14 @@
-// CUDA workloads (the shapes of reference/h100_baseline.md): eager vs jitc (backend inductor) per call,
-// the copy bandwidth measured in the same run as the roofline, % of it, peak GPU memory of each (from the
-// caching allocator), first-call (trace + compile) time, and the host cost of one call on a 16-element
-// tensor. Usage (GPU host): bench_cuda [out.json]. benchmarks/gpu_check.sh bench builds and runs it.
+// CUDA workloads (the shapes of reference/h100_baseline.md): eager vs jitc (backend inductor), mode default
+// and mode reduce-overhead, per call; with --peer, torch.compile mode default and mode "reduce-overhead" from
+// peer_torch_compile.py --device cuda (same workloads, same timing) next to them. Also: the copy bandwidth
+// measured in the same run as the roofline and % of it, peak GPU memory of each (from the caching
+// allocator), the memory a compiled function keeps reserved (CUDA-graph pools), the time of the first calls
+// (trace + compile, and capture for reduce-overhead), and the host cost of one call on a 16-element tensor.
+// Usage (GPU host): bench_cuda [out.json] [--peer peer_cuda.json]. benchmarks/gpu_check.sh bench runs both.
+// --debug-cpu runs the flow on the CPU with shapes divided by 16, to test this program without a GPU.
 #include <jitc/jitc.h>
+
+#include "peer_results.h"
 
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -11,9 +17,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <functional>
+#include <limits>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +33,23 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Args = std::vector<at::Tensor>;
 using Fn = std::function<at::Tensor(const Args&)>;
+using jitc::bench::CudaPeerMode;
+using jitc::bench::CudaPeerRun;
+using jitc::bench::CudaPeerWorkload;
 
-void gpu_sync() { c10::cuda::device_synchronize(); }
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // "-" in the table, null in the JSON
+constexpr int kFirstCalls = 3;  // trace, compile, and (reduce-overhead) capture happen within these
+// peer_torch_compile.py's names of torch.compile's modes.
+const std::string kTcDefault = "default", kTcRo = "reduce-overhead", kTcRoStatic = "reduce-overhead-static-inputs";
+
+// --debug-cpu: the workloads, shrunk, on the CPU, without the allocator's counters (tests this program's
+// flow and its tables where no GPU is; the numbers mean nothing).
+bool g_cpu = false;
+int64_t g_shrink = 1;
+
+void gpu_sync() {
+  if (!g_cpu) c10::cuda::device_synchronize();
+}
 
 // Milliseconds per call: calls queued back to back, then one synchronize; the best of 5 rounds.
 double ms_per_call(const std::function<void()>& f, int calls) {
@@ -40,6 +66,7 @@ double ms_per_call(const std::function<void()>& f, int calls) {
 }
 
 int64_t peak_bytes(const std::function<void()>& f) {
+  if (g_cpu) return f(), 0;
   gpu_sync();
   c10::cuda::CUDACachingAllocator::resetPeakStats(0);
   const int64_t before = c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].current;
@@ -48,44 +75,64 @@ int64_t peak_bytes(const std::function<void()>& f) {
   return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak - before;
 }
 
+// Reserved bytes once the unused cached blocks are released: its growth over compile and warm-up is what a
+// compiled function keeps (a CUDA-graph memory pool), as peer_torch_compile.py measures it.
+int64_t reserved_after_empty_cache() {
+  if (g_cpu) return 0;
+  gpu_sync();
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(0).reserved_bytes[0].current;
+}
+
 struct Workload {
+  std::string key;  // peer_torch_compile.py's key for the same workload
   std::string name;
   std::function<Args()> inputs;
   Fn fn;
   bool memory_bound = true;
+  int calls = 50;  // per timing round; the peer uses the same
 };
 
-at::Tensor randn(at::IntArrayRef sizes, c10::ScalarType dtype = at::kFloat) {
-  return at::randn(sizes, at::TensorOptions().device(at::kCUDA).dtype(dtype));
+at::Tensor randn(std::vector<int64_t> sizes, c10::ScalarType dtype = at::kFloat) {
+  if (g_cpu)
+    for (auto& d : sizes) d = d >= 512 ? d / g_shrink : d;
+  return at::randn(sizes, at::TensorOptions().device(g_cpu ? at::kCPU : at::kCUDA).dtype(dtype));
 }
 
+// The same keys, names, shapes, dtypes and ops as cuda_workloads() in peer_torch_compile.py: change both.
 std::vector<Workload> workloads() {
   return {
-      {"pointwise (sin+cos).relu 4096x4096", [] { return Args{randn({4096, 4096})}; },
+      {"pointwise", "pointwise (sin+cos).relu 4096x4096", [] { return Args{randn({4096, 4096})}; },
        [](const Args& a) { return (a[0].sin() + a[0].cos()).relu(); }},
-      {"bias + tanh-GELU * 0.5 + x 8192x4096", [] { return Args{randn({8192, 4096}), randn({4096})}; },
+      {"bias_gelu", "bias + tanh-GELU * 0.5 + x 8192x4096", [] { return Args{randn({8192, 4096}), randn({4096})}; },
        [](const Args& a) { return at::gelu(a[0] + a[1], "tanh") * 0.5 + a[0]; }},
-      {"softmax(x*0.125, -1) 8192x4096", [] { return Args{randn({8192, 4096})}; },
+      {"softmax", "softmax(x*0.125, -1) 8192x4096", [] { return Args{randn({8192, 4096})}; },
        [](const Args& a) { return at::softmax(a[0] * 0.125, -1); }},
-      {"layer_norm 8192x4096", [] { return Args{randn({8192, 4096}), randn({4096}), randn({4096})}; },
-       [](const Args& a) { return at::layer_norm(a[0], {4096}, a[1], a[2]); }},
-      {"RMSNorm + residual (1 output) 8192x4096", [] { return Args{randn({8192, 4096}), randn({8192, 4096}), randn({4096})}; },
+      {"layer_norm", "layer_norm 8192x4096", [] { return Args{randn({8192, 4096}), randn({4096}), randn({4096})}; },
+       [](const Args& a) { return at::layer_norm(a[0], {a[0].size(-1)}, a[1], a[2]); }},
+      {"rms_norm_residual", "RMSNorm + residual (1 output) 8192x4096",
+       [] { return Args{randn({8192, 4096}), randn({8192, 4096}), randn({4096})}; },
        [](const Args& a) {
          const auto h = a[0] + a[1];
          return h * at::rsqrt((h * h).mean(-1, true) + 1e-6) * a[2];
        }},
-      {"(x*x).sum(1) 8192x4096", [] { return Args{randn({8192, 4096})}; }, [](const Args& a) { return (a[0] * a[0]).sum(1); }},
-      {"MLP linear-gelu-linear + x 4096x1024", [] { return Args{randn({4096, 1024}), randn({4096, 1024}) * 0.03, randn({1024, 4096}) * 0.03}; },
+      {"row_sum_squares", "(x*x).sum(1) 8192x4096", [] { return Args{randn({8192, 4096})}; },
+       [](const Args& a) { return (a[0] * a[0]).sum(1); }},
+      {"mlp", "MLP linear-gelu-linear + x 4096x1024",
+       [] { return Args{randn({4096, 1024}), randn({4096, 1024}) * 0.03, randn({1024, 4096}) * 0.03}; },
        [](const Args& a) { return at::linear(at::gelu(at::linear(a[0], a[1])), a[2]) + a[0]; }, false},
-      {"attention softmax(qk^T/8)v 8x16x512x64", [] { return Args{randn({8, 16, 512, 64}), randn({8, 16, 512, 64}), randn({8, 16, 512, 64})}; },
-       [](const Args& a) { return at::matmul(at::softmax(at::matmul(a[0], a[1].transpose(-2, -1)) / 8.0, -1), a[2]); }, false},
-      {"tiny chain 10x(x*1.01+0.1), relu 16", [] { return Args{randn({16})}; },
+      {"attention", "attention softmax(qk^T/8)v 8x16x512x64",
+       [] { return Args{randn({8, 16, 512, 64}), randn({8, 16, 512, 64}), randn({8, 16, 512, 64})}; },
+       [](const Args& a) { return at::matmul(at::softmax(at::matmul(a[0], a[1].transpose(-2, -1)) / 8.0, -1), a[2]); },
+       false},
+      {"tiny_chain", "tiny chain 10x(x*1.01+0.1), relu 16", [] { return Args{randn({16})}; },
        [](const Args& a) {
          auto x = a[0];
          for (int i = 0; i < 10; ++i) x = x * 1.01 + 0.1;
          return x.relu();
-       }, false},
-      {"bf16 sigmoid(x)*x 8192x8192", [] { return Args{randn({8192, 8192}, at::kBFloat16)}; },
+       },
+       false},
+      {"bf16_silu", "bf16 sigmoid(x)*x 8192x8192", [] { return Args{randn({8192, 8192}, at::kBFloat16)}; },
        [](const Args& a) { return a[0].sigmoid() * a[0]; }},
   };
 }
@@ -96,48 +143,241 @@ int64_t bytes_of(const Args& in, const at::Tensor& out) {
   return b;
 }
 
+// Stats::cudagraph_captures/replays once lib/ has them (mode reduce-overhead); -1 before.
+template <class S>
+int64_t captures_of(const S& s) {
+  if constexpr (requires { s.cudagraph_captures; }) return s.cudagraph_captures;
+  else return -1;
+}
+template <class S>
+int64_t replays_of(const S& s) {
+  if constexpr (requires { s.cudagraph_replays; }) return s.cudagraph_replays;
+  else return -1;
+}
+
+struct JitcResult {
+  double ms = kNone, first_calls_s = kNone, max_abs_diff = kNone, peak_bytes = kNone, held_bytes = kNone;
+  int64_t kernels = 0, captures = -1, replays = -1;
+  std::string error;
+};
+
+JitcResult run_jitc(const Workload& w, const Args& in, const at::Tensor& want, jitc::Mode mode) {
+  JitcResult r;
+  try {
+    const double reserved = reserved_after_empty_cache();
+    jitc::Options options;
+    options.mode = mode;
+    options.name = w.key + (mode == jitc::Mode::kDefault ? "" : "_reduce_overhead");
+    auto compiled = jitc::compile([fn = w.fn](const Args& a) { return fn(a); }, options);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kFirstCalls; ++i) compiled(in);
+    gpu_sync();
+    r.first_calls_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    {
+      const at::Tensor got = compiled(in);
+      r.max_abs_diff = (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>();
+    }
+    r.held_bytes = reserved_after_empty_cache() - reserved;
+    r.ms = ms_per_call([&] { compiled(in); }, w.calls);
+    r.peak_bytes = peak_bytes([&] { compiled(in); });
+    const auto s = compiled.stats();
+    r.kernels = s.kernels_compiled;
+    r.captures = captures_of(s);
+    r.replays = replays_of(s);
+  } catch (const std::exception& e) {  // one failing mode must not hide the other results
+    r.error = e.what();
+    std::fprintf(stderr, "ERROR %s (jitc %s): %s\n", w.key.c_str(), jitc::to_string(mode), e.what());
+  }
+  return r;
+}
+
+// A torch.compile mode of the peer file, or nullptr when absent or failed.
+const CudaPeerMode* peer_mode(const CudaPeerWorkload* w, const std::string& mode) {
+  if (!w) return nullptr;
+  const auto it = w->modes.find(mode);
+  return it == w->modes.end() || !it->second.error.empty() ? nullptr : &it->second;
+}
+
+double ms_of(const CudaPeerMode* m) { return m ? m->ms : kNone; }
+
+std::string num(double v, const char* spec) { return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "-"; }
+std::string ratio(double num_ms, double den_ms) {
+  return std::isfinite(num_ms) && std::isfinite(den_ms) && den_ms > 0 ? fmt::format("{:.2f}x", num_ms / den_ms) : "-";
+}
+std::string mb(double bytes) { return num(bytes / 1e6, "{:.0f}"); }
+std::string json_num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (c == '\n' || c == '\t') ? ' ' : c;
+  }
+  return out;
+}
+
+std::string json_jitc(const JitcResult& r) {
+  return fmt::format(
+      "{{\"ms\": {}, \"first_calls_s\": {}, \"kernels\": {}, \"peak_bytes\": {}, \"held_bytes\": {}, \"max_abs_diff\": "
+      "{}, \"cudagraph_captures\": {}, \"cudagraph_replays\": {}, \"error\": \"{}\"}}",
+      json_num(r.ms), json_num(r.first_calls_s), r.kernels, json_num(r.peak_bytes), json_num(r.held_bytes),
+      json_num(r.max_abs_diff),
+      r.captures, r.replays, json_escape(r.error));
+}
+
+std::string json_peer(const CudaPeerWorkload* w) {
+  if (!w) return "null";
+  std::string out = fmt::format("{{\"eager_ms\": {}, \"peak_bytes_eager\": {}", json_num(w->eager_ms), w->peak_bytes_eager);
+  for (const auto& [mode, m] : w->modes)
+    out += fmt::format(
+        ", \"{}\": {{\"ms\": {}, \"first_calls_s\": {}, \"peak_bytes\": {}, \"held_bytes\": {}, \"max_abs_diff\": {}, "
+        "\"match\": {}, \"cudagraph_skips\": {}, \"error\": \"{}\"}}",
+        mode, m.error.empty() ? json_num(m.ms) : "null", json_num(m.first_calls_s), m.peak_bytes, m.held_bytes,
+        json_num(m.max_abs_diff), m.match ? "true" : "false", m.cudagraph_skips, json_escape(m.error));
+  return out + "}";
+}
+
+struct Row {
+  const Workload* w = nullptr;
+  double eager_ms = 0, roofline_ms = 0;
+  int64_t peak_eager = 0;
+  JitcResult jitc, jitc_ro;
+  const CudaPeerWorkload* peer = nullptr;
+};
+
+std::string roofline_pct(const Row& r, double ms) {
+  if (!r.w->memory_bound) return "-";
+  return std::isfinite(ms) ? fmt::format("{:.0f}%", 100 * r.roofline_ms / ms) : "-";
+}
+
+void print_tables(const std::vector<Row>& rows, bool have_peer) {
+  std::printf("\nTime per call (ms; RO = mode reduce-overhead; tc = torch.compile; \"jitc vs tc\" = tc ms / jitc ms, "
+              "above 1 = jitc faster; %% roofline = bytes that must move / copy bandwidth)\n\n");
+  std::printf("| workload | eager | jitc | jitc RO | tc | tc RO | tc RO static inputs | jitc vs eager | jitc vs tc | "
+              "jitc RO vs tc RO | %% roofline jitc / jitc RO / tc / tc RO |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    const double tc = ms_of(peer_mode(r.peer, kTcDefault)), tc_ro = ms_of(peer_mode(r.peer, kTcRo));
+    const double tc_static = ms_of(peer_mode(r.peer, kTcRoStatic));
+    std::printf("| %s | %.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.w->name.c_str(), r.eager_ms,
+                num(r.jitc.ms, "{:.4f}").c_str(), num(r.jitc_ro.ms, "{:.4f}").c_str(), num(tc, "{:.4f}").c_str(),
+                num(tc_ro, "{:.4f}").c_str(), num(tc_static, "{:.4f}").c_str(), ratio(r.eager_ms, r.jitc.ms).c_str(),
+                ratio(tc, r.jitc.ms).c_str(), ratio(tc_ro, r.jitc_ro.ms).c_str(),
+                r.w->memory_bound ? fmt::format("{} / {} / {} / {}", roofline_pct(r, r.jitc.ms), roofline_pct(r, r.jitc_ro.ms),
+                                                roofline_pct(r, tc), roofline_pct(r, tc_ro))
+                                        .c_str()
+                                  : "-");
+  }
+  std::printf("\nFirst calls, memory, accuracy (first 3 calls s: trace/compile and CUDA-graph capture, + synchronize; "
+              "peak MB: allocated over one steady-state call; held MB: reserved growth over compile + warm-up, "
+              "the CUDA-graph pool)\n\n");
+  std::printf("| workload | jitc kernels compiled | jitc RO graphs captured | first 3 calls s jitc / jitc RO / tc / tc RO | "
+              "peak MB eager / jitc / jitc RO / tc / tc RO | held MB jitc RO / tc RO | max abs diff jitc / jitc RO / tc / tc RO |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    const CudaPeerMode* tc = peer_mode(r.peer, kTcDefault);
+    const CudaPeerMode* tc_ro = peer_mode(r.peer, kTcRo);
+    auto tc_first = [](const CudaPeerMode* m) { return m ? num(m->first_calls_s, "{:.2f}") : "-"; };
+    auto tc_peak = [](const CudaPeerMode* m) { return m ? mb(m->peak_bytes) : "-"; };
+    auto tc_diff = [](const CudaPeerMode* m) { return m ? num(m->max_abs_diff, "{:.2g}") : "-"; };
+    std::printf("| %s | %lld | %s | %s / %s / %s / %s | %s / %s / %s / %s / %s | %s / %s | %s / %s / %s / %s |\n",
+                r.w->name.c_str(), static_cast<long long>(r.jitc.kernels),
+                r.jitc_ro.captures < 0 ? "-" : std::to_string(r.jitc_ro.captures).c_str(),
+                num(r.jitc.first_calls_s, "{:.3f}").c_str(), num(r.jitc_ro.first_calls_s, "{:.3f}").c_str(),
+                tc_first(tc).c_str(), tc_first(tc_ro).c_str(), mb(r.peak_eager).c_str(), mb(r.jitc.peak_bytes).c_str(),
+                mb(r.jitc_ro.peak_bytes).c_str(), tc_peak(tc).c_str(), tc_peak(tc_ro).c_str(),
+                mb(r.jitc_ro.held_bytes).c_str(), tc_ro ? mb(tc_ro->held_bytes).c_str() : "-",
+                num(r.jitc.max_abs_diff, "{:.2g}").c_str(), num(r.jitc_ro.max_abs_diff, "{:.2g}").c_str(),
+                tc_diff(tc).c_str(), tc_diff(tc_ro).c_str());
+  }
+  if (!have_peer) std::printf("\n(no --peer file: the torch.compile columns are empty)\n");
+  for (const Row& r : rows) {
+    if (!r.peer) continue;
+    for (const auto& [mode, m] : r.peer->modes) {
+      if (!m.error.empty()) std::printf("torch.compile %s failed on %s: %s\n", mode.c_str(), r.w->key.c_str(), m.error.c_str());
+      else if (!m.match) std::printf("torch.compile %s on %s: MISMATCH vs eager (max abs diff %.3g)\n", mode.c_str(), r.w->key.c_str(), m.max_abs_diff);
+      if (m.cudagraph_skips > 0) std::printf("torch.compile %s on %s: Inductor skipped CUDA graphs\n", mode.c_str(), r.w->key.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string json_path = "cuda_bench.json", peer_path;
+  bool with_ro = true;  // --no-reduce-overhead: skip jitc's mode reduce-overhead
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--peer" && i + 1 < argc) {
+      peer_path = argv[++i];
+    } else if (arg == "--no-reduce-overhead") {
+      with_ro = false;
+    } else if (arg == "--debug-cpu") {
+      g_cpu = true;
+      g_shrink = 16;
+    } else if (arg.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "unknown flag %s; usage: bench_cuda [out.json] [--peer peer_cuda.json] [--no-reduce-overhead] [--debug-cpu]\n", arg.c_str());
+      return 2;
+    } else {
+      json_path = arg;
+    }
+  }
+  std::optional<CudaPeerRun> peer;
+  if (!peer_path.empty()) {
+    try {
+      peer = jitc::bench::read_cuda_peer_results(peer_path);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_cuda: %s\n", e.what());
+      return 2;
+    }
+    if (peer->device != "cuda") std::fprintf(stderr, "WARNING: %s was run on %s, not CUDA (--debug-cpu?)\n", peer_path.c_str(), peer->device.c_str());
+  }
   c10::InferenceMode guard;
-  const std::string json_path = argc > 1 ? argv[1] : "cuda_bench.json";
   auto src = randn({64 << 20}), dst = randn({64 << 20});
   const double copy_ms = ms_per_call([&] { dst.copy_(src); }, 50);
   const double copy_gbs = 2.0 * src.numel() * 4 / (copy_ms * 1e-3) / 1e9;
-  std::printf("device copy bandwidth (read + write): %.0f GB/s\n\n", copy_gbs);
-  std::printf("| workload | eager ms | jitc ms | speedup | jitc %% of roofline | first call s | kernels | peak MB eager | peak MB jitc | max |diff| |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  std::ofstream json(json_path);
-  json << "{\"copy_gbs\": " << copy_gbs << ", \"workloads\": [\n";
-  bool first_row = true;
-  for (const auto& w : workloads()) {
+  src.reset();
+  dst.reset();
+  std::printf("device copy bandwidth (read + write): %.0f GB/s\n", copy_gbs);
+  if (peer)
+    std::printf("torch.compile peer: %s (%s); its copy bandwidth %.0f GB/s\n", peer->machine.c_str(), peer_path.c_str(),
+                peer->copy_gbs);
+
+  std::vector<Workload> all = workloads();
+  std::vector<Row> rows;
+  for (const auto& w : all) {
+    std::fprintf(stderr, "running %s\n", w.key.c_str());
+    Row r;
+    r.w = &w;
+    if (peer) {
+      const auto it = peer->workloads.find(w.key);
+      if (it == peer->workloads.end()) {
+        std::fprintf(stderr, "WARNING: %s has no workload %s\n", peer_path.c_str(), w.key.c_str());
+      } else {
+        r.peer = &it->second;
+        if (r.peer->calls != w.calls || r.peer->name != w.name)
+          std::fprintf(stderr, "WARNING: %s: the peer's workload differs (\"%s\", %d calls per round; here \"%s\", %d)\n",
+                       w.key.c_str(), r.peer->name.c_str(), r.peer->calls, w.name.c_str(), w.calls);
+      }
+    }
     const Args in = w.inputs();
-    auto compiled = jitc::compile([fn = w.fn](const Args& a) { return fn(a); });
-    const auto t0 = Clock::now();
-    compiled(in);
-    const at::Tensor got = compiled(in);
-    gpu_sync();
-    const double first_s = std::chrono::duration<double>(Clock::now() - t0).count();
     const at::Tensor want = w.fn(in);
-    const double diff = (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>();
-    const double eager = ms_per_call([&] { w.fn(in); }, 50);
-    const double jit = ms_per_call([&] { compiled(in); }, 50);
-    const double roofline_ms = bytes_of(in, want) / (copy_gbs * 1e9) * 1e3;
-    const int64_t peak_eager = peak_bytes([&] { w.fn(in); }), peak_jitc = peak_bytes([&] { compiled(in); });
-    const auto s = compiled.stats();
-    std::printf("| %s | %.4f | %.4f | %.2fx | %s | %.3f | %lld | %.1f | %.1f | %.2g |\n", w.name.c_str(), eager, jit, eager / jit,
-                w.memory_bound ? fmt::format("{:.0f}%", 100 * roofline_ms / jit).c_str() : "-", first_s,
-                static_cast<long long>(s.kernels_compiled), peak_eager / 1e6, peak_jitc / 1e6, diff);
-    json << (first_row ? "" : ",\n") << "  {\"name\": \"" << w.name << "\", \"eager_ms\": " << eager << ", \"jitc_ms\": " << jit
-         << ", \"roofline_ms\": " << roofline_ms << ", \"first_call_s\": " << first_s << ", \"kernels\": " << s.kernels_compiled
-         << ", \"peak_bytes_eager\": " << peak_eager << ", \"peak_bytes_jitc\": " << peak_jitc << ", \"max_abs_diff\": " << diff << "}";
-    first_row = false;
+    r.eager_ms = ms_per_call([&] { w.fn(in); }, w.calls);
+    r.peak_eager = peak_bytes([&] { w.fn(in); });
+    r.roofline_ms = bytes_of(in, want) / (copy_gbs * 1e9) * 1e3;
+    r.jitc = run_jitc(w, in, want, jitc::Mode::kDefault);
+    if (with_ro) r.jitc_ro = run_jitc(w, in, want, jitc::Mode::kReduceOverhead);
+    std::fprintf(stderr, "row %s: eager %.4f ms, jitc %.4f ms, jitc RO %.4f ms, roofline %.4f ms\n", w.key.c_str(),
+                 r.eager_ms, r.jitc.ms, r.jitc_ro.ms, r.roofline_ms);
+    rows.push_back(std::move(r));
   }
+
   // Host cost of one call, no synchronization in the loop (the GPU work of a 16-element op is tiny).
   const auto x = randn({16});
   auto small = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); });
-  small(x);
-  small(x);
+  jitc::Options ro_options;
+  ro_options.mode = jitc::Mode::kReduceOverhead;
+  auto small_ro = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); }, ro_options);
   auto host_us = [&](const std::function<void()>& f) {
     for (int i = 0; i < 1000; ++i) f();
     gpu_sync();
@@ -148,7 +388,47 @@ int main(int argc, char** argv) {
     return us;
   };
   const double eager_us = host_us([&] { (x * 2 + 1).relu(); }), jitc_us = host_us([&] { small(x); });
-  std::printf("\nhost cost of one call on 16 elements, (x*2+1).relu(): eager %.2f us, jitc %.2f us\n", eager_us, jitc_us);
-  json << "\n], \"host_us_eager\": " << eager_us << ", \"host_us_jitc\": " << jitc_us << "}\n";
+  const double jitc_ro_us = with_ro ? host_us([&] { small_ro(x); }) : kNone;
+
+  print_tables(rows, peer.has_value());
+  std::printf("\nhost cost of one call on 16 elements, (x*2+1).relu(), no synchronize: eager (C++) %.2f us, jitc %.2f us, "
+              "jitc RO %s us", eager_us, jitc_us, num(jitc_ro_us, "{:.2f}").c_str());
+  if (peer) {
+    for (const std::string& mode : {std::string("eager"), kTcDefault, kTcRo, kTcRoStatic}) {
+      const auto it = peer->host_us.find(mode);
+      if (it != peer->host_us.end())
+        std::printf(", %s %.2f us", mode == "eager" ? "eager (Python)" : ("torch.compile " + mode).c_str(), it->second);
+    }
+  }
+  std::printf("\n");
+
+  std::ofstream json(json_path);
+  json << "{\"copy_gbs\": " << copy_gbs << ", \"peer\": ";
+  if (peer) {
+    json << fmt::format("{{\"file\": \"{}\", \"machine\": \"{}\", \"device\": \"{}\", \"copy_gbs\": {}, \"host_us\": {{",
+                        json_escape(peer_path), json_escape(peer->machine), peer->device, json_num(peer->copy_gbs));
+    const char* sep = "";
+    for (const auto& [mode, us] : peer->host_us) {
+      json << sep << "\"" << mode << "\": " << json_num(us);
+      sep = ", ";
+    }
+    json << "}}";
+  } else {
+    json << "null";
+  }
+  json << ", \"workloads\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const double tc = ms_of(peer_mode(r.peer, kTcDefault)), tc_ro = ms_of(peer_mode(r.peer, kTcRo));
+    json << (i ? ",\n" : "")
+         << fmt::format("  {{\"key\": \"{}\", \"name\": \"{}\", \"calls\": {}, \"memory_bound\": {}, \"eager_ms\": {}, "
+                        "\"roofline_ms\": {}, \"peak_bytes_eager\": {}, \"jitc\": {}, \"jitc_reduce_overhead\": {}, "
+                        "\"torch_compile\": {}, \"jitc_vs_torch_compile\": {}, \"jitc_ro_vs_torch_compile_ro\": {}}}",
+                        r.w->key, json_escape(r.w->name), r.w->calls, r.w->memory_bound ? "true" : "false",
+                        json_num(r.eager_ms), json_num(r.roofline_ms), r.peak_eager, json_jitc(r.jitc),
+                        json_jitc(r.jitc_ro), json_peer(r.peer), json_num(tc / r.jitc.ms), json_num(tc_ro / r.jitc_ro.ms));
+  }
+  json << "\n], \"host_us_eager\": " << eager_us << ", \"host_us_jitc\": " << jitc_us
+       << ", \"host_us_jitc_reduce_overhead\": " << json_num(jitc_ro_us) << "}\n";
   return 0;
 }

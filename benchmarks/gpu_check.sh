@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Build jitc on the GPU host and run its CUDA tests (and, with `bench`, the CUDA benchmarks).
-#   run (device tool): bash benchmarks/gpu_check.sh [bench]   with carry = ["gpu-deps"]
+#   run (device tool): bash benchmarks/gpu_check.sh [bench|bench-only]   with carry = ["gpu-deps"]
+# bench: the tests, then torch.compile on the CUDA workloads (peer_torch_compile.py --device cuda, modes
+# default and reduce-overhead, $OUT/peer_cuda.json), then bench_cuda --peer (eager, jitc default and
+# reduce-overhead, the torch.compile columns from the peer file; $OUT/cuda_bench.{json,log}).
+# bench-only: the same without the tests.
 # The host has LibTorch in /opt/torch/.venv and the CUDA toolkit, but no LLVM, fmt package or Catch2:
 # the CPU JIT is switched off (JITC_WITH_LLVM=OFF) and Catch2 comes from gpu-deps/ (copied from Debian's
 # catch2 package: include/catch2, lib/cmake/Catch2). Logs go to $OUT.
@@ -17,11 +21,24 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITC_WITH_L
   -DCMAKE_PREFIX_PATH="$PREFIX;$PWD/gpu-deps" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 cmake --build build-gpu -j16 --target test_cuda bench_cuda > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
-./build-gpu/test/test_cuda "[cuda],[nvrtc]" --durations yes > "$OUT/test_cuda.log" 2>&1
-status=$?
-grep -E "FAILED|with message|expansion|^  \"|passed|failed" "$OUT/test_cuda.log" | head -60
-tail -3 "$OUT/test_cuda.log"
-if [ "${1:-}" = bench ] && [ -x build-gpu/benchmarks/bench_cuda ]; then
-  ./build-gpu/benchmarks/bench_cuda "$OUT/cuda_bench.json" 2>&1 | tee "$OUT/cuda_bench.log"
+status=0
+if [ "${1:-}" != bench-only ]; then
+  ./build-gpu/test/test_cuda "[cuda],[nvrtc]" --durations yes > "$OUT/test_cuda.log" 2>&1
+  status=$?
+  grep -E "FAILED|with message|expansion|^  \"|passed|failed" "$OUT/test_cuda.log" | head -60
+  tail -3 "$OUT/test_cuda.log"
+  echo "tests done: $(( $(date +%s) - start )) s"
+fi
+if [ "${1:-}" = bench ] || [ "${1:-}" = bench-only ]; then
+  # torch.compile first (a cold Inductor cache: its first calls include compiling), then jitc with --peer.
+  timeout 300 $PY benchmarks/peer_torch_compile.py --device cuda "$OUT/peer_cuda.json" > "$OUT/peer_cuda.log" 2>&1
+  echo "peer_torch_compile.py: exit $? after $(( $(date +%s) - start )) s"
+  grep -E "GB/s|^(ERROR|MISMATCH|NOTE)|Error|wrote" "$OUT/peer_cuda.log" | head -30
+  peer=()
+  [ -s "$OUT/peer_cuda.json" ] && peer=(--peer "$OUT/peer_cuda.json")
+  # a fresh compile cache, so that jitc's first calls are cold like torch.compile's
+  JITC_CACHE_DIR=$(mktemp -d) timeout 240 ./build-gpu/benchmarks/bench_cuda "$OUT/cuda_bench.json" ${peer[@]+"${peer[@]}"} > "$OUT/cuda_bench.log" 2>&1
+  echo "bench_cuda: exit $? after $(( $(date +%s) - start )) s"
+  grep -vE "^(running|row) " "$OUT/cuda_bench.log"  # row: each workload's raw numbers, kept if it crashes
 fi
 exit $status

@@ -138,14 +138,23 @@ std::string describe_machine(const Json* machine) {
          std::to_string(static_cast<int>(machine->number_or("threads", 0))) + " threads";
 }
 
-}  // namespace
-
-PeerRun read_peer_results(const std::string& path) {
+Json parse_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open the peer results " + path + " (run peer_torch_compile.py first)");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const Json root = Parser(buffer.str(), path).parse_document();
+  return Parser(buffer.str(), path).parse_document();
+}
+
+std::string text_or(const Json* object, const std::string& key, const std::string& fallback) {
+  const Json* v = object ? object->find(key) : nullptr;
+  return v && v->kind == Json::Kind::kString ? v->text : fallback;
+}
+
+}  // namespace
+
+PeerRun read_peer_results(const std::string& path) {
+  const Json root = parse_file(path);
   const Json* workloads = root.find("workloads");
   if (!workloads || workloads->kind != Json::Kind::kArray) throw std::runtime_error(path + ": no \"workloads\" array");
   PeerRun run;
@@ -159,6 +168,40 @@ PeerRun read_peer_results(const std::string& path) {
                                  w.number_or("compile_s", 0), !match || match->number != 0,
                                  w.number_or("eager_checksum", 0), w.number_or("other_cores", 0),
                                  error && error->kind == Json::Kind::kString ? error->text : ""};
+  }
+  return run;
+}
+
+CudaPeerRun read_cuda_peer_results(const std::string& path) {
+  const Json root = parse_file(path);
+  const Json* workloads = root.find("workloads");
+  if (text_or(&root, "device", "").empty())
+    throw std::runtime_error(path + ": no \"device\": not written by peer_torch_compile.py --device cuda");
+  if (!workloads || workloads->kind != Json::Kind::kObject)
+    throw std::runtime_error(path + ": no \"workloads\" object (keyed by workload)");
+  CudaPeerRun run;
+  run.device = text_or(&root, "device", "");
+  const Json* machine = root.find("machine");
+  run.machine = text_or(machine, "gpu", "unknown GPU") + ", torch " + text_or(machine, "torch", "?") + ", triton " +
+                text_or(machine, "triton", "?");
+  run.copy_gbs = root.number_or("copy_gbs", 0);
+  if (const Json* host = root.find("host_us"))
+    for (const auto& [mode, us] : host->fields)
+      if (us.kind == Json::Kind::kNumber) run.host_us[mode] = us.number;
+  for (const auto& [key, w] : workloads->fields) {
+    CudaPeerWorkload& out = run.workloads[key];
+    out.name = text_or(&w, "name", key);
+    out.calls = static_cast<int>(w.number_or("calls", 0));
+    out.eager_ms = w.number_or("eager_ms", 0);
+    out.peak_bytes_eager = w.number_or("peak_bytes_eager", 0);
+    const Json* modes = w.find("modes");
+    if (!modes) continue;
+    for (const auto& [mode, m] : modes->fields) {
+      const Json* match = m.find("match");
+      out.modes[mode] = {m.number_or("ms", 0),           m.number_or("first_calls_s", 0), m.number_or("peak_bytes", 0),
+                         m.number_or("held_bytes", 0),   m.number_or("max_abs_diff", 0),  !match || match->number != 0,
+                         m.number_or("cudagraph_skips", 0), text_or(&m, "error", "")};
+    }
   }
   return run;
 }

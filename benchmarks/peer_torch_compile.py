@@ -14,8 +14,27 @@ Needs: Inductor's CPU backend compiles the C++ it generates at run time, so a C+
 Python.h of the interpreter that runs this script must be present. The venv's interpreter (pyenv 3.11)
 ships its own headers; with Debian's python3 install python3-dev (apt-get install -y python3-dev g++).
 NumPy is not needed (torch warns once that it is missing).
+
+--device cuda runs instead the CUDA workloads of benchmarks/bench_cuda.cpp (same keys, names, shapes, dtypes,
+ops and calls per round: change both together) through torch.compile in mode "default" and mode
+"reduce-overhead" (CUDA graphs), timed as bench_cuda times them: three warm-up calls, then calls queued back
+to back and one synchronize, the best of 5 rounds of N calls. Per mode it records the wall time of the first
+three calls (compile, and CUDA-graph warm-up and recording for reduce-overhead) plus a synchronize, the peak
+of torch.cuda.max_memory_allocated over one steady-state call (after reset_peak_memory_stats, less what was
+allocated before), the memory the compiled function keeps reserved after its warm-up (memory_reserved
+growth, after empty_cache, before and after: the CUDA-graph pool for reduce-overhead) and max |diff| vs
+eager. reduce-overhead is called with the same input tensors every call (like a serving loop), with
+torch.compiler.cudagraph_mark_step_begin() before each call; cudagraph trees still copy such inputs into
+their static buffers on each replay, so a third run, "reduce-overhead-static-inputs", marks the inputs with
+torch._dynamo.mark_static_address (no copy). Also: the host cost of one call on a 16-element tensor,
+(x*2+1).relu(), without synchronize in the loop (bench_cuda's measure), and the copy bandwidth. Then:
+    /opt/torch/.venv/bin/python3 benchmarks/peer_torch_compile.py --device cuda peer_cuda.json
+    build-gpu/benchmarks/bench_cuda cuda_bench.json --peer peer_cuda.json
+(benchmarks/gpu_check.sh bench runs both). --dry-run lists the workloads; --debug-cpu runs the CUDA code
+path on the CPU with shapes divided by 16 (no timings worth reading: only to check that the script runs).
 """
 import atexit
+import gc
 import json
 import math
 import os
@@ -198,18 +217,6 @@ def cpu_model():
     return platform.processor() or "unknown CPU"
 
 
-def parse_args(argv):
-    out, only, i = "benchmarks/peer.json", None, 0
-    while i < len(argv):
-        if argv[i] == "--only" and i + 1 < len(argv):
-            only, i = set(argv[i + 1].split(",")), i + 2
-        elif argv[i].startswith("--"):
-            sys.exit(f"unknown flag {argv[i]}; usage: peer_torch_compile.py [out.json] [--only name1,name2]")
-        else:
-            out, i = argv[i], i + 1
-    return out, only
-
-
 def print_table(machine, rows):
     """Prints the markdown table and the failures; returns whether any workload failed or mismatched."""
     print(f"CPU: {machine['cpu']}; threads: {machine['threads']}; torch {machine['torch']}; "
@@ -236,8 +243,331 @@ def print_table(machine, rows):
     return failed
 
 
+# ---- CUDA: the workloads of bench_cuda.cpp ---------------------------------------------------------------
+
+CUDA_ROUNDS, CUDA_WARMUP, FIRST_CALLS = 5, 3, 3
+HOST_WARMUP, HOST_CALLS = 1000, 20000
+CUDA_MODES = ("default", "reduce-overhead", "reduce-overhead-static-inputs")
+
+
+def cuda_workloads(device, shrink=1):
+    """(key, name, calls per round, make_inputs, fn) in bench_cuda's order; shrink divides the large dims
+    (--debug-cpu only)."""
+    def randn(*shape, dtype=torch.float32, scale=None):
+        t = torch.randn(shape, device=device, dtype=dtype)
+        return t * scale if scale is not None else t
+
+    rows, cols, square = 8192 // shrink, 4096 // shrink, 4096 // shrink
+    mlp_rows, mlp_cols = 4096 // shrink, 1024 // shrink
+
+    def rms_norm_residual(a, b, w):
+        h = a + b
+        return h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-6) * w
+
+    def tiny_chain(x):
+        for _ in range(10):
+            x = x * 1.01 + 0.1
+        return x.relu()
+
+    return [
+        ("pointwise", "pointwise (sin+cos).relu 4096x4096", 50, lambda: [randn(square, square)],
+         lambda x: (x.sin() + x.cos()).relu()),
+        ("bias_gelu", "bias + tanh-GELU * 0.5 + x 8192x4096", 50, lambda: [randn(rows, cols), randn(cols)],
+         lambda x, b: F.gelu(x + b, approximate="tanh") * 0.5 + x),
+        ("softmax", "softmax(x*0.125, -1) 8192x4096", 50, lambda: [randn(rows, cols)],
+         lambda x: torch.softmax(x * 0.125, -1)),
+        ("layer_norm", "layer_norm 8192x4096", 50, lambda: [randn(rows, cols), randn(cols), randn(cols)],
+         lambda x, w, b: F.layer_norm(x, (cols,), w, b)),
+        ("rms_norm_residual", "RMSNorm + residual (1 output) 8192x4096", 50,
+         lambda: [randn(rows, cols), randn(rows, cols), randn(cols)], rms_norm_residual),
+        ("row_sum_squares", "(x*x).sum(1) 8192x4096", 50, lambda: [randn(rows, cols)], lambda x: (x * x).sum(1)),
+        ("mlp", "MLP linear-gelu-linear + x 4096x1024", 50,
+         lambda: [randn(mlp_rows, mlp_cols), randn(mlp_rows, mlp_cols, scale=0.03), randn(mlp_cols, mlp_rows, scale=0.03)],
+         lambda x, w1, w2: F.linear(F.gelu(F.linear(x, w1)), w2) + x),
+        ("attention", "attention softmax(qk^T/8)v 8x16x512x64", 50,
+         lambda: [randn(8, 16, 512 // shrink, 64) for _ in range(3)],
+         lambda q, k, v: torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) / 8.0, -1), v)),
+        ("tiny_chain", "tiny chain 10x(x*1.01+0.1), relu 16", 50, lambda: [randn(16)], tiny_chain),
+        ("bf16_silu", "bf16 sigmoid(x)*x 8192x8192", 50, lambda: [randn(rows, rows, dtype=torch.bfloat16)],
+         lambda x: x.sigmoid() * x),
+    ]
+
+
+class Gpu:
+    """synchronize and the caching allocator's counters; on the CPU (--debug-cpu) they do nothing."""
+
+    def __init__(self, device):
+        self.cuda = device == "cuda"
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def reserved_after_empty_cache(self):
+        gc.collect()
+        self.sync()
+        if not self.cuda:
+            return 0
+        torch.cuda.empty_cache()
+        return torch.cuda.memory_reserved()
+
+    def peak_bytes(self, f):
+        """Peak allocated over one call, less what was allocated before it (bench_cuda's peak_bytes)."""
+        self.sync()
+        if not self.cuda:
+            f()
+            return 0
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        f()
+        self.sync()
+        return torch.cuda.max_memory_allocated() - before
+
+    def ms_per_call(self, f, calls):
+        """bench_cuda's ms_per_call: calls queued back to back, one synchronize; the best of 5 rounds."""
+        for _ in range(CUDA_WARMUP):
+            f()
+        self.sync()
+        best = math.inf
+        for _ in range(CUDA_ROUNDS):
+            start = time.perf_counter()
+            for _ in range(calls):
+                f()
+            self.sync()
+            best = min(best, (time.perf_counter() - start) * 1e3 / calls)
+        return best
+
+    def host_us(self, f, calls=HOST_CALLS):
+        """bench_cuda's host cost: no synchronize inside the timed loop."""
+        for _ in range(HOST_WARMUP):
+            f()
+        self.sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            f()
+        us = (time.perf_counter() - start) * 1e6 / calls
+        self.sync()
+        return us
+
+
+def inputs_for(mode, inputs):
+    """reduce-overhead-static-inputs gets copies marked with mark_static_address (CUDA graphs read them in
+    place); the caller's tensors stay unmarked for the other modes."""
+    if mode != "reduce-overhead-static-inputs":
+        return inputs
+    copies = [t.clone() for t in inputs]
+    for t in copies:
+        torch._dynamo.mark_static_address(t)
+    return copies
+
+
+def compile_for(mode, fn, inputs):
+    """A no-argument callable running fn compiled in this mode on these inputs (fresh Dynamo state)."""
+    torch._dynamo.reset()
+    if mode == "default":
+        compiled = torch.compile(fn)
+        return lambda: compiled(*inputs)
+    compiled = torch.compile(fn, mode="reduce-overhead")
+
+    def call():
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(*inputs)
+
+    return call
+
+
+def tolerance(dtype):
+    return (2e-2, 2e-2) if dtype in (torch.bfloat16, torch.float16) else (1e-3, 1e-3)
+
+
+def measure_cuda_mode(gpu, mode, fn, inputs, expected, calls):
+    row = {}
+    try:
+        skips = torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]
+        inputs = inputs_for(mode, inputs)
+        reserved = gpu.reserved_after_empty_cache()  # held_bytes: what compiling and warming up keep
+        call = compile_for(mode, fn, inputs)
+        start = time.perf_counter()
+        for _ in range(FIRST_CALLS):
+            call()
+        gpu.sync()
+        row["first_calls_s"] = time.perf_counter() - start
+        actual = call()
+        rtol, atol = tolerance(expected.dtype)
+        row["max_abs_diff"] = (actual.double() - expected.double()).abs().max().item()
+        row["match"] = bool(torch.allclose(actual, expected, rtol=rtol, atol=atol))
+        del actual
+        row["held_bytes"] = gpu.reserved_after_empty_cache() - reserved
+        row["ms"] = gpu.ms_per_call(call, calls)
+        row["peak_bytes"] = gpu.peak_bytes(call)
+        row["cudagraph_skips"] = torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] - skips
+    except Exception as e:  # one failing mode must not hide the others' results
+        row["error"] = f"{type(e).__name__}: {e}"
+    torch._dynamo.reset()
+    return row
+
+
+def measure_cuda(gpu, key, name, calls, make_inputs, fn, modes):
+    inputs = make_inputs()
+    expected = fn(*inputs)
+    row = {"name": name, "calls": calls, "eager_ms": gpu.ms_per_call(lambda: fn(*inputs), calls),
+           "peak_bytes_eager": gpu.peak_bytes(lambda: fn(*inputs)),
+           "bytes_moved": expected.numel() * expected.element_size()
+           + sum(t.numel() * t.element_size() for t in inputs), "modes": {}}
+    for mode in modes:
+        print(f"running {key} {mode}", file=sys.stderr, flush=True)
+        row["modes"][mode] = measure_cuda_mode(gpu, mode, fn, inputs, expected, calls)
+    return row
+
+
+def cuda_host_us(gpu, device, modes):
+    """Host cost of one call on 16 elements, (x*2+1).relu(): Python eager and each torch.compile mode."""
+    x = torch.randn(16, device=device)
+
+    def f(t):
+        return (t * 2 + 1).relu()
+
+    out = {"eager": gpu.host_us(lambda: f(x))}
+    for mode in modes:
+        try:
+            out[mode] = gpu.host_us(compile_for(mode, f, inputs_for(mode, [x])))
+        except Exception as e:
+            print(f"ERROR host cost, {mode}: {type(e).__name__}: {e}", file=sys.stderr)
+        torch._dynamo.reset()
+    return out
+
+
+def copy_gbs(gpu, device, elements):
+    src, dst = torch.randn(elements, device=device), torch.empty(elements, device=device)
+    ms = gpu.ms_per_call(lambda: dst.copy_(src), 50)
+    return 2.0 * elements * 4 / (ms * 1e-3) / 1e9
+
+
+def run_cuda(out, only, debug_cpu, modes):
+    device = "cpu" if debug_cpu else "cuda"
+    if not debug_cpu and not torch.cuda.is_available():
+        sys.exit("peer_torch_compile.py --device cuda: torch.cuda.is_available() is False (torch "
+                 f"{torch.__version__}, built with CUDA {torch.version.cuda}): run it on the GPU host, e.g. with "
+                 "/opt/torch/.venv/bin/python3 (--debug-cpu runs the code path on the CPU, for testing only)")
+    gpu = Gpu(device)
+    workloads = [w for w in cuda_workloads(device, 16 if debug_cpu else 1) if only is None or w[0] in only]
+    if only and len(workloads) != len(only):
+        sys.exit(f"--only: unknown workload in {sorted(only)}; known: {[w[0] for w in cuda_workloads('meta')]}")
+    triton = None
+    try:
+        import triton as triton_module
+        triton = triton_module.__version__
+    except ImportError:
+        pass
+    machine = {"gpu": torch.cuda.get_device_name() if gpu.cuda else f"CPU ({cpu_model()}), --debug-cpu",
+               "torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton,
+               "python": platform.python_version(),
+               "inductor_cache": "fresh (cold compile)" if COLD_CACHE else os.environ["TORCHINDUCTOR_CACHE_DIR"],
+               "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
+    result = {"device": device, "machine": machine, "modes": list(modes), "workloads": {}}
+    with torch.inference_mode():
+        result["copy_gbs"] = copy_gbs(gpu, device, (64 << 20) // (16 if debug_cpu else 1))
+        torch._dynamo.reset()
+        start = time.perf_counter()
+        torch.compile(lambda t: t + 1)(torch.ones(16, device=device))
+        gpu.sync()
+        result["startup_compile_s"] = time.perf_counter() - start  # Inductor's one-time set-up, kept apart
+        torch._dynamo.reset()
+        for key, name, calls, make_inputs, fn in workloads:
+            result["workloads"][key] = measure_cuda(gpu, key, name, calls, make_inputs, fn, modes)
+            gc.collect()
+        result["host_us"] = cuda_host_us(gpu, device, modes)
+    failed = print_cuda_table(result)
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    print(f"wrote {out}")
+    return 1 if failed else 0
+
+
+def print_cuda_table(result):
+    m = result["machine"]
+    print(f"{m['gpu']}; torch {m['torch']} (CUDA {m['cuda']}, triton {m['triton']}); copy bandwidth "
+          f"{result['copy_gbs']:.0f} GB/s; torch.compile start-up compile (x+1) {result['startup_compile_s']:.1f} s")
+    modes = result["modes"]
+    print("| workload | eager ms | " + " | ".join(f"{mode} ms" for mode in modes) + " | first 3 calls s | "
+          "peak MB eager / " + " / ".join(modes) + " | max abs diff |")
+    print("|---|---:|" + "---:|" * len(modes) + "---:|---:|---:|")
+    failed = False
+
+    def each(rows, fmt):
+        return " / ".join("error" if "error" in r else fmt(r) for r in rows)
+
+    for key, w in result["workloads"].items():
+        rows = [w["modes"][mode] for mode in modes]
+        for mode, r in zip(modes, rows):
+            if "error" in r:
+                failed = True
+                print(f"ERROR {key} {mode}: {r['error']}", file=sys.stderr)
+            elif not r["match"]:
+                failed = True
+                print(f"MISMATCH {key} {mode}: max abs diff {r['max_abs_diff']:.3g}", file=sys.stderr)
+            elif r.get("cudagraph_skips"):
+                print(f"NOTE {key} {mode}: Inductor skipped CUDA graphs ({r['cudagraph_skips']})", file=sys.stderr)
+        times = " | ".join("error" if "error" in r else f"{r['ms']:.4f}" for r in rows)
+        first = each(rows, lambda r: f"{r['first_calls_s']:.2f}")
+        peaks = each(rows, lambda r: f"{r['peak_bytes'] / 1e6:.0f}")
+        diffs = each(rows, lambda r: f"{r['max_abs_diff']:.2g}")
+        print(f"| {w['name']} | {w['eager_ms']:.4f} | {times} | {first} | {w['peak_bytes_eager'] / 1e6:.0f} / {peaks} "
+              f"| {diffs} |")
+    host = result.get("host_us", {})
+    print("host cost of one call on 16 elements, (x*2+1).relu(): " +
+          ", ".join(f"{mode} {us:.2f} us" for mode, us in host.items()))
+    return failed
+
+
+def parse_args(argv):
+    usage = ("usage: peer_torch_compile.py [out.json] [--only name1,name2] [--device cpu|cuda] [--dry-run] "
+             "[--debug-cpu] [--modes default,reduce-overhead,...]")
+    args = {"out": None, "only": None, "device": "cpu", "dry_run": False, "debug_cpu": False, "modes": CUDA_MODES}
+    i = 0
+    while i < len(argv):
+        flag = argv[i]
+        if flag in ("--only", "--device", "--modes") and i + 1 < len(argv):
+            value, i = argv[i + 1], i + 2
+            if flag == "--only":
+                args["only"] = set(value.split(","))
+            elif flag == "--device":
+                if value not in ("cpu", "cuda"):
+                    sys.exit(f"--device {value}: cpu or cuda; {usage}")
+                args["device"] = value
+            else:
+                args["modes"] = tuple(value.split(","))
+                if not set(args["modes"]) <= set(CUDA_MODES):
+                    sys.exit(f"--modes: known modes are {','.join(CUDA_MODES)}")
+        elif flag in ("--dry-run", "--debug-cpu"):
+            args[flag[2:].replace("-", "_")], i = True, i + 1
+        elif flag.startswith("--") or flag == "-h":
+            sys.exit(f"unknown flag {flag}; {usage}")
+        else:
+            args["out"], i = flag, i + 1
+    if args["debug_cpu"]:
+        args["device"] = "cuda"  # the CUDA workloads and code path, run on the CPU
+    if args["out"] is None:
+        args["out"] = "benchmarks/peer_cuda.json" if args["device"] == "cuda" else "benchmarks/peer.json"
+    return args
+
+
 def main():
-    out, only = parse_args(sys.argv[1:])
+    args = parse_args(sys.argv[1:])
+    only = args["only"]
+    if args["dry_run"]:
+        if args["device"] == "cuda":
+            for key, name, calls, _, _ in cuda_workloads("meta"):
+                print(f"{key}\t{name}\t{calls} calls per round")
+            print(f"modes: {', '.join(args['modes'])}")
+        else:
+            for name, _, _ in make_workloads():
+                print(name)
+        return 0
+    if args["device"] == "cuda":
+        return run_cuda(args["out"], only, args["debug_cpu"], args["modes"])
+    out = args["out"]
     workloads = [w for w in make_workloads() if only is None or w[0] in only]
     if only and len(workloads) != len(only):
         sys.exit(f"--only: unknown workload in {sorted(only)}; known: {[w[0] for w in make_workloads()]}")
