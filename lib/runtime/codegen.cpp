@@ -106,7 +106,11 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     auto schedule = [&] {
       return inductor::schedule(g, "cpp_fused", [&](const std::string& m) { runtime::log(runtime::Artifact::kFusion, m, id); });
     };
-    auto obtained = runtime::obtain_code(g, module_name, !debug_dir.empty(), schedule, id);
+    std::optional<runtime::TuningShapes> tuning;
+    const bool sizes_known = g.num_symbols == 0 || entry.symbol_values.b.size() >= static_cast<size_t>(g.num_symbols);
+    if ((options_.mode == Mode::kMaxAutotune || options_.mode == Mode::kMaxAutotuneNoCudagraphs) && sizes_known)
+      tuning = runtime::TuningShapes{&g, g.num_symbols > 0 ? entry.symbol_values.b : std::vector<int64_t>{}};
+    auto obtained = runtime::obtain_code(g, module_name, !debug_dir.empty(), schedule, id, tuning ? &*tuning : nullptr);
     for (const auto& reason : obtained.code->plan.extern_reasons)
       runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;

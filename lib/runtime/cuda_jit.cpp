@@ -4,12 +4,14 @@
 
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <c10/util/SmallVector.h>
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nvrtc.h>
 
 #include <dlfcn.h>
 
+#include <array>
 #include <mutex>
 #include <vector>
 
@@ -188,6 +190,18 @@ std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const
 
 void* current_cuda_stream(int device) {
   return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+}
+
+void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers,
+                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name) {
+  // Parameters by value: the Buffers struct (pointers), the Symbols struct (16 values), the tile count.
+  c10::SmallVector<void*, 32> pointers(buffers, buffers + num_buffers);
+  if (pointers.empty()) pointers.push_back(nullptr);
+  std::array<int64_t, 16> values{};
+  std::copy(symbols, symbols + std::min(num_symbols, 16), values.begin());
+  int64_t count = tiles;
+  void* args[] = {pointers.data(), values.data(), &count};
+  launch_cuda(function, tiles, threads, args, stream, name);
 }
 
 void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name) {

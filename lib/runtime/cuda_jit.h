@@ -37,4 +37,9 @@ void* current_cuda_stream(int device);
 // Launches `function` with a 1-D grid on `stream` (a cudaStream_t); `args` as cuLaunchKernel takes them.
 void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name);
 
+// Launches a kernel printed by inductor::emit_cuda: its parameters are the buffer pointers, the values of
+// up to 16 symbols and the tile count (one block per tile, up to 2^20 blocks in a grid-stride loop).
+void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers,
+                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name);
+
 }  // namespace jitc::runtime

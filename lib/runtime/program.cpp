@@ -2,17 +2,20 @@
 
 #include "inductor/codegen_cpu.h"
 #include "inductor/codegen_cuda.h"
+#include "runtime/cuda_autotune.h"
 #include "runtime/cuda_jit.h"
 
 #include <jitc/errors.h>
 #include "runtime/cpu_jit.h"
 #include "runtime/eager_replay.h"
+#include "runtime/log.h"
 #include "runtime/thread_pool.h"
 
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <optional>
@@ -52,33 +55,69 @@ constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chun
 }  // namespace
 
 std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, const std::string& name, bool want_assembly,
-                                                        bool index32) {
+                                                        bool index32, const TuningShapes* tuning) {
   auto code = std::make_shared<ProgramCode>();
   code->plan = std::move(plan);
   std::vector<std::string> irs;
   std::string cuda = inductor::cuda_prelude();
   std::optional<c10::Device> gpu;
+  // CUDA kernels: the heuristic's configuration, or with `tuning` every candidate under its own name.
+  std::vector<std::vector<inductor::CudaConfig>> candidates(code->plan.kernels.size());
   code->cuda_threads.assign(code->plan.kernels.size(), 0);
-  for (const auto& k : code->plan.kernels) {
-    code->kernel_ir += inductor::to_text(k.kernel);
-    if (k.device.is_cpu()) {
-      irs.push_back(inductor::emit_llvm_ir(k.kernel));
+  code->cuda_names.assign(code->plan.kernels.size(), "");
+  for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
+    const auto& launch = code->plan.kernels[k];
+    code->kernel_ir += inductor::to_text(launch.kernel);
+    if (launch.device.is_cpu()) {
+      irs.push_back(inductor::emit_llvm_ir(launch.kernel));
       continue;
     }
-    if (gpu && *gpu != k.device) throw UnsupportedError("a graph whose kernels run on two CUDA devices");
-    gpu = k.device;
-    const inductor::CudaConfig config = inductor::default_cuda_config(k.kernel);
-    code->cuda_threads[&k - code->plan.kernels.data()] = config.threads;
-    cuda += inductor::emit_cuda(k.kernel, index32, config, k.kernel.name);
+    if (gpu && *gpu != launch.device) throw UnsupportedError("a graph whose kernels run on two CUDA devices");
+    gpu = launch.device;
+    candidates[k] = tuning ? inductor::cuda_config_candidates(launch.kernel) : std::vector{inductor::default_cuda_config(launch.kernel)};
+    for (const auto& config : candidates[k])
+      cuda += inductor::emit_cuda(launch.kernel, index32, config, candidate_name(launch.kernel, config, candidates[k].size()));
+    code->cuda_threads[k] = candidates[k].front().threads;
+    code->cuda_names[k] = candidate_name(launch.kernel, candidates[k].front(), candidates[k].size());
   }
   code->llvm_ir = link_ir(irs);
   if (!irs.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);
   if (gpu) {
     code->cuda_source = cuda;
     code->cuda_module = compile_cuda_module(cuda, name, gpu->index());
+    if (tuning) code->keep_fastest(candidates, *tuning);
   }
   code->link();
   return code;
+}
+
+std::string ProgramCode::candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates) {
+  return candidates > 1 ? fmt::format("{}_t{}", kernel.name, config.threads) : kernel.name;
+}
+
+void ProgramCode::keep_fastest(const std::vector<std::vector<inductor::CudaConfig>>& candidates, const TuningShapes& tuning) {
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    if (candidates[k].size() < 2) continue;
+    std::vector<void*> functions;
+    std::vector<int> threads;
+    for (const auto& config : candidates[k]) {
+      functions.push_back(cuda_module->function(candidate_name(plan.kernels[k].kernel, config, candidates[k].size())));
+      threads.push_back(config.threads);
+    }
+    std::vector<double> ms;
+    try {
+      ms = time_candidates(plan.kernels[k], functions, threads, tuning);
+    } catch (const std::exception& e) {  // out of memory, for instance: the heuristic's choice stays
+      warn(fmt::format("jitc: max-autotune could not time {}: {}", plan.kernels[k].kernel.name, e.what()));
+      continue;
+    }
+    const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+    std::string timings;
+    for (size_t c = 0; c < ms.size(); ++c) timings += fmt::format("{}{} threads {:.4f} ms", c ? ", " : "", threads[c], ms[c]);
+    log(Artifact::kPerfHints, fmt::format("AUTOTUNE {}: {} (kept {} threads)", plan.kernels[k].kernel.name, timings, threads[best]));
+    cuda_threads[k] = threads[best];
+    cuda_names[k] = candidate_name(plan.kernels[k].kernel, candidates[k][best], candidates[k].size());
+  }
 }
 
 void ProgramCode::link() {
@@ -88,7 +127,7 @@ void ProgramCode::link() {
       e.run = reinterpret_cast<KernelFn>(module->symbol(k.kernel.name));
       e.tiles = reinterpret_cast<TilesFn>(module->symbol(k.kernel.name + ".tiles"));
     } else {
-      e.cuda_function = cuda_module->function(k.kernel.name);
+      e.cuda_function = cuda_module->function(cuda_names.at(&k - plan.kernels.data()));
       e.cuda_threads = cuda_threads.at(&k - plan.kernels.data());
     }
     kernels.push_back(e);
@@ -222,7 +261,10 @@ std::string ProgramCode::serialize() const {
   w.text(module ? module->object() : std::string());
   w.text(cuda_source);
   w.text(cuda_module ? cuda_module->image() : std::string());
-  for (int threads : cuda_threads) w.number(threads);
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    w.number(cuda_threads[k]);
+    w.text(cuda_names[k]);
+  }
   return w.take();
 }
 
@@ -254,7 +296,10 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
     object = r.text();
     code->cuda_source = r.text();
     cuda_image = r.text();
-    for (size_t k = 0; k < code->plan.kernels.size(); ++k) code->cuda_threads.push_back(static_cast<int>(r.number()));
+    for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
+      code->cuda_threads.push_back(static_cast<int>(r.number()));
+      code->cuda_names.push_back(r.text());
+    }
     if (!r.done()) return nullptr;
   } catch (const std::exception&) {
     return nullptr;
@@ -305,15 +350,8 @@ void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointer
   const auto& launch = code_->plan.kernels[k];
   const int64_t tiles = inductor::tile_count(launch.kernel, symbols);
   if (tiles <= 0) return;
-  // The kernel's parameters, by value: the buffer pointers, 16 symbol values, the tile count.
-  std::vector<void*> buffers(pointers.begin(), pointers.end());
-  if (buffers.empty()) buffers.push_back(nullptr);
-  std::array<int64_t, 16> syms{};
-  for (int s = 0; s < std::min(graph_.num_symbols, 16); ++s) syms[s] = symbols[s];
-  int64_t count = tiles;
-  void* args[] = {buffers.data(), syms.data(), &count};
-  launch_cuda(code_->kernels[k].cuda_function, tiles, code_->kernels[k].cuda_threads, args,
-              current_cuda_stream(launch.device.index()), launch.kernel.name);
+  launch_cuda_kernel(code_->kernels[k].cuda_function, code_->kernels[k].cuda_threads, tiles, pointers.data(), pointers.size(), symbols,
+                     graph_.num_symbols, current_cuda_stream(launch.device.index()), launch.kernel.name);
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {

@@ -8,6 +8,7 @@
 // same key, in this process and, through the disk cache, in later ones (program_cache.h).
 #pragma once
 #include "graph/graph.h"
+#include "inductor/codegen_cuda.h"
 #include "inductor/scheduler.h"
 
 #include <ATen/core/Tensor.h>
@@ -20,6 +21,7 @@
 namespace jitc::runtime {
 
 class CpuModule;
+struct TuningShapes;
 class CudaModule;
 
 struct ProgramCode {
@@ -34,8 +36,9 @@ struct ProgramCode {
 
   // Generates and compiles every kernel of `plan` (throws jitc::CompileError). index32: every tensor of
   // the graph has fewer than 2^31 elements whatever its symbols (CUDA kernels then index in 32 bits).
+  // tuning (mode=max-autotune): CUDA kernels keep the fastest of their candidate configurations.
   static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly,
-                                                    bool index32 = false);
+                                                    bool index32 = false, const TuningShapes* tuning = nullptr);
   // Loads code saved by serialize() without generating or compiling anything; nullptr if malformed.
   static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
   std::string serialize() const;
@@ -44,12 +47,15 @@ struct ProgramCode {
   std::shared_ptr<CpuModule> module;
   std::shared_ptr<CudaModule> cuda_module;
   std::string cuda_source;
-  std::vector<int> cuda_threads;  // per kernel (0 for CPU kernels): the configuration it was printed with
+  std::vector<int> cuda_threads;        // per kernel (0 for CPU kernels): threads per block
+  std::vector<std::string> cuda_names;  // per kernel: its function in the CUDA module
   std::vector<Entry> kernels;
   std::string kernel_ir, llvm_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
 
  private:
   void link();
+  void keep_fastest(const std::vector<std::vector<inductor::CudaConfig>>& candidates, const TuningShapes& tuning);
+  static std::string candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates);
 };
 
 class Program {

@@ -79,9 +79,9 @@ std::string cuda_identity(const graph::Graph& g) {
 }
 
 // What a key is made of besides the graph, one named part per line.
-std::string key_parts(const graph::Graph& functional) {
-  return fmt::format("cache format: {}\nlibtorch: {}\ncode generator: {}\ncuda: {}\noptions: tile {}\n", cache::kFormatVersion,
-                     TORCH_VERSION, codegen_identity(), cuda_identity(functional), inductor::kTile);
+std::string key_parts(const graph::Graph& functional, bool tuned) {
+  return fmt::format("cache format: {}\nlibtorch: {}\ncode generator: {}\ncuda: {}\noptions: tile {}{}\n", cache::kFormatVersion,
+                     TORCH_VERSION, codegen_identity(), cuda_identity(functional), inductor::kTile, tuned ? " max-autotune" : "");
 }
 
 // The parts of `now` that differ from `before` (their names), for a miss's log line.
@@ -108,14 +108,14 @@ bool fits_32_bits(const graph::Graph& g) {
   return true;
 }
 
-std::string program_key(const graph::Graph& functional) {
-  return cache::sha256_hex(key_parts(functional) + graph::to_text(functional));
+std::string program_key(const graph::Graph& functional, bool tuned) {
+  return cache::sha256_hex(key_parts(functional, tuned) + graph::to_text(functional));
 }
 
 ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,
-                         const std::function<inductor::Plan()>& schedule, const std::string& compile_id) {
+                         const std::function<inductor::Plan()>& schedule, const std::string& compile_id, const TuningShapes* tuning) {
   ObtainedCode out;
-  out.key = program_key(functional);
+  out.key = program_key(functional, tuning != nullptr);
   if (!want_assembly) {
     if ((out.code = memory().find(out.key))) {
       out.source = CodeSource::kMemory;
@@ -133,13 +133,13 @@ ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name
     }
   }
   // The nearest entry: the same graph compiled with other key parts (another jitc, LibTorch, target...).
-  const std::string graph_key = cache::sha256_hex(graph::to_text(functional)), parts = key_parts(functional);
+  const std::string graph_key = cache::sha256_hex(graph::to_text(functional)), parts = key_parts(functional, tuning != nullptr);
   std::string why = "no entry for this graph";
   if (auto before = disk().load_note(graph_key)) {
     const std::string differ = differing_parts(*before, parts);
     if (!differ.empty()) why = "the entry for this graph was made with another " + differ;
   }
-  out.code = ProgramCode::compile(schedule(), name, want_assembly, fits_32_bits(functional));
+  out.code = ProgramCode::compile(schedule(), name, want_assembly, fits_32_bits(functional), tuning);
   memory().keep(out.key, out.code);
   disk().store(out.key, out.code->serialize());
   disk().store_note(graph_key, parts);

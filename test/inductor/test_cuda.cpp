@@ -3,6 +3,7 @@
 // and the random differential test's programs (random_graphs.h).
 #include "inductor/op_lists.h"
 #include "inductor/random_graphs.h"
+#include "support/log_capture.h"
 #include "support/parity.h"
 
 #include <c10/cuda/CUDAFunctions.h>
@@ -124,4 +125,28 @@ TEST_CASE("CUDA: random graphs of pointwise reduction and view ops match eager",
   using namespace jitc::testing::random_graphs;
   const auto [first, end] = seed_range(kRandomSeeds);
   for (uint32_t seed = first; seed < end; ++seed) check_compiled_vs_eager(generate(seed), at::Device(at::kCUDA, 0));
+}
+
+TEST_CASE("CUDA: max-autotune times candidate block sizes and keeps the fastest", "[cuda][autotune]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  jitc::testing::LogCapture logs("perf_hints");
+  auto fn = [](const at::Tensor& x) { return at::softmax(x * 0.125, -1) + x.sum(-1, true); };
+  const auto x = at::randn({512, 2048}, at::kCUDA);
+  const auto want = fn(x);
+  for (auto mode : {jitc::Mode::kMaxAutotuneNoCudagraphs, jitc::Mode::kMaxAutotune}) {
+    jitc::Options options;
+    options.mode = mode;
+    auto f = jitc::compile(fn, options);
+    for (int call = 0; call < 4; ++call) {
+      INFO(jitc::to_string(mode) << " call " << call);
+      CHECK(jitc::testing::difference(f(x), want, jitc::testing::tolerance_for(at::kFloat)) == "");
+    }
+    CHECK(f.stats().programs_compiled == 1);
+    CHECK((f.stats().cudagraph_replays > 0) == (mode == jitc::Mode::kMaxAutotune));  // max-autotune uses CUDA graphs
+  }
+  CHECK(logs.contains("AUTOTUNE "));
+  CHECK(logs.contains("(kept "));
 }

@@ -1,0 +1,57 @@
+#include "runtime/cuda_autotune.h"
+
+#include "inductor/codegen_cuda.h"
+#include "runtime/cuda_jit.h"
+
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/Event.h>
+#include <c10/cuda/CUDAStream.h>
+
+
+namespace jitc::runtime {
+
+namespace {
+
+constexpr int kTimedLaunches = 20;
+
+std::vector<int64_t> evaluate(const graph::SymShape& shape, const int64_t* symbols) {
+  std::vector<int64_t> out;
+  for (const auto& e : shape) out.push_back(e.eval(symbols));
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
+                                    const std::vector<int>& threads, const TuningShapes& shapes) {
+  const int64_t* symbols = shapes.symbols.data();
+  std::vector<at::Tensor> buffers;
+  std::vector<void*> pointers;
+  for (graph::ValueId v : launch.buffers) {
+    const auto& m = shapes.graph->values[v].meta;
+    buffers.push_back(at::empty_strided(evaluate(m.sizes, symbols), evaluate(m.strides, symbols),
+                                        at::TensorOptions().dtype(m.dtype).device(launch.device)).zero_());
+    pointers.push_back(buffers.back().data_ptr());
+  }
+  const int64_t tiles = inductor::tile_count(launch.kernel, symbols);
+  if (tiles <= 0) return std::vector<double>(functions.size(), 0.0);
+  void* stream = c10::cuda::getCurrentCUDAStream(launch.device.index()).stream();
+  const c10::Stream current = c10::cuda::getCurrentCUDAStream(launch.device.index());
+  auto run = [&](size_t c) {
+    launch_cuda_kernel(functions[c], threads[c], tiles, pointers.data(), pointers.size(), symbols, shapes.graph->num_symbols, stream,
+                       launch.kernel.name);
+  };
+  std::vector<double> ms;
+  for (size_t c = 0; c < functions.size(); ++c) {
+    run(c);  // warm-up: the first launch of a function loads it
+    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT), end(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    start.record(current);
+    for (int i = 0; i < kTimedLaunches; ++i) run(c);
+    end.record(current);
+    end.synchronize();
+    ms.push_back(start.elapsedTime(end) / kTimedLaunches);
+  }
+  return ms;
+}
+
+}  // namespace jitc::runtime

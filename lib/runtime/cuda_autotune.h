@@ -1,0 +1,26 @@
+// mode=max-autotune for CUDA kernels: each kernel is printed in 2-4 launch configurations (block sizes,
+// inductor::cuda_config_candidates), all compiled in the program's one NVRTC source; each candidate is
+// timed on buffers of the graph's shapes and the fastest is kept with the program, so the compile cache
+// stores the winner and a warm start does not measure again (Inductor's max-autotune does the same with
+// its Triton configs).
+#pragma once
+#include "graph/graph.h"
+#include "inductor/scheduler.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace jitc::runtime {
+
+// What candidates are timed on: the graph's value shapes at these symbol values.
+struct TuningShapes {
+  const graph::Graph* graph = nullptr;
+  std::vector<int64_t> symbols;
+};
+
+// Milliseconds per launch of each of `functions` (one per candidate, launched with `threads[i]` threads)
+// for kernel `launch`, timed with CUDA events on zero-filled buffers.
+std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
+                                    const std::vector<int>& threads, const TuningShapes& shapes);
+
+}  // namespace jitc::runtime
