@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -378,14 +379,20 @@ int main(int argc, char** argv) {
   jitc::Options ro_options;
   ro_options.mode = jitc::Mode::kReduceOverhead;
   auto small_ro = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); }, ro_options);
+  // Host time of a call: rounds of 200 calls with a synchronize between rounds (not timed), median
+  // round. A long unsynchronized loop would fill the launch queue and time the GPU's pace instead.
   auto host_us = [&](const std::function<void()>& f) {
     for (int i = 0; i < 1000; ++i) f();
     gpu_sync();
-    const auto start = Clock::now();
-    for (int i = 0; i < 20000; ++i) f();
-    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 20000;
-    gpu_sync();
-    return us;
+    std::vector<double> rounds;
+    for (int r = 0; r < 50; ++r) {
+      const auto start = Clock::now();
+      for (int i = 0; i < 200; ++i) f();
+      rounds.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 200);
+      gpu_sync();
+    }
+    std::nth_element(rounds.begin(), rounds.begin() + rounds.size() / 2, rounds.end());
+    return rounds[rounds.size() / 2];
   };
   const double eager_us = host_us([&] { (x * 2 + 1).relu(); }), jitc_us = host_us([&] { small(x); });
   const double jitc_ro_us = with_ro ? host_us([&] { small_ro(x); }) : kNone;

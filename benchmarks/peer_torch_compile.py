@@ -42,6 +42,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import statistics
 import time
 
 COLD_CACHE = "TORCHINDUCTOR_CACHE_DIR" not in os.environ
@@ -246,7 +247,7 @@ def print_table(machine, rows):
 # ---- CUDA: the workloads of bench_cuda.cpp ---------------------------------------------------------------
 
 CUDA_ROUNDS, CUDA_WARMUP, FIRST_CALLS = 5, 3, 3
-HOST_WARMUP, HOST_CALLS = 1000, 20000
+HOST_WARMUP, HOST_ROUNDS, HOST_CALLS = 1000, 50, 200
 CUDA_MODES = ("default", "reduce-overhead", "reduce-overhead-static-inputs")
 
 
@@ -337,17 +338,20 @@ class Gpu:
             best = min(best, (time.perf_counter() - start) * 1e3 / calls)
         return best
 
-    def host_us(self, f, calls=HOST_CALLS):
-        """bench_cuda's host cost: no synchronize inside the timed loop."""
+    def host_us(self, f, rounds=HOST_ROUNDS, calls=HOST_CALLS):
+        """bench_cuda's host cost: rounds of `calls` calls with a synchronize between rounds (not timed),
+        median round; a long unsynchronized loop would fill the launch queue and time the GPU instead."""
         for _ in range(HOST_WARMUP):
             f()
         self.sync()
-        start = time.perf_counter()
-        for _ in range(calls):
-            f()
-        us = (time.perf_counter() - start) * 1e6 / calls
-        self.sync()
-        return us
+        per_round = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(calls):
+                f()
+            per_round.append((time.perf_counter() - start) * 1e6 / calls)
+            self.sync()
+        return statistics.median(per_round)
 
 
 def inputs_for(mode, inputs):

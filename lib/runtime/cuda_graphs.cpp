@@ -21,7 +21,7 @@ struct CudaGraphs::Recording {
   std::unique_ptr<at::cuda::CUDAGraph> graph;
   std::vector<at::Tensor> outputs;                             // in the graph's memory, per program output
   std::vector<std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>>> handed_out;  // what the last call returned
-  std::optional<c10::Event> replayed;                          // the last replay, on its stream
+  std::optional<c10::cuda::CUDAStream> last_stream;            // where the last replay ran
 };
 
 namespace {
@@ -165,7 +165,12 @@ bool CudaGraphs::capture(Recording& r, const std::vector<at::Tensor>& values, co
 
 void CudaGraphs::replay(const std::shared_ptr<Recording>& r, std::vector<at::Tensor>& values) {
   const c10::cuda::CUDAStream stream = current_stream(r->device);
-  if (r->replayed) r->replayed->block(stream);  // the last replay may have run on another stream
+  if (r->last_stream && *r->last_stream != stream) {  // the last replay's work (and its outputs) come first
+    c10::Event last(c10::DeviceType::CUDA);
+    last.record(*r->last_stream);
+    last.block(stream);
+  }
+  r->last_stream = stream;
   // Outputs of the last call that the caller still holds move to memory of their own first.
   for (size_t k = 0; k < r->outputs.size(); ++k) {
     auto held = r->handed_out[k] ? r->handed_out[k]->lock() : c10::intrusive_ptr<c10::StorageImpl>();
@@ -179,8 +184,6 @@ void CudaGraphs::replay(const std::shared_ptr<Recording>& r, std::vector<at::Ten
     held->set_data_ptr_noswap(copy.storage().unsafeGetStorageImpl()->set_data_ptr(c10::DataPtr(nullptr, r->device)));
   }
   r->graph->replay();
-  if (!r->replayed) r->replayed.emplace(c10::DeviceType::CUDA);
-  r->replayed->record(stream);
   counters_->replays += 1;
   const auto& outputs = program_.graph().outputs;
   for (size_t k = 0; k < outputs.size(); ++k) {

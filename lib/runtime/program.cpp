@@ -8,15 +8,19 @@
 #include <jitc/errors.h>
 #include "runtime/cpu_jit.h"
 #include "runtime/eager_replay.h"
+#include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/thread_pool.h"
 
+#include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <fstream>
 #include <bit>
 #include <optional>
 #include <set>
@@ -43,11 +47,28 @@ std::string link_ir(const std::vector<std::string>& kernels) {
   return declarations + bodies;
 }
 
-std::vector<int64_t> evaluate(const graph::SymShape& shape, const int64_t* symbols) {
-  std::vector<int64_t> out;
-  out.reserve(shape.size());
+c10::SmallVector<int64_t, 6> evaluate(const graph::SymShape& shape, const int64_t* symbols) {
+  c10::SmallVector<int64_t, 6> out;
   for (const auto& e : shape) out.push_back(e.eval(symbols));
   return out;
+}
+
+// NVRTC's errors name the source's path when JITC_DEBUG_DIR is set (the source is also in the message).
+std::unique_ptr<CudaModule> compile_cuda_with_source_kept(const std::string& source, const std::string& name, int device) {
+  try {
+    return compile_cuda_module(source, name, device);
+  } catch (const CompileError& e) {
+    const std::string dir = env_debug_dir();
+    if (dir.empty()) throw;
+    const std::filesystem::path path = std::filesystem::path(dir) / name / "kernels.cu";
+    std::error_code ignored;
+    std::filesystem::create_directories(path.parent_path(), ignored);
+    std::ofstream(path) << source;
+    std::string message = e.what();
+    const size_t source_part = message.find("\n--- source ---");
+    message.insert(source_part == std::string::npos ? message.size() : source_part, "\n(source saved as " + path.string() + ")");
+    throw CompileError(message);
+  }
 }
 
 constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chunk (Inductor: 4096+ per thread)
@@ -84,7 +105,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   if (!irs.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);
   if (gpu) {
     code->cuda_source = cuda;
-    code->cuda_module = compile_cuda_module(cuda, name, gpu->index());
+    code->cuda_module = compile_cuda_with_source_kept(cuda, name, gpu->index());
     if (tuning) code->keep_fastest(candidates, *tuning);
   }
   code->link();
@@ -323,6 +344,9 @@ at::Tensor Program::allocate(graph::ValueId v, const int64_t* symbols, std::vect
       pool.erase(it);
       return reused;
     }
+  // CUDA outputs straight from the caching allocator: the dispatcher's round trip is a good part of a
+  // small call's host cost.
+  if (m.device.is_cuda()) return at::Tensor(at::detail::empty_strided_cuda(sizes, strides, m.dtype, m.device));
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(m.device));
 }
 
