@@ -168,7 +168,7 @@ JitcResult run_jitc(const Workload& w, const Args& in, const at::Tensor& want, j
     const double reserved = reserved_after_empty_cache();
     jitc::Options options;
     options.mode = mode;
-    options.name = w.key + (mode == jitc::Mode::kDefault ? "" : "_reduce_overhead");
+    options.name = w.key + (mode == jitc::Mode::kDefault ? "" : std::string("_") + jitc::to_string(mode));
     auto compiled = jitc::compile([fn = w.fn](const Args& a) { return fn(a); }, options);
     const auto t0 = Clock::now();
     for (int i = 0; i < kFirstCalls; ++i) compiled(in);
@@ -307,17 +307,24 @@ void print_tables(const std::vector<Row>& rows, bool have_peer) {
 int main(int argc, char** argv) {
   std::string json_path = "cuda_bench.json", peer_path;
   bool with_ro = true;  // --no-reduce-overhead: skip jitc's mode reduce-overhead
+  // --jitc-mode max-autotune-no-cudagraphs: the "jitc" column in another mode (JITC_LOGS=perf_hints then
+  // prints each kernel's AUTOTUNE timings)
+  jitc::Mode jitc_mode = jitc::Mode::kDefault;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--peer" && i + 1 < argc) {
       peer_path = argv[++i];
+    } else if (arg == "--jitc-mode" && i + 1 < argc) {
+      const std::string name = argv[++i];
+      for (auto m : {jitc::Mode::kDefault, jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs})
+        if (name == jitc::to_string(m)) jitc_mode = m;
     } else if (arg == "--no-reduce-overhead") {
       with_ro = false;
     } else if (arg == "--debug-cpu") {
       g_cpu = true;
       g_shrink = 16;
     } else if (arg.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "unknown flag %s; usage: bench_cuda [out.json] [--peer peer_cuda.json] [--no-reduce-overhead] [--debug-cpu]\n", arg.c_str());
+      std::fprintf(stderr, "unknown flag %s; usage: bench_cuda [out.json] [--peer peer_cuda.json] [--no-reduce-overhead] [--jitc-mode MODE] [--debug-cpu]\n", arg.c_str());
       return 2;
     } else {
       json_path = arg;
@@ -366,7 +373,7 @@ int main(int argc, char** argv) {
     r.eager_ms = ms_per_call([&] { w.fn(in); }, w.calls);
     r.peak_eager = peak_bytes([&] { w.fn(in); });
     r.roofline_ms = bytes_of(in, want) / (copy_gbs * 1e9) * 1e3;
-    r.jitc = run_jitc(w, in, want, jitc::Mode::kDefault);
+    r.jitc = run_jitc(w, in, want, jitc_mode);
     if (with_ro) r.jitc_ro = run_jitc(w, in, want, jitc::Mode::kReduceOverhead);
     std::fprintf(stderr, "row %s: eager %.4f ms, jitc %.4f ms, jitc RO %.4f ms, roofline %.4f ms\n", w.key.c_str(),
                  r.eager_ms, r.jitc.ms, r.jitc_ro.ms, r.roofline_ms);

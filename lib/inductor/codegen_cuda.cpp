@@ -73,11 +73,13 @@ class Printer {
       : k_(k),
         index32_(index32),
         config_(config),
+        tile_(k.tile > 0 && config.tile > 0 ? config.tile : k.tile),
         function_(std::move(function)),
         placement_(place(k)),
         analysis_(k),
         emitted_(k.body.size()) {
     mark_indices();
+    pair_sin_and_cos();
     plan_persistent_rows();
     plan_vector_groups();
   }
@@ -107,6 +109,21 @@ class Printer {
   void line(const std::string& s) { out_ += "  " + s + "\n"; }
   std::string name(int e) const { return fmt::format("e{}", e); }
   std::string fresh(const char* stem) { return fmt::format("{}{}", stem, counter_++); }
+
+  // sin(x) and cos(x) of the same x are computed together.
+  void pair_sin_and_cos() {
+    std::map<std::pair<int, ScalarType>, int> sin_of, cos_of;
+    for (size_t i = 0; i < k_.body.size(); ++i) {
+      const Expr& e = k_.body[i];
+      if (e.op == ScalarOp::kSin) sin_of.emplace(std::make_pair(e.a, e.dtype), static_cast<int>(i));
+      if (e.op == ScalarOp::kCos) cos_of.emplace(std::make_pair(e.a, e.dtype), static_cast<int>(i));
+    }
+    for (const auto& [operand, sin] : sin_of)
+      if (auto cos = cos_of.find(operand); cos != cos_of.end()) {
+        sincos_partner_[sin] = cos->second;
+        sincos_partner_[cos->second] = sin;
+      }
+  }
 
   static std::vector<int> extents(const Kernel& k, const std::vector<int>& vars) {
     std::vector<int> out;
@@ -154,7 +171,7 @@ class Printer {
   // Vector groups: pointwise kernels (one inner variable, tiled) whose element loop loads or stores a
   // buffer contiguously in that variable.
   void plan_vector_groups() {
-    if (k_.tile <= 0) return;
+    if (tile_ <= 0) return;
     const int u = k_.inner_vars().at(0);
     size_t widest = 0;
     for (size_t i = 0; i < k_.body.size(); ++i) {
@@ -166,7 +183,7 @@ class Printer {
     }
     if (vector_access_.empty()) return;
     group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
-    if (k_.tile % group_ != 0) vector_access_.clear();
+    if (tile_ % group_ != 0) vector_access_.clear();
   }
 
   static size_t storage_bytes(ScalarType t) { return c10::elementSize(t); }
@@ -183,17 +200,17 @@ class Printer {
   }
 
   std::string tiles_per_row() {
-    if (k_.tile == 0) return "1ll";
+    if (tile_ == 0) return "1ll";
     const auto inner = k_.inner_vars();
     if (inner.size() != 1) throw std::invalid_argument("cuda codegen: a tiled kernel needs exactly one inner dim");
     const std::string v = fresh("tpr");
-    line(fmt::format("const idx_t {} = ({} + {}) / {};", v, name(k_.vars[inner[0]].extent), k_.tile - 1, k_.tile));
+    line(fmt::format("const idx_t {} = ({} + {}) / {};", v, name(k_.vars[inner[0]].extent), tile_ - 1, tile_));
     return v;
   }
 
   void row() {
     std::string rest = "t", column_tile = "0ll";
-    if (k_.tile > 0) {
+    if (tile_ > 0) {
       rest = fresh("row");
       column_tile = fresh("ctile");
       line(fmt::format("const idx_t {} = t / {}, {} = t % {};", rest, tiles_per_row_, column_tile, tiles_per_row_));
@@ -280,10 +297,10 @@ class Printer {
     if (!any) return;
     std::string lo, hi;
     const auto inner = k_.inner_vars();
-    if (k_.tile > 0) {
+    if (tile_ > 0) {
       lo = fresh("lo"), hi = fresh("hi");
       const std::string extent = name(k_.vars[inner[0]].extent);
-      line(fmt::format("const idx_t {} = {} * {}, {} = min({}, ({})({} + {}));", lo, column_tile, k_.tile, hi, extent, "idx_t", lo, k_.tile));
+      line(fmt::format("const idx_t {} = {} * {}, {} = min({}, ({})({} + {}));", lo, column_tile, tile_, hi, extent, "idx_t", lo, tile_));
     }
     auto saved = emitted_;
     if (!vector_access_.empty()) vector_groups(inner[0], lo, hi);
@@ -469,6 +486,16 @@ class Printer {
     const bool f = is_float(t);
     const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "", c = e.c >= 0 ? name(e.c) : "";
     auto define = [&](const std::string& value) { line(fmt::format("const {} {} = {};", ty, name(i), value)); };
+    if (f && (e.op == ScalarOp::kSin || e.op == ScalarOp::kCos)) {
+      if (auto partner = sincos_partner_.find(i); partner != sincos_partner_.end()) {
+        // sin and cos of one value: sincos shares the argument reduction (the expensive part).
+        const int sin = e.op == ScalarOp::kSin ? i : partner->second, cos = e.op == ScalarOp::kSin ? partner->second : i;
+        line(fmt::format("{} {}, {};", ty, name(sin), name(cos)));
+        line(fmt::format("sincos{}({}, &{}, &{});", t == ScalarType::Float ? "f" : "", a, name(sin), name(cos)));
+        emitted_[partner->second] = true;
+        return;
+      }
+    }
     if (const char* fn = math_name(e.op); fn && f) {
       define(fmt::format("{}{}({})", fn, t == ScalarType::Float ? "f" : "", a));
       return;
@@ -581,11 +608,13 @@ class Printer {
   const Kernel& k_;
   bool index32_;
   CudaConfig config_;
+  int64_t tile_;  // elements per tile of a tiled (pointwise) kernel: the configuration's, else the kernel's
   std::string function_;
   std::vector<bool> index_;
   Placement placement_;
   IndexAnalysis analysis_;
   std::vector<bool> emitted_;
+  std::map<int, int> sincos_partner_;  // sin <-> cos of the same value
   // persistent rows
   int64_t row_elements_ = 0;
   int items_ = 0;                     // positions per thread; 0: rows are looped over
@@ -613,7 +642,7 @@ std::string emit_cuda(const Kernel& kernel, bool index32) {
 
 CudaConfig default_cuda_config(const Kernel& kernel) {
   const int64_t elements = Printer::persistent_row_elements(kernel);
-  if (kernel.tile > 0 || kernel.num_reduction_loops == 0) return {256};
+  if (kernel.tile > 0 || kernel.num_reduction_loops == 0) return {256, kernel.tile};
   if (elements <= 0) return {512};  // rows looped over: dynamic or uneven shapes
   // About 8 positions per thread: enough loads in flight per thread, few idle threads on short rows.
   int threads = 32;
@@ -622,9 +651,11 @@ CudaConfig default_cuda_config(const Kernel& kernel) {
 }
 
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
-  const int chosen = default_cuda_config(kernel).threads;
-  std::vector<CudaConfig> out{{chosen}};
-  for (int threads : {chosen / 2, chosen * 2, chosen * 4})
+  const CudaConfig chosen = default_cuda_config(kernel);
+  // Pointwise: smaller tiles give more blocks (a shorter last wave), larger blocks fewer.
+  if (kernel.tile > 0) return {chosen, {128, 1024}, {256, 2048}, {512, kernel.tile}};
+  std::vector<CudaConfig> out{chosen};
+  for (int threads : {chosen.threads / 2, chosen.threads * 2, chosen.threads * 4})
     if (threads >= 32 && threads <= kCudaMaxThreads && out.size() < 3) out.push_back({threads});
   return out;
 }
@@ -641,12 +672,13 @@ int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {
   }
 }
 
-int64_t tile_count(const Kernel& k, const int64_t* symbols) {
+int64_t tile_count(const Kernel& k, const int64_t* symbols, int64_t tile) {
+  if (k.tile <= 0 || tile <= 0) tile = k.tile;
   int64_t tiles = 1;
   for (int v : k.outer_vars()) tiles *= evaluate_size(k, k.vars[v].extent, symbols);
-  if (k.tile > 0) {
+  if (tile > 0) {
     const int64_t inner = evaluate_size(k, k.vars[k.inner_vars().at(0)].extent, symbols);
-    tiles *= (inner + k.tile - 1) / k.tile;
+    tiles *= (inner + tile - 1) / tile;
   }
   return tiles;
 }

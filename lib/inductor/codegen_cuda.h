@@ -9,15 +9,17 @@
 
 namespace jitc::inductor {
 
-// How a kernel is printed and launched: threads per block (a multiple of 32, at most 1024).
+// How a kernel is printed and launched: threads per block (a multiple of 32, at most 1024) and, for
+// tiled (pointwise) kernels, the elements per tile (0: the kernel's own).
 struct CudaConfig {
   int threads = 256;
+  int64_t tile = 0;
 };
 
 // The heuristic's choice: pointwise kernels 256 threads; reduction kernels enough threads that a row
 // held in registers takes about 8 per thread (32 to 1024).
 CudaConfig default_cuda_config(const Kernel& kernel);
-// What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block sizes.
+// What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block (and tile) sizes.
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
 
 // extern "C" __global__ void <function>(Buffers_<function> buffers, Symbols symbols, long long tiles),
@@ -30,8 +32,9 @@ std::string emit_cuda(const Kernel& kernel, bool index32 = false);
 // What a source of kernels starts with (once): helpers and the Symbols struct.
 std::string cuda_prelude();
 
-// The number of tiles (thread blocks' worth of work) of a kernel at these symbol values.
-int64_t tile_count(const Kernel& kernel, const int64_t* symbols);
+// The number of tiles (thread blocks' worth of work) of a kernel at these symbol values, printed with
+// `tile` elements per tile (0: the kernel's own).
+int64_t tile_count(const Kernel& kernel, const int64_t* symbols, int64_t tile = 0);
 // An int64 size expression of the kernel (constants, symbols, + - *) at these symbol values.
 int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
 

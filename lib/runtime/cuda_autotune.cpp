@@ -23,7 +23,7 @@ std::vector<int64_t> evaluate(const graph::SymShape& shape, const int64_t* symbo
 }  // namespace
 
 std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
-                                    const std::vector<int>& threads, const TuningShapes& shapes) {
+                                    const std::vector<inductor::CudaConfig>& configs, const TuningShapes& shapes) {
   const int64_t* symbols = shapes.symbols.data();
   std::vector<at::Tensor> buffers;
   std::vector<void*> pointers;
@@ -33,12 +33,13 @@ std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const 
                                         at::TensorOptions().dtype(m.dtype).device(launch.device)).zero_());
     pointers.push_back(buffers.back().data_ptr());
   }
-  const int64_t tiles = inductor::tile_count(launch.kernel, symbols);
-  if (tiles <= 0) return std::vector<double>(functions.size(), 0.0);
+
   void* stream = c10::cuda::getCurrentCUDAStream(launch.device.index()).stream();
   const c10::Stream current = c10::cuda::getCurrentCUDAStream(launch.device.index());
   auto run = [&](size_t c) {
-    launch_cuda_kernel(functions[c], threads[c], tiles, pointers.data(), pointers.size(), symbols, shapes.graph->num_symbols, stream,
+    const int64_t tiles = inductor::tile_count(launch.kernel, symbols, configs[c].tile);
+    if (tiles > 0)
+      launch_cuda_kernel(functions[c], configs[c].threads, tiles, pointers.data(), pointers.size(), symbols, shapes.graph->num_symbols, stream,
                        launch.kernel.name);
   };
   std::vector<double> ms;

@@ -5,6 +5,7 @@
 // its Triton configs).
 #pragma once
 #include "graph/graph.h"
+#include "inductor/codegen_cuda.h"
 #include "inductor/scheduler.h"
 
 #include <cstdint>
@@ -18,9 +19,9 @@ struct TuningShapes {
   std::vector<int64_t> symbols;
 };
 
-// Milliseconds per launch of each of `functions` (one per candidate, launched with `threads[i]` threads)
-// for kernel `launch`, timed with CUDA events on zero-filled buffers.
+// Milliseconds per launch of each of `functions` (one per candidate, printed and launched with
+// `configs[i]`) for kernel `launch`, timed with CUDA events on zero-filled buffers.
 std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
-                                    const std::vector<int>& threads, const TuningShapes& shapes);
+                                    const std::vector<inductor::CudaConfig>& configs, const TuningShapes& shapes);
 
 }  // namespace jitc::runtime

@@ -53,6 +53,10 @@ c10::SmallVector<int64_t, 6> evaluate(const graph::SymShape& shape, const int64_
   return out;
 }
 
+std::string describe(const inductor::CudaConfig& config) {
+  return config.tile > 0 ? fmt::format("{} threads tile {}", config.threads, config.tile) : fmt::format("{} threads", config.threads);
+}
+
 // NVRTC's errors name the source's path when JITC_DEBUG_DIR is set (the source is also in the message).
 std::unique_ptr<CudaModule> compile_cuda_with_source_kept(const std::string& source, const std::string& name, int device) {
   try {
@@ -84,7 +88,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   std::optional<c10::Device> gpu;
   // CUDA kernels: the heuristic's configuration, or with `tuning` every candidate under its own name.
   std::vector<std::vector<inductor::CudaConfig>> candidates(code->plan.kernels.size());
-  code->cuda_threads.assign(code->plan.kernels.size(), 0);
+  code->cuda_configs.assign(code->plan.kernels.size(), inductor::CudaConfig{0, 0});
   code->cuda_names.assign(code->plan.kernels.size(), "");
   for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
     const auto& launch = code->plan.kernels[k];
@@ -98,7 +102,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
     candidates[k] = tuning ? inductor::cuda_config_candidates(launch.kernel) : std::vector{inductor::default_cuda_config(launch.kernel)};
     for (const auto& config : candidates[k])
       cuda += inductor::emit_cuda(launch.kernel, index32, config, candidate_name(launch.kernel, config, candidates[k].size()));
-    code->cuda_threads[k] = candidates[k].front().threads;
+    code->cuda_configs[k] = candidates[k].front();
     code->cuda_names[k] = candidate_name(launch.kernel, candidates[k].front(), candidates[k].size());
   }
   code->llvm_ir = link_ir(irs);
@@ -113,30 +117,28 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
 }
 
 std::string ProgramCode::candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates) {
-  return candidates > 1 ? fmt::format("{}_t{}", kernel.name, config.threads) : kernel.name;
+  return candidates > 1 ? fmt::format("{}_t{}_{}", kernel.name, config.threads, config.tile) : kernel.name;
 }
 
 void ProgramCode::keep_fastest(const std::vector<std::vector<inductor::CudaConfig>>& candidates, const TuningShapes& tuning) {
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     if (candidates[k].size() < 2) continue;
     std::vector<void*> functions;
-    std::vector<int> threads;
-    for (const auto& config : candidates[k]) {
+    for (const auto& config : candidates[k])
       functions.push_back(cuda_module->function(candidate_name(plan.kernels[k].kernel, config, candidates[k].size())));
-      threads.push_back(config.threads);
-    }
     std::vector<double> ms;
     try {
-      ms = time_candidates(plan.kernels[k], functions, threads, tuning);
+      ms = time_candidates(plan.kernels[k], functions, candidates[k], tuning);
     } catch (const std::exception& e) {  // out of memory, for instance: the heuristic's choice stays
       warn(fmt::format("jitc: max-autotune could not time {}: {}", plan.kernels[k].kernel.name, e.what()));
       continue;
     }
     const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
     std::string timings;
-    for (size_t c = 0; c < ms.size(); ++c) timings += fmt::format("{}{} threads {:.4f} ms", c ? ", " : "", threads[c], ms[c]);
-    log(Artifact::kPerfHints, fmt::format("AUTOTUNE {}: {} (kept {} threads)", plan.kernels[k].kernel.name, timings, threads[best]));
-    cuda_threads[k] = threads[best];
+    for (size_t c = 0; c < ms.size(); ++c) timings += fmt::format("{}{} {:.4f} ms", c ? ", " : "", describe(candidates[k][c]), ms[c]);
+    log(Artifact::kPerfHints,
+        fmt::format("AUTOTUNE {}: {} (kept {})", plan.kernels[k].kernel.name, timings, describe(candidates[k][best])));
+    cuda_configs[k] = candidates[k][best];
     cuda_names[k] = candidate_name(plan.kernels[k].kernel, candidates[k][best], candidates[k].size());
   }
 }
@@ -149,7 +151,7 @@ void ProgramCode::link() {
       e.tiles = reinterpret_cast<TilesFn>(module->symbol(k.kernel.name + ".tiles"));
     } else {
       e.cuda_function = cuda_module->function(cuda_names.at(&k - plan.kernels.data()));
-      e.cuda_threads = cuda_threads.at(&k - plan.kernels.data());
+      e.cuda_config = cuda_configs.at(&k - plan.kernels.data());
     }
     kernels.push_back(e);
   }
@@ -283,7 +285,8 @@ std::string ProgramCode::serialize() const {
   w.text(cuda_source);
   w.text(cuda_module ? cuda_module->image() : std::string());
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    w.number(cuda_threads[k]);
+    w.number(cuda_configs[k].threads);
+    w.number(cuda_configs[k].tile);
     w.text(cuda_names[k]);
   }
   return w.take();
@@ -318,7 +321,10 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
     code->cuda_source = r.text();
     cuda_image = r.text();
     for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
-      code->cuda_threads.push_back(static_cast<int>(r.number()));
+      inductor::CudaConfig config;
+      config.threads = static_cast<int>(r.number());
+      config.tile = r.number();
+      code->cuda_configs.push_back(config);
       code->cuda_names.push_back(r.text());
     }
     if (!r.done()) return nullptr;
@@ -372,9 +378,10 @@ void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* s
 
 void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const {
   const auto& launch = code_->plan.kernels[k];
-  const int64_t tiles = inductor::tile_count(launch.kernel, symbols);
+  const ProgramCode::Entry& entry = code_->kernels[k];
+  const int64_t tiles = inductor::tile_count(launch.kernel, symbols, entry.cuda_config.tile);
   if (tiles <= 0) return;
-  launch_cuda_kernel(code_->kernels[k].cuda_function, code_->kernels[k].cuda_threads, tiles, pointers.data(), pointers.size(), symbols,
+  launch_cuda_kernel(entry.cuda_function, entry.cuda_config.threads, tiles, pointers.data(), pointers.size(), symbols,
                      graph_.num_symbols, current_cuda_stream(launch.device.index()), launch.kernel.name);
 }
 

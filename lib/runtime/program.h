@@ -31,7 +31,7 @@ struct ProgramCode {
     KernelFn run = nullptr;      // CPU kernels
     TilesFn tiles = nullptr;
     void* cuda_function = nullptr;  // CUDA kernels (a CUfunction)
-    int cuda_threads = 0;           // its threads per block
+    inductor::CudaConfig cuda_config;  // how it is launched
   };
 
   // Generates and compiles every kernel of `plan` (throws jitc::CompileError). index32: every tensor of
@@ -47,7 +47,7 @@ struct ProgramCode {
   std::shared_ptr<CpuModule> module;
   std::shared_ptr<CudaModule> cuda_module;
   std::string cuda_source;
-  std::vector<int> cuda_threads;        // per kernel (0 for CPU kernels): threads per block
+  std::vector<inductor::CudaConfig> cuda_configs;  // per kernel (zeros for CPU kernels): launch configuration
   std::vector<std::string> cuda_names;  // per kernel: its function in the CUDA module
   std::vector<Entry> kernels;
   std::string kernel_ir, llvm_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR

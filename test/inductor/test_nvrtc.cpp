@@ -42,7 +42,7 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
 std::string all_variants(const jitc::inductor::Kernel& kernel, bool index32) {
   std::string source;
   for (const auto& config : jitc::inductor::cuda_config_candidates(kernel))
-    source += jitc::inductor::emit_cuda(kernel, index32, config, kernel.name + "_t" + std::to_string(config.threads));
+    source += jitc::inductor::emit_cuda(kernel, index32, config, kernel.name + "_t" + std::to_string(config.threads) + "_" + std::to_string(config.tile));
   return source;
 }
 
