@@ -642,7 +642,14 @@ std::string emit_cuda(const Kernel& kernel, bool index32) {
 
 CudaConfig default_cuda_config(const Kernel& kernel) {
   const int64_t elements = Printer::persistent_row_elements(kernel);
-  if (kernel.tile > 0 || kernel.num_reduction_loops == 0) return {256, kernel.tile};
+  if (kernel.tile > 0) {
+    // max-autotune's timings on the H100 (benchmarks/RESULTS.md): groups of 4-byte elements run best with
+    // 512 threads over 4096-element tiles, groups of 2-byte elements with 128 threads over 1024.
+    size_t widest = 1;
+    for (const auto& b : kernel.buffers) widest = std::max(widest, c10::elementSize(b.dtype));
+    return widest <= 2 ? CudaConfig{128, std::min<int64_t>(1024, kernel.tile)} : CudaConfig{512, kernel.tile};
+  }
+  if (kernel.num_reduction_loops == 0) return {256};
   if (elements <= 0) return {512};  // rows looped over: dynamic or uneven shapes
   // About 8 positions per thread: enough loads in flight per thread, few idle threads on short rows.
   int threads = 32;
@@ -653,7 +660,12 @@ CudaConfig default_cuda_config(const Kernel& kernel) {
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
   const CudaConfig chosen = default_cuda_config(kernel);
   // Pointwise: smaller tiles give more blocks (a shorter last wave), larger blocks fewer.
-  if (kernel.tile > 0) return {chosen, {128, 1024}, {256, 2048}, {512, kernel.tile}};
+  if (kernel.tile > 0) {
+    std::vector<CudaConfig> out{chosen};
+    for (CudaConfig c : {CudaConfig{128, 1024}, CudaConfig{256, 2048}, CudaConfig{512, kernel.tile}, CudaConfig{256, kernel.tile}})
+      if ((c.threads != chosen.threads || c.tile != chosen.tile) && out.size() < 4 && kernel.tile % c.tile == 0) out.push_back(c);
+    return out;
+  }
   std::vector<CudaConfig> out{chosen};
   for (int threads : {chosen.threads / 2, chosen.threads * 2, chosen.threads * 4})
     if (threads >= 32 && threads <= kCudaMaxThreads && out.size() < 3) out.push_back({threads});
