@@ -14,6 +14,7 @@
 // Signature: extern "C" __global__ void <name>(Buffers buffers, Symbols symbols, long long tiles).
 #include "inductor/codegen_cuda.h"
 
+#include "inductor/cuda_scalars.h"
 #include "inductor/index_analysis.h"
 #include "inductor/placement.h"
 
@@ -21,9 +22,7 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -34,38 +33,14 @@ namespace jitc::inductor {
 namespace {
 
 using c10::ScalarType;
-
-bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
-bool is_unsigned(ScalarType t) { return t == ScalarType::Byte || t == ScalarType::Bool; }
-
-const char* c_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::Float: return "float";
-    case ScalarType::Double: return "double";
-    case ScalarType::Long: return "long long";
-    case ScalarType::Int: return "int";
-    case ScalarType::Short: return "short";
-    case ScalarType::Char: return "signed char";
-    case ScalarType::Byte: return "unsigned char";
-    case ScalarType::Bool: return "bool";
-    default: throw std::invalid_argument(fmt::format("cuda codegen: no compute type for {}", c10::toString(t)));
-  }
-}
-
-const char* storage_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::Half:
-    case ScalarType::BFloat16: return "unsigned short";
-    case ScalarType::Bool: return "unsigned char";
-    default: return c_type(t);
-  }
-}
-
-std::string literal(double v, ScalarType t) {
-  if (std::isnan(v)) return t == ScalarType::Float ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000ll)";
-  if (std::isinf(v)) return fmt::format("{}__int_as_float(0x7f800000)", v < 0 ? "-" : "");
-  return t == ScalarType::Float ? fmt::format("{:.9e}f", static_cast<float>(v)) : fmt::format("{:.17e}", v);
-}
+using cuda::c_type;
+using cuda::combiner;
+using cuda::identity;
+using cuda::is_float;
+using cuda::is_unsigned;
+using cuda::literal;
+using cuda::math_name;
+using cuda::storage_type;
 
 class Printer {
  public:
@@ -125,12 +100,6 @@ class Printer {
       }
   }
 
-  static std::vector<int> extents(const Kernel& k, const std::vector<int>& vars) {
-    std::vector<int> out;
-    for (int v : vars) out.push_back(k.vars[v].extent);
-    return out;
-  }
-
   // Persistent rows: every reduction loop and the element loop run over one constant shape with at most
   // kMaxItemsPerThread positions per thread. A load made by more than one loop gets a register array
   // (indexed by the unrolled position, so it stays in registers) filled by the first loop that reads it.
@@ -148,23 +117,6 @@ class Printer {
         loops_reading[keys[i]].insert(placement_.scope[i] == Scope::kElement ? -1 : placement_.loop[i]);
     for (const auto& [key, loops] : loops_reading)
       if (loops.size() > 1) register_array_.emplace(key, static_cast<int>(register_array_.size()));
-  }
-
- public:
-  // The elements of a row when a kernel can keep its rows in registers; 0 when it cannot.
-  static int64_t persistent_row_elements(const Kernel& k) {
-    if (k.tile > 0 || k.num_reduction_loops == 0) return 0;
-    const auto shape = extents(k, k.loop_vars(0));
-    for (int loop = 1; loop < k.num_reduction_loops; ++loop)
-      if (extents(k, k.loop_vars(loop)) != shape) return 0;
-    const auto inner = k.inner_vars();
-    if (!inner.empty() && extents(k, inner) != shape) return 0;
-    int64_t elements = 1;
-    for (int e : shape) {
-      if (k.body[e].op != ScalarOp::kConst) return 0;
-      elements *= k.body[e].ivalue;
-    }
-    return elements;
   }
 
  private:
@@ -367,46 +319,6 @@ class Printer {
     return std::find(vector_access_.begin(), vector_access_.end(), i) != vector_access_.end();
   }
 
-  std::string identity(ReduceKind kind, ScalarType t) {
-    const bool f = is_float(t);
-    switch (kind) {
-      case ReduceKind::kSum: return f ? literal(0, t) : "0";
-      case ReduceKind::kProd: return f ? literal(1, t) : "1";
-      case ReduceKind::kAny: return "0";
-      case ReduceKind::kAll: return "1";
-      case ReduceKind::kMax:
-      case ReduceKind::kArgMax:
-        if (f) return literal(-INFINITY, t);
-        return is_unsigned(t) ? "0" : fmt::format("({})(-{}ll - 1)", c_type(t), (int64_t{1} << (bits(t) - 1)) - 1);
-      case ReduceKind::kMin:
-      case ReduceKind::kArgMin:
-        if (f) return literal(INFINITY, t);
-        return is_unsigned(t) ? (t == ScalarType::Bool ? "1" : "255") : fmt::format("({}){}ll", c_type(t), (int64_t{1} << (bits(t) - 1)) - 1);
-    }
-    return "0";
-  }
-
-  static int bits(ScalarType t) {
-    switch (t) {
-      case ScalarType::Long: return 64;
-      case ScalarType::Int: return 32;
-      case ScalarType::Short: return 16;
-      default: return 8;
-    }
-  }
-
-  const char* combiner(ReduceKind kind) {
-    switch (kind) {
-      case ReduceKind::kSum: return "a + b";
-      case ReduceKind::kProd: return "a * b";
-      case ReduceKind::kAny: return "a | b";
-      case ReduceKind::kAll: return "a & b";
-      case ReduceKind::kMax: return "max_nan(a, b)";
-      case ReduceKind::kMin: return "min_nan(a, b)";
-      default: throw std::invalid_argument("cuda codegen: bad reduction");
-    }
-  }
-
   void reduction(int r) {
     const Expr& e = k_.body[r];
     const ScalarType vt = k_.body[e.a].dtype;
@@ -445,39 +357,6 @@ class Printer {
     emitted_[i] = true;
     expr(i, e);
     return name(i);
-  }
-
-  static const char* math_name(ScalarOp op) {
-    switch (op) {
-      case ScalarOp::kExp: return "exp";
-      case ScalarOp::kExp2: return "exp2";
-      case ScalarOp::kExpm1: return "expm1";
-      case ScalarOp::kLog: return "log";
-      case ScalarOp::kLog2: return "log2";
-      case ScalarOp::kLog10: return "log10";
-      case ScalarOp::kLog1p: return "log1p";
-      case ScalarOp::kSqrt: return "sqrt";
-      case ScalarOp::kRsqrt: return "rsqrt";
-      case ScalarOp::kSin: return "sin";
-      case ScalarOp::kCos: return "cos";
-      case ScalarOp::kTan: return "tan";
-      case ScalarOp::kAsin: return "asin";
-      case ScalarOp::kAcos: return "acos";
-      case ScalarOp::kAtan: return "atan";
-      case ScalarOp::kSinh: return "sinh";
-      case ScalarOp::kCosh: return "cosh";
-      case ScalarOp::kTanh: return "tanh";
-      case ScalarOp::kAsinh: return "asinh";
-      case ScalarOp::kAcosh: return "acosh";
-      case ScalarOp::kAtanh: return "atanh";
-      case ScalarOp::kErf: return "erf";
-      case ScalarOp::kErfc: return "erfc";
-      case ScalarOp::kFloor: return "floor";
-      case ScalarOp::kCeil: return "ceil";
-      case ScalarOp::kRound: return "rint";
-      case ScalarOp::kTrunc: return "trunc";
-      default: return nullptr;
-    }
   }
 
   void expr(int i, const Expr& e) {
@@ -638,61 +517,6 @@ std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, con
 
 std::string emit_cuda(const Kernel& kernel, bool index32) {
   return emit_cuda(kernel, index32, default_cuda_config(kernel), kernel.name);
-}
-
-CudaConfig default_cuda_config(const Kernel& kernel) {
-  const int64_t elements = Printer::persistent_row_elements(kernel);
-  if (kernel.tile > 0) {
-    // max-autotune's timings on the H100 (benchmarks/RESULTS.md): groups of 4-byte elements run best with
-    // 512 threads over 4096-element tiles, groups of 2-byte elements with 128 threads over 1024.
-    size_t widest = 1;
-    for (const auto& b : kernel.buffers) widest = std::max(widest, c10::elementSize(b.dtype));
-    return widest <= 2 ? CudaConfig{128, std::min<int64_t>(1024, kernel.tile)} : CudaConfig{512, kernel.tile};
-  }
-  if (kernel.num_reduction_loops == 0) return {256};
-  if (elements <= 0) return {512};  // rows looped over: dynamic or uneven shapes
-  // About 8 positions per thread: enough loads in flight per thread, few idle threads on short rows.
-  int threads = 32;
-  while (threads < kCudaMaxThreads && threads * 8 < elements) threads *= 2;
-  return {threads};
-}
-
-std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
-  const CudaConfig chosen = default_cuda_config(kernel);
-  // Pointwise: smaller tiles give more blocks (a shorter last wave), larger blocks fewer.
-  if (kernel.tile > 0) {
-    std::vector<CudaConfig> out{chosen};
-    for (CudaConfig c : {CudaConfig{128, 1024}, CudaConfig{256, 2048}, CudaConfig{512, kernel.tile}, CudaConfig{256, kernel.tile}})
-      if ((c.threads != chosen.threads || c.tile != chosen.tile) && out.size() < 4 && kernel.tile % c.tile == 0) out.push_back(c);
-    return out;
-  }
-  std::vector<CudaConfig> out{chosen};
-  for (int threads : {chosen.threads / 2, chosen.threads * 2, chosen.threads * 4})
-    if (threads >= 32 && threads <= kCudaMaxThreads && out.size() < 3) out.push_back({threads});
-  return out;
-}
-
-int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {
-  const Expr& x = k.body[e];
-  switch (x.op) {
-    case ScalarOp::kConst: return x.ivalue;
-    case ScalarOp::kSym: return symbols[x.var];
-    case ScalarOp::kAdd: return evaluate_size(k, x.a, symbols) + evaluate_size(k, x.b, symbols);
-    case ScalarOp::kSub: return evaluate_size(k, x.a, symbols) - evaluate_size(k, x.b, symbols);
-    case ScalarOp::kMul: return evaluate_size(k, x.a, symbols) * evaluate_size(k, x.b, symbols);
-    default: throw std::invalid_argument(fmt::format("a size expression uses {}", op_name(x.op)));
-  }
-}
-
-int64_t tile_count(const Kernel& k, const int64_t* symbols, int64_t tile) {
-  if (k.tile <= 0 || tile <= 0) tile = k.tile;
-  int64_t tiles = 1;
-  for (int v : k.outer_vars()) tiles *= evaluate_size(k, k.vars[v].extent, symbols);
-  if (tile > 0) {
-    const int64_t inner = evaluate_size(k, k.vars[k.inner_vars().at(0)].extent, symbols);
-    tiles *= (inner + tile - 1) / tile;
-  }
-  return tiles;
 }
 
 }  // namespace jitc::inductor

@@ -39,6 +39,10 @@ int64_t tile_count(const Kernel& kernel, const int64_t* symbols, int64_t tile = 
 // An int64 size expression of the kernel (constants, symbols, + - *) at these symbol values.
 int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
 
+// The elements of a row when every loop of a row has one constant shape (persistent rows need it); 0
+// otherwise.
+int64_t persistent_row_elements(const Kernel& kernel);
+
 // Rows at most this many elements long are reduced in registers (persistent reductions).
 constexpr int kMaxItemsPerThread = 16;
 constexpr int kCudaMaxThreads = 1024;

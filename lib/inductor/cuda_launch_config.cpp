@@ -1,0 +1,94 @@
+// Launch configurations of CUDA kernels: the heuristic's choice, max-autotune's candidates, and the
+// size arithmetic the launcher evaluates (tiles per launch).
+#include "inductor/codegen_cuda.h"
+
+#include <c10/core/ScalarType.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace jitc::inductor {
+
+namespace {
+
+std::vector<int> extents(const Kernel& k, const std::vector<int>& vars) {
+  std::vector<int> out;
+  for (int v : vars) out.push_back(k.vars[v].extent);
+  return out;
+}
+
+}  // namespace
+
+// The elements of a row when a kernel can keep its rows in registers; 0 when it cannot.
+int64_t persistent_row_elements(const Kernel& k) {
+  if (k.tile > 0 || k.num_reduction_loops == 0) return 0;
+  const auto shape = extents(k, k.loop_vars(0));
+  for (int loop = 1; loop < k.num_reduction_loops; ++loop)
+    if (extents(k, k.loop_vars(loop)) != shape) return 0;
+  const auto inner = k.inner_vars();
+  if (!inner.empty() && extents(k, inner) != shape) return 0;
+  int64_t elements = 1;
+  for (int e : shape) {
+    if (k.body[e].op != ScalarOp::kConst) return 0;
+    elements *= k.body[e].ivalue;
+  }
+  return elements;
+}
+
+CudaConfig default_cuda_config(const Kernel& kernel) {
+  const int64_t elements = persistent_row_elements(kernel);
+  if (kernel.tile > 0) {
+    // max-autotune's timings on the H100 (benchmarks/RESULTS.md): groups of 4-byte elements run best with
+    // 512 threads over 4096-element tiles, groups of 2-byte elements with 128 threads over 1024.
+    size_t widest = 1;
+    for (const auto& b : kernel.buffers) widest = std::max(widest, c10::elementSize(b.dtype));
+    return widest <= 2 ? CudaConfig{128, std::min<int64_t>(1024, kernel.tile)} : CudaConfig{512, kernel.tile};
+  }
+  if (kernel.num_reduction_loops == 0) return {256};
+  if (elements <= 0) return {512};  // rows looped over: dynamic or uneven shapes
+  // About 8 positions per thread: enough loads in flight per thread, few idle threads on short rows.
+  int threads = 32;
+  while (threads < kCudaMaxThreads && threads * 8 < elements) threads *= 2;
+  return {threads};
+}
+
+std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
+  const CudaConfig chosen = default_cuda_config(kernel);
+  // Pointwise: smaller tiles give more blocks (a shorter last wave), larger blocks fewer.
+  if (kernel.tile > 0) {
+    std::vector<CudaConfig> out{chosen};
+    for (CudaConfig c : {CudaConfig{128, 1024}, CudaConfig{256, 2048}, CudaConfig{512, kernel.tile}, CudaConfig{256, kernel.tile}})
+      if ((c.threads != chosen.threads || c.tile != chosen.tile) && out.size() < 4 && kernel.tile % c.tile == 0) out.push_back(c);
+    return out;
+  }
+  std::vector<CudaConfig> out{chosen};
+  for (int threads : {chosen.threads / 2, chosen.threads * 2, chosen.threads * 4})
+    if (threads >= 32 && threads <= kCudaMaxThreads && out.size() < 3) out.push_back({threads});
+  return out;
+}
+
+int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {
+  const Expr& x = k.body[e];
+  switch (x.op) {
+    case ScalarOp::kConst: return x.ivalue;
+    case ScalarOp::kSym: return symbols[x.var];
+    case ScalarOp::kAdd: return evaluate_size(k, x.a, symbols) + evaluate_size(k, x.b, symbols);
+    case ScalarOp::kSub: return evaluate_size(k, x.a, symbols) - evaluate_size(k, x.b, symbols);
+    case ScalarOp::kMul: return evaluate_size(k, x.a, symbols) * evaluate_size(k, x.b, symbols);
+    default: throw std::invalid_argument(fmt::format("a size expression uses {}", op_name(x.op)));
+  }
+}
+
+int64_t tile_count(const Kernel& k, const int64_t* symbols, int64_t tile) {
+  if (k.tile <= 0 || tile <= 0) tile = k.tile;
+  int64_t tiles = 1;
+  for (int v : k.outer_vars()) tiles *= evaluate_size(k, k.vars[v].extent, symbols);
+  if (tile > 0) {
+    const int64_t inner = evaluate_size(k, k.vars[k.inner_vars().at(0)].extent, symbols);
+    tiles *= (inner + tile - 1) / tile;
+  }
+  return tiles;
+}
+
+}  // namespace jitc::inductor
