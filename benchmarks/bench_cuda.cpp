@@ -8,9 +8,12 @@
 // --debug-cpu runs the flow on the CPU with shapes divided by 16, to test this program without a GPU.
 #include <jitc/jitc.h>
 
+#include "inductor/codegen_cuda.h"
 #include "peer_results.h"
+#include "runtime/cuda_jit.h"
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 
@@ -119,6 +122,8 @@ std::vector<Workload> workloads() {
        }},
       {"row_sum_squares", "(x*x).sum(1) 8192x4096", [] { return Args{randn({8192, 4096})}; },
        [](const Args& a) { return (a[0] * a[0]).sum(1); }},
+      {"column_sum", "x.sum(0) 8192x4096", [] { return Args{randn({8192, 4096})}; },
+       [](const Args& a) { return a[0].sum(0); }},
       {"mlp", "MLP linear-gelu-linear + x 4096x1024",
        [] { return Args{randn({4096, 1024}), randn({4096, 1024}) * 0.03, randn({1024, 4096}) * 0.03}; },
        [](const Args& a) { return at::linear(at::gelu(at::linear(a[0], a[1])), a[2]) + a[0]; }, false},
@@ -304,6 +309,44 @@ void print_tables(const std::vector<Row>& rows, bool have_peer) {
 
 }  // namespace
 
+// Host time of a call: rounds of 200 calls with a synchronize between rounds (not timed), median
+// round. A long unsynchronized loop would fill the launch queue and time the GPU's pace instead.
+double host_us(const std::function<void()>& f) {
+  for (int i = 0; i < 1000; ++i) f();
+  gpu_sync();
+  std::vector<double> rounds;
+  for (int r = 0; r < 50; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < 200; ++i) f();
+    rounds.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 200);
+    gpu_sync();
+  }
+  std::nth_element(rounds.begin(), rounds.begin() + rounds.size() / 2, rounds.end());
+  return rounds[rounds.size() / 2];
+}
+
+// The two things a compiled call on the GPU cannot skip, timed alone: allocating its output from the
+// caching allocator and cuLaunchKernel (an empty kernel with the parameters jitc's kernels take).
+struct HostPieces {
+  double allocate_us = kNone, launch_us = kNone;
+};
+
+HostPieces host_pieces() {
+  HostPieces out;
+  const at::Device device(at::kCUDA, 0);
+  out.allocate_us = host_us([&] { at::detail::empty_strided_cuda({16}, {1}, at::kFloat, device); });
+  const std::string source = jitc::inductor::cuda_prelude() +
+                             "struct Buffers { void* p[2]; };\n"
+                             "extern \"C\" __global__ void empty_kernel(Buffers buffers, Symbols symbols, long long tiles) {}\n";
+  const auto module = jitc::runtime::compile_cuda_module(source, "empty_kernel", 0);
+  void* function = module->function("empty_kernel");
+  void* buffers[2] = {nullptr, nullptr};
+  const int64_t no_symbols = 0;
+  void* stream = jitc::runtime::current_cuda_stream(0);
+  out.launch_us = host_us([&] { jitc::runtime::launch_cuda_kernel(function, 32, 1, buffers, 2, &no_symbols, 0, stream, "empty_kernel"); });
+  return out;
+}
+
 int main(int argc, char** argv) {
   std::string json_path = "cuda_bench.json", peer_path;
   bool with_ro = true;  // --no-reduce-overhead: skip jitc's mode reduce-overhead
@@ -386,23 +429,9 @@ int main(int argc, char** argv) {
   jitc::Options ro_options;
   ro_options.mode = jitc::Mode::kReduceOverhead;
   auto small_ro = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); }, ro_options);
-  // Host time of a call: rounds of 200 calls with a synchronize between rounds (not timed), median
-  // round. A long unsynchronized loop would fill the launch queue and time the GPU's pace instead.
-  auto host_us = [&](const std::function<void()>& f) {
-    for (int i = 0; i < 1000; ++i) f();
-    gpu_sync();
-    std::vector<double> rounds;
-    for (int r = 0; r < 50; ++r) {
-      const auto start = Clock::now();
-      for (int i = 0; i < 200; ++i) f();
-      rounds.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 200);
-      gpu_sync();
-    }
-    std::nth_element(rounds.begin(), rounds.begin() + rounds.size() / 2, rounds.end());
-    return rounds[rounds.size() / 2];
-  };
   const double eager_us = host_us([&] { (x * 2 + 1).relu(); }), jitc_us = host_us([&] { small(x); });
   const double jitc_ro_us = with_ro ? host_us([&] { small_ro(x); }) : kNone;
+  const HostPieces pieces = g_cpu ? HostPieces{} : host_pieces();
 
   print_tables(rows, peer.has_value());
   std::printf("\nhost cost of one call on 16 elements, (x*2+1).relu(), no synchronize: eager (C++) %.2f us, jitc %.2f us, "
@@ -415,6 +444,9 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\n");
+  if (!g_cpu)
+    std::printf("pieces of a call (same timing): output allocation (caching allocator) %.2f us, launch of an empty kernel "
+                "with jitc's parameters %.2f us\n", pieces.allocate_us, pieces.launch_us);
 
   std::ofstream json(json_path);
   json << "{\"copy_gbs\": " << copy_gbs << ", \"peer\": ";
@@ -443,6 +475,7 @@ int main(int argc, char** argv) {
                         json_jitc(r.jitc_ro), json_peer(r.peer), json_num(tc / r.jitc.ms), json_num(tc_ro / r.jitc_ro.ms));
   }
   json << "\n], \"host_us_eager\": " << eager_us << ", \"host_us_jitc\": " << jitc_us
-       << ", \"host_us_jitc_reduce_overhead\": " << json_num(jitc_ro_us) << "}\n";
+       << ", \"host_us_jitc_reduce_overhead\": " << json_num(jitc_ro_us) << ", \"host_us_allocate\": " << json_num(pieces.allocate_us)
+       << ", \"host_us_empty_launch\": " << json_num(pieces.launch_us) << "}\n";
   return 0;
 }

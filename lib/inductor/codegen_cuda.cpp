@@ -5,6 +5,10 @@
 //   - the element loop is spread the same way, so that neighbouring threads touch neighbouring elements
 //     (coalesced loads and stores for contiguous tensors);
 //   - a value stored once per row is written by thread 0.
+// Reductions over an outer dim (x.sum(0): neighbouring rows are neighbours in memory) map rows across
+// lanes instead: a block takes `columns` rows side by side, thread t works on row t % columns and takes
+// every (threads / columns)-th position of it, so each step of a warp reads whole 32-byte sectors; the
+// partial results of a row are combined through shared memory (2-D tiling, as Inductor does).
 // Two mappings make memory-bound kernels run near the copy bandwidth:
 //   - persistent rows: when every loop of a row has the same constant shape and few elements per thread,
 //     the loops are unrolled over a thread's positions and a load that several loops make (softmax reads
@@ -105,7 +109,7 @@ class Printer {
   // (indexed by the unrolled position, so it stays in registers) filled by the first loop that reads it.
   void plan_persistent_rows() {
     const int64_t elements = persistent_row_elements(k_);
-    if (elements <= 0) return;
+    if (elements <= 0 || config_.columns > 0) return;
     const int64_t items = (elements + config_.threads - 1) / config_.threads;
     if (items > kMaxItemsPerThread) return;
     row_elements_ = elements;
@@ -162,6 +166,7 @@ class Printer {
 
   void row() {
     std::string rest = "t", column_tile = "0ll";
+    if (config_.columns > 0) rest = column_row();
     if (tile_ > 0) {
       rest = fresh("row");
       column_tile = fresh("ctile");
@@ -183,14 +188,34 @@ class Printer {
     element_loop(column_tile);
   }
 
-  // A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block.
+  // Side-by-side rows: this thread's row, clamped to the last one so that threads past the end compute
+  // (and never store) a valid row and still take part in the block's reductions.
+  std::string column_row() {
+    std::string rows = "((idx_t)1)";
+    for (int v : k_.outer_vars()) rows = fmt::format("({} * {})", rows, name(k_.vars[v].extent));
+    const std::string wanted = fresh("wanted"), row = fresh("row");
+    live_ = fresh("live");
+    line(fmt::format("const idx_t {} = t * {} + threadIdx.x % {};", wanted, config_.columns, config_.columns));
+    line(fmt::format("const bool {} = {} < {};", live_, wanted, rows));
+    line(fmt::format("const idx_t {} = {} ? {} : {} - 1;", row, live_, wanted, rows));
+    return row;
+  }
+
+  // A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block (over the
+  // threads of a row when rows lie side by side).
   template <class Body>
   void block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, Body&& body) {
     if (items_ > 0 && lo.empty()) return persistent_loop(vars, body);
     std::string total = "((idx_t)1)";
     for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
     const std::string i = fresh("i");
-    if (!lo.empty()) {
+    if (config_.columns > 0) {
+      // Unrolled so that several strided loads are in flight per thread.
+      line("#pragma unroll 4");
+      line(fmt::format("for (idx_t {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", i, config_.columns, total,
+                       config_.threads / config_.columns));
+      decompose(vars, i);
+    } else if (!lo.empty()) {
       line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
       var_value_[vars.at(0)] = i;
     } else {
@@ -255,8 +280,10 @@ class Printer {
       line(fmt::format("const idx_t {} = {} * {}, {} = min({}, ({})({} + {}));", lo, column_tile, tile_, hi, extent, "idx_t", lo, tile_));
     }
     auto saved = emitted_;
+    if (!live_.empty()) line(fmt::format("if ({}) {{", live_));  // no reduction inside: no barrier skipped
     if (!vector_access_.empty()) vector_groups(inner[0], lo, hi);
     else block_loop(inner, lo, hi, [&] { element_body(); });
+    if (!live_.empty()) line("}");
     emitted_ = std::move(saved);
   }
 
@@ -340,11 +367,14 @@ class Printer {
         line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));
     });
     emitted_ = std::move(saved);
+    // Side by side, a row's threads are every columns-th thread: combined through shared memory only.
+    const std::string scope = config_.columns > 0 ? "column" : "block";
+    const std::string types = config_.columns > 0 ? fmt::format("{}, {}", config_.columns, ty) : ty;
     if (arg) {
-      line(fmt::format("const long long {} = block_arg_reduce<{}>({}, {}, {});", name(r), ty, e.reduce == ReduceKind::kArgMax, acc, pos));
+      line(fmt::format("const long long {} = {}_arg_reduce<{}>({}, {}, {});", name(r), scope, types, e.reduce == ReduceKind::kArgMax, acc, pos));
     } else {
-      line(fmt::format("const {} {} = ({})block_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});",
-                       c_type(e.dtype), name(r), c_type(e.dtype), ty, acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
+      line(fmt::format("const {} {} = ({}){}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", c_type(e.dtype),
+                       name(r), c_type(e.dtype), scope, types, acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
     }
     emitted_[r] = true;
   }
@@ -464,9 +494,12 @@ class Printer {
       line(fmt::format("v{}[{}] = {};", &e - k_.body.data(), group_lane_, value));
       return;
     }
-    // A value stored once per row is written by one thread.
+    // A value stored once per row is written by one thread (the first of its row's).
     const bool per_row = placement_.scope[&e - k_.body.data()] == Scope::kRow;
-    line(fmt::format("{}buf{}[{}] = {};", per_row ? "if (threadIdx.x == 0) " : "", e.buffer, name(e.a), value));
+    std::string writer;
+    if (per_row)
+      writer = live_.empty() ? "if (threadIdx.x == 0) " : fmt::format("if (threadIdx.x < {} && {}) ", config_.columns, live_);
+    line(fmt::format("{}buf{}[{}] = {};", writer, e.buffer, name(e.a), value));
   }
 
   // Integer expressions computed from loop variables, sizes and constants only: indices, printed as idx_t.
@@ -500,6 +533,8 @@ class Printer {
   std::map<int, int> register_array_; // positional key of a load -> its register array
   std::set<int> filled_;              // register arrays a loop printed so far fills
   std::string lane_;                  // the unrolled position inside a persistent loop
+  // rows side by side
+  std::string live_;                  // this thread's row exists (empty: one row per block)
   // vector groups
   std::vector<int> vector_access_;    // contiguous loads and stores of the element loop
   int group_ = 1;                     // elements per group

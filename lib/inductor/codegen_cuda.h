@@ -9,16 +9,20 @@
 
 namespace jitc::inductor {
 
-// How a kernel is printed and launched: threads per block (a multiple of 32, at most 1024) and, for
-// tiled (pointwise) kernels, the elements per tile (0: the kernel's own).
+// How a kernel is printed and launched: threads per block (a multiple of 32, at most 1024); for tiled
+// (pointwise) kernels, the elements per tile (0: the kernel's own); for reductions over outer dims, the
+// rows a block takes side by side (`columns` lanes, each reducing its own row with threads/columns
+// threads; 0: one row per block, reduced by all of its threads).
 struct CudaConfig {
   int threads = 256;
   int64_t tile = 0;
+  int columns = 0;
 };
 
 // The heuristic's choice: tiled pointwise kernels 512 threads over 4096-element tiles (128 over 1024 when
 // no buffer is wider than 2 bytes); other pointwise kernels 256 threads; reduction kernels enough threads
-// that a row held in registers takes about 8 per thread (32 to 1024).
+// that a row held in registers takes about 8 per thread (32 to 1024); reductions whose rows lie side by
+// side in memory (x.sum(0)) 256 threads over 32 bytes' worth of rows (see column_width).
 CudaConfig default_cuda_config(const Kernel& kernel);
 // What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block (and tile) sizes.
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
@@ -34,14 +38,19 @@ std::string emit_cuda(const Kernel& kernel, bool index32 = false);
 std::string cuda_prelude();
 
 // The number of tiles (thread blocks' worth of work) of a kernel at these symbol values, printed with
-// `tile` elements per tile (0: the kernel's own).
-int64_t tile_count(const Kernel& kernel, const int64_t* symbols, int64_t tile = 0);
+// this configuration.
+int64_t tile_count(const Kernel& kernel, const int64_t* symbols, const CudaConfig& config);
 // An int64 size expression of the kernel (constants, symbols, + - *) at these symbol values.
 int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
 
 // The elements of a row when every loop of a row has one constant shape (persistent rows need it); 0
 // otherwise.
 int64_t persistent_row_elements(const Kernel& kernel);
+
+// For a reduction kernel whose neighbouring rows are neighbours in memory and whose reduced elements are
+// not (a reduction over an outer dim): how many rows a block takes side by side so that each step of its
+// threads reads whole 32-byte sectors (8 to 32). 0 for every other kernel.
+int column_width(const Kernel& kernel);
 
 // Rows at most this many elements long are reduced in registers (persistent reductions).
 constexpr int kMaxItemsPerThread = 16;

@@ -87,6 +87,28 @@ template <class T> __device__ long long block_arg_reduce(bool max, T v, long lon
   __syncthreads();
   return positions[0];
 }
+// Rows side by side: the threads of a row are those with the same threadIdx.x % C; each gets the
+// combination of their values, taken in thread order.
+template <int C, class T, class F> __device__ T column_reduce(T v, F f, T identity) {
+  __shared__ T shared[1024];
+  __syncthreads();  // an earlier reduction of this type is done reading
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  v = shared[threadIdx.x % C];
+  for (int t = threadIdx.x % C + C; t < blockDim.x; t += C) v = f(v, shared[t]);
+  return v;
+}
+template <int C, class T> __device__ long long column_arg_reduce(bool max, T v, long long i) {
+  __shared__ T values[1024];
+  __shared__ long long positions[1024];
+  __syncthreads();
+  values[threadIdx.x] = v; positions[threadIdx.x] = i;
+  __syncthreads();
+  v = values[threadIdx.x % C]; i = positions[threadIdx.x % C];
+  for (int t = threadIdx.x % C + C; t < blockDim.x; t += C)
+    if (arg_better(max, values[t], positions[t], v, i)) { v = values[t]; i = positions[t]; }
+  return i;
+}
 )";
 
 

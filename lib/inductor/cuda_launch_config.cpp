@@ -2,6 +2,8 @@
 // size arithmetic the launcher evaluates (tiles per launch).
 #include "inductor/codegen_cuda.h"
 
+#include "inductor/index_analysis.h"
+
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 
@@ -36,7 +38,35 @@ int64_t persistent_row_elements(const Kernel& k) {
   return elements;
 }
 
+int column_width(const Kernel& k) {
+  const auto outer = k.outer_vars();
+  if (k.tile > 0 || k.num_reduction_loops == 0 || outer.empty()) return 0;
+  // The variables that step fastest inside a row: the innermost of each reduction loop and of the
+  // element loop. If any access is contiguous along one of them, one block per row reads well already.
+  std::vector<int> in_row;
+  for (int loop = 0; loop < k.num_reduction_loops; ++loop)
+    if (auto vars = k.loop_vars(loop); !vars.empty()) in_row.push_back(vars.back());
+  if (auto inner = k.inner_vars(); !inner.empty()) in_row.push_back(inner.back());
+  const IndexAnalysis analysis(k);
+  size_t narrowest = 0;  // bytes of the narrowest element read or written contiguously across rows
+  for (const Expr& e : k.body) {
+    if (e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) continue;
+    bool in_loop = false;
+    for (int v : in_row) {
+      if (analysis.unit_stride(e.a, v)) return 0;
+      in_loop = in_loop || analysis.depends_on(e.a, v);
+    }
+    if (in_loop && analysis.unit_stride(e.a, outer.back())) {
+      const size_t bytes = c10::elementSize(k.buffers[e.buffer].dtype);
+      narrowest = narrowest == 0 ? bytes : std::min(narrowest, bytes);
+    }
+  }
+  if (narrowest == 0) return 0;
+  return static_cast<int>(std::clamp<size_t>(32 / narrowest, 8, 32));
+}
+
 CudaConfig default_cuda_config(const Kernel& kernel) {
+  if (const int columns = column_width(kernel)) return {256, 0, columns};
   const int64_t elements = persistent_row_elements(kernel);
   if (kernel.tile > 0) {
     // max-autotune's timings on the H100 (benchmarks/RESULTS.md): groups of 4-byte elements run best with
@@ -63,6 +93,12 @@ std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
     return out;
   }
   std::vector<CudaConfig> out{chosen};
+  // Reductions over outer dims: more or fewer threads per row, or twice the rows side by side.
+  if (chosen.columns > 0) {
+    for (CudaConfig c : {CudaConfig{512, 0, chosen.columns}, CudaConfig{128, 0, chosen.columns}, CudaConfig{256, 0, std::min(32, 2 * chosen.columns)}})
+      if (c.columns != chosen.columns || c.threads != chosen.threads) out.push_back(c);
+    return out;
+  }
   for (int threads : {chosen.threads / 2, chosen.threads * 2, chosen.threads * 4})
     if (threads >= 32 && threads <= kCudaMaxThreads && out.size() < 3) out.push_back({threads});
   return out;
@@ -80,10 +116,11 @@ int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {
   }
 }
 
-int64_t tile_count(const Kernel& k, const int64_t* symbols, int64_t tile) {
-  if (k.tile <= 0 || tile <= 0) tile = k.tile;
+int64_t tile_count(const Kernel& k, const int64_t* symbols, const CudaConfig& config) {
+  const int64_t tile = k.tile > 0 && config.tile > 0 ? config.tile : k.tile;
   int64_t tiles = 1;
   for (int v : k.outer_vars()) tiles *= evaluate_size(k, k.vars[v].extent, symbols);
+  if (config.columns > 0) return (tiles + config.columns - 1) / config.columns;
   if (tile > 0) {
     const int64_t inner = evaluate_size(k, k.vars[k.inner_vars().at(0)].extent, symbols);
     tiles *= (inner + tile - 1) / tile;

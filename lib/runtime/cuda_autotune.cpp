@@ -37,7 +37,7 @@ std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const 
   void* stream = c10::cuda::getCurrentCUDAStream(launch.device.index()).stream();
   const c10::Stream current = c10::cuda::getCurrentCUDAStream(launch.device.index());
   auto run = [&](size_t c) {
-    const int64_t tiles = inductor::tile_count(launch.kernel, symbols, configs[c].tile);
+    const int64_t tiles = inductor::tile_count(launch.kernel, symbols, configs[c]);
     if (tiles > 0)
       launch_cuda_kernel(functions[c], configs[c].threads, tiles, pointers.data(), pointers.size(), symbols, shapes.graph->num_symbols, stream,
                        launch.kernel.name);

@@ -54,6 +54,7 @@ c10::SmallVector<int64_t, 6> evaluate(const graph::SymShape& shape, const int64_
 }
 
 std::string describe(const inductor::CudaConfig& config) {
+  if (config.columns > 0) return fmt::format("{} threads over {} rows", config.threads, config.columns);
   return config.tile > 0 ? fmt::format("{} threads tile {}", config.threads, config.tile) : fmt::format("{} threads", config.threads);
 }
 
@@ -88,7 +89,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   std::optional<c10::Device> gpu;
   // CUDA kernels: the heuristic's configuration, or with `tuning` every candidate under its own name.
   std::vector<std::vector<inductor::CudaConfig>> candidates(code->plan.kernels.size());
-  code->cuda_configs.assign(code->plan.kernels.size(), inductor::CudaConfig{0, 0});
+  code->cuda_configs.assign(code->plan.kernels.size(), inductor::CudaConfig{0, 0, 0});
   code->cuda_names.assign(code->plan.kernels.size(), "");
   for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
     const auto& launch = code->plan.kernels[k];
@@ -117,7 +118,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
 }
 
 std::string ProgramCode::candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates) {
-  return candidates > 1 ? fmt::format("{}_t{}_{}", kernel.name, config.threads, config.tile) : kernel.name;
+  return candidates > 1 ? fmt::format("{}_t{}_{}_c{}", kernel.name, config.threads, config.tile, config.columns) : kernel.name;
 }
 
 void ProgramCode::keep_fastest(const std::vector<std::vector<inductor::CudaConfig>>& candidates, const TuningShapes& tuning) {
@@ -287,6 +288,7 @@ std::string ProgramCode::serialize() const {
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     w.number(cuda_configs[k].threads);
     w.number(cuda_configs[k].tile);
+    w.number(cuda_configs[k].columns);
     w.text(cuda_names[k]);
   }
   return w.take();
@@ -324,6 +326,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
       inductor::CudaConfig config;
       config.threads = static_cast<int>(r.number());
       config.tile = r.number();
+      config.columns = static_cast<int>(r.number());
       code->cuda_configs.push_back(config);
       code->cuda_names.push_back(r.text());
     }
@@ -379,7 +382,7 @@ void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* s
 void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const {
   const auto& launch = code_->plan.kernels[k];
   const ProgramCode::Entry& entry = code_->kernels[k];
-  const int64_t tiles = inductor::tile_count(launch.kernel, symbols, entry.cuda_config.tile);
+  const int64_t tiles = inductor::tile_count(launch.kernel, symbols, entry.cuda_config);
   if (tiles <= 0) return;
   launch_cuda_kernel(entry.cuda_function, entry.cuda_config.threads, tiles, pointers.data(), pointers.size(), symbols,
                      graph_.num_symbols, current_cuda_stream(launch.device.index()), launch.kernel.name);

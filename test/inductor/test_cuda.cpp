@@ -51,6 +51,11 @@ TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
       check_parity(std::string(name) + " " + c10::toString(dtype), op, cuda_sample({4, 5, 1000}, dtype, 6));
   for (const auto& [name, op] : jitc::testing::reduction_ops())
     check_parity(std::string(name) + " transposed", op, at::randn({300, 5, 4}, at::kCUDA).permute({2, 1, 0}));
+  // Reductions over outer dims take rows side by side (column kernels): long columns, a last block of
+  // rows only partly filled (3 * 37 rows), several loop steps per thread.
+  for (auto dtype : {at::kFloat, at::kHalf, at::kLong})
+    for (const auto& [name, op] : jitc::testing::reduction_ops())
+      check_parity(std::string(name) + " tall " + c10::toString(dtype), op, cuda_sample({2500, 3, 37}, dtype, 7));
   const auto x = at::randn({64, 768}, at::kCUDA), w = at::randn({768}, at::kCUDA), b = at::randn({768}, at::kCUDA);
   check_parity("layer_norm", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {768}, w, b); }, x, w, b);
   check_parity("rms_norm", [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {768}, w, 1e-6); }, x, w);
