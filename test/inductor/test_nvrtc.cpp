@@ -29,6 +29,7 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
       {"rms_norm", [](const at::Tensor& a, const at::Tensor& b) { return a + b * at::rsqrt((b * b).mean(-1, true) + 1e-6); }},
       {"reductions", [](const at::Tensor& a, const at::Tensor&) { return a.sum(-1) + a.amax(-1) + a.var(-1) + a.mean(-1); }},
       {"column sums", [](const at::Tensor& a, const at::Tensor&) { return a.sum(0) + a.amin(0); }},
+      {"over dim 0", [](const at::Tensor& a, const at::Tensor&) { return at::softmax(a, 0) + a.argmax(0) + a.var(0); }},
       {"argmax", [](const at::Tensor& a, const at::Tensor&) { return a.argmax(-1) + std::get<1>(a.min(-1)); }},
       {"prod any", [](const at::Tensor& a, const at::Tensor&) { return (a * 0.1 + 1).prod(-1) + (a > 0).any(-1); }},
       {"logsumexp", [](const at::Tensor& a, const at::Tensor&) { return a.logsumexp({-1}); }},
@@ -42,7 +43,8 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
 std::string all_variants(const jitc::inductor::Kernel& kernel, bool index32) {
   std::string source;
   for (const auto& config : jitc::inductor::cuda_config_candidates(kernel))
-    source += jitc::inductor::emit_cuda(kernel, index32, config, kernel.name + "_t" + std::to_string(config.threads) + "_" + std::to_string(config.tile));
+    source += jitc::inductor::emit_cuda(kernel, index32, config, kernel.name + "_t" + std::to_string(config.threads) + "_" + std::to_string(config.tile) +
+                                                       "_c" + std::to_string(config.columns));
   return source;
 }
 
