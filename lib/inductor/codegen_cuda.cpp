@@ -58,6 +58,7 @@ class Printer {
         analysis_(k),
         emitted_(k.body.size()) {
     mark_indices();
+    plan_relaxed_math();
     pair_sin_and_cos();
     plan_persistent_rows();
     plan_vector_groups();
@@ -88,6 +89,43 @@ class Printer {
   void line(const std::string& s) { out_ += "  " + s + "\n"; }
   std::string name(int e) const { return fmt::format("e{}", e); }
   std::string fresh(const char* stem) { return fmt::format("{}{}", stem, counter_++); }
+
+  // Float32 values whose every use is a rounding to half or bfloat16 (directly, or through float
+  // arithmetic that is itself only rounded) may use the GPU's approximate exp and division: their error
+  // (a few float32 ulps) is far below a 16-bit rounding step, while the exact versions cost a kernel near
+  // compute-bound (bf16 sigmoid(x) * x) about a third of its instructions. Triton's kernels for
+  // torch.compile use these approximations everywhere; here float32 results keep the exact ones.
+  void plan_relaxed_math() {
+    std::vector<std::vector<int>> users(k_.body.size());
+    for (size_t i = 0; i < k_.body.size(); ++i)
+      for (int operand : {k_.body[i].a, k_.body[i].b, k_.body[i].c})
+        if (operand >= 0) users[operand].push_back(static_cast<int>(i));
+    relaxed_.assign(k_.body.size(), false);
+    for (size_t i = k_.body.size(); i-- > 0;) {
+      if (k_.body[i].dtype != ScalarType::Float || users[i].empty()) continue;
+      bool only_rounded = true;
+      for (int u : users[i]) only_rounded = only_rounded && rounds_to_16_bits(u, static_cast<int>(i));
+      relaxed_[i] = only_rounded;
+    }
+  }
+
+  bool rounds_to_16_bits(int user, int value) const {
+    const Expr& u = k_.body[user];
+    switch (u.op) {
+      case ScalarOp::kRoundTo: return true;
+      case ScalarOp::kStore: {
+        const ScalarType t = k_.buffers[u.buffer].dtype;
+        return u.b == value && (t == ScalarType::Half || t == ScalarType::BFloat16);
+      }
+      case ScalarOp::kAdd:
+      case ScalarOp::kSub:
+      case ScalarOp::kMul:
+      case ScalarOp::kDiv:
+      case ScalarOp::kNeg:
+      case ScalarOp::kExp: return u.dtype == ScalarType::Float && relaxed_[user];
+      default: return false;
+    }
+  }
 
   // sin(x) and cos(x) of the same x are computed together.
   void pair_sin_and_cos() {
@@ -405,6 +443,8 @@ class Printer {
         return;
       }
     }
+    if (relaxed_[i] && e.op == ScalarOp::kExp) return define(fmt::format("__expf({})", a));
+    if (relaxed_[i] && e.op == ScalarOp::kDiv) return define(fmt::format("fast_div({}, {})", a, b));
     if (const char* fn = math_name(e.op); fn && f) {
       define(fmt::format("{}{}({})", fn, t == ScalarType::Float ? "f" : "", a));
       return;
@@ -486,7 +526,11 @@ class Printer {
 
   void store(const Expr& e) {
     const ScalarType dtype = k_.buffers[e.buffer].dtype;
-    std::string value = name(e.b);
+    // A value rounded to the buffer's precision just before is stored from its unrounded operand (the
+    // store rounds the same way): one conversion, not three.
+    const Expr& stored = k_.body[e.b];
+    const bool rounded = stored.op == ScalarOp::kRoundTo && static_cast<ScalarType>(stored.ivalue) == dtype;
+    std::string value = name(rounded ? stored.a : e.b);
     if (dtype == ScalarType::Half) value = fmt::format("float_to_half({})", value);
     if (dtype == ScalarType::BFloat16) value = fmt::format("float_to_bf16({})", value);
     if (dtype == ScalarType::Bool) value = fmt::format("(unsigned char){}", value);
@@ -523,6 +567,7 @@ class Printer {
   int64_t tile_;  // elements per tile of a tiled (pointwise) kernel: the configuration's, else the kernel's
   std::string function_;
   std::vector<bool> index_;
+  std::vector<bool> relaxed_;  // float32 values only ever rounded to 16 bits: approximate exp and division
   Placement placement_;
   IndexAnalysis analysis_;
   std::vector<bool> emitted_;
