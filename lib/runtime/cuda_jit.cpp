@@ -142,15 +142,38 @@ std::string cuda_arch(int device) {
   return fmt::format("sm_{}{}", major, minor);
 }
 
+namespace {
+
+// NVRTC's options for `arch` ("sm_90"): a cubin for it, or PTX for its virtual architecture.
+// --minimal (NVRTC 12.4+) leaves texture, cudadevrt, device-launch and runtime-API declarations out of
+// NVRTC's builtin header. Generated code uses none of them: the cubins are byte-identical with and
+// without it (softmax, layer_norm, sin+cos+relu, bias+GELU and their max-autotune variants, NVRTC 13.0),
+// and it only shortens compiles. On the H200 host, the driver initialized as under PyTorch, medians of 32
+// fresh compiles went 30 -> 25 ms for the prelude alone, 99 -> 76 softmax, 80 -> 63 layer_norm, 115 -> 83
+// bias+GELU, 260 -> 224 sin+cos+relu (per process: faster in 32 of 40 pairs).
+// Not used: --no-cache (NVRTC 13's cache is the driver's ~/.nv/ComputeCache; once PyTorch has run cuInit
+// a miss costs the same with or without it), -Xptxas -O<n> and --Ofast-compile (they change the code).
+std::vector<std::string> nvrtc_options(const std::string& arch, bool cubin) {
+  const std::string target = cubin ? "--gpu-architecture=" + arch : "--gpu-architecture=compute_" + arch.substr(3);
+  // 177: unused variables (generated code defines every size it might need).
+  std::vector<std::string> options = {target, "-std=c++17", "--device-as-default-execution-space", "--diag-suppress=177"};
+  int major = 0, minor = 0;
+  if (Api::get().version) Api::get().version(&major, &minor);
+  if (major > 12 || (major == 12 && minor >= 4)) options.push_back("--minimal");
+  return options;
+}
+
+}  // namespace
+
 std::string nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch, bool cubin) {
   Api& api = nvrtc_api();
   nvrtcProgram program;
   if (api.create(&program, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
     throw CompileError("jitc: nvrtcCreateProgram failed for " + name);
-  const std::string arch_option = (cubin ? "--gpu-architecture=" : "--gpu-architecture=compute_") + (cubin ? arch : arch.substr(3));
-  // 177: unused variables (generated code defines every size it might need).
-  const char* options[] = {arch_option.c_str(), "-std=c++17", "--device-as-default-execution-space", "--diag-suppress=177"};
-  const nvrtcResult compiled = api.compile(program, 4, options);
+  const std::vector<std::string> options = nvrtc_options(arch, cubin);
+  std::vector<const char*> pointers;
+  for (const auto& o : options) pointers.push_back(o.c_str());
+  const nvrtcResult compiled = api.compile(program, static_cast<int>(pointers.size()), pointers.data());
   size_t log_size = 0;
   api.log_size(program, &log_size);
   std::string log(log_size, '\0');

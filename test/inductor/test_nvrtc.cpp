@@ -7,6 +7,8 @@
 #include "runtime/cuda_jit.h"
 #include "support/trace_of.h"
 
+#include <jitc/errors.h>
+
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
 
@@ -83,4 +85,29 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
     }
   }
   CHECK(kernels > 100);
+}
+
+// A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
+// the line it points at), for the cubin and the PTX NVRTC is asked for. (Saving the source under
+// JITC_DEBUG_DIR happens a layer up, in runtime/program.cpp.)
+TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[inductor][nvrtc]") {
+  if (!jitc::runtime::nvrtc_available()) {
+    WARN("libnvrtc not found: skipped");
+    return;
+  }
+  const std::string source = jitc::inductor::cuda_prelude() +
+                             "extern \"C\" __global__ void k_broken_0(float* out) { out[0] = undefined_value; }\n";
+  for (bool cubin : {true, false}) {
+    INFO((cubin ? "cubin" : "PTX"));
+    try {
+      jitc::runtime::nvrtc_compile(source, "broken_graph", "sm_90", cubin);
+      FAIL("NVRTC accepted a source that uses an undeclared identifier");
+    } catch (const jitc::CompileError& e) {
+      const std::string message = e.what();
+      CHECK_THAT(message, Catch::Contains("could not compile broken_graph for sm_90"));
+      CHECK_THAT(message, Catch::Contains("identifier \"undefined_value\" is undefined"));  // NVRTC's log
+      CHECK_THAT(message, Catch::Contains("broken_graph.cu("));  // the log's file(line) of the error
+      CHECK_THAT(message, Catch::Contains("k_broken_0"));        // the source follows the log
+    }
+  }
 }
