@@ -22,7 +22,7 @@ struct CudaConfig {
 // The heuristic's choice: tiled pointwise kernels 512 threads over 4096-element tiles (128 over 1024 when
 // no buffer is wider than 2 bytes); other pointwise kernels 256 threads; reduction kernels enough threads
 // that a row held in registers takes about 8 per thread (32 to 1024); reductions whose rows lie side by
-// side in memory (x.sum(0)) 256 threads over 32 bytes' worth of rows (see column_width).
+// side in memory (x.sum(0)) 512 threads over 32 bytes' worth of rows (see column_width).
 CudaConfig default_cuda_config(const Kernel& kernel);
 // What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block (and tile) sizes.
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
