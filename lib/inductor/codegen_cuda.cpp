@@ -57,8 +57,8 @@ class Printer {
         placement_(place(k)),
         analysis_(k),
         emitted_(k.body.size()) {
-    mark_indices();
-    plan_relaxed_math();
+    index_ = cuda::index_expressions(k_);
+    relaxed_ = cuda::relaxed_math(k_);
     pair_sin_and_cos();
     plan_persistent_rows();
     plan_vector_groups();
@@ -89,43 +89,6 @@ class Printer {
   void line(const std::string& s) { out_ += "  " + s + "\n"; }
   std::string name(int e) const { return fmt::format("e{}", e); }
   std::string fresh(const char* stem) { return fmt::format("{}{}", stem, counter_++); }
-
-  // Float32 values whose every use is a rounding to half or bfloat16 (directly, or through float
-  // arithmetic that is itself only rounded) may use the GPU's approximate exp and division: their error
-  // (a few float32 ulps) is far below a 16-bit rounding step, while the exact versions cost a kernel near
-  // compute-bound (bf16 sigmoid(x) * x) about a third of its instructions. Triton's kernels for
-  // torch.compile use these approximations everywhere; here float32 results keep the exact ones.
-  void plan_relaxed_math() {
-    std::vector<std::vector<int>> users(k_.body.size());
-    for (size_t i = 0; i < k_.body.size(); ++i)
-      for (int operand : {k_.body[i].a, k_.body[i].b, k_.body[i].c})
-        if (operand >= 0) users[operand].push_back(static_cast<int>(i));
-    relaxed_.assign(k_.body.size(), false);
-    for (size_t i = k_.body.size(); i-- > 0;) {
-      if (k_.body[i].dtype != ScalarType::Float || users[i].empty()) continue;
-      bool only_rounded = true;
-      for (int u : users[i]) only_rounded = only_rounded && rounds_to_16_bits(u, static_cast<int>(i));
-      relaxed_[i] = only_rounded;
-    }
-  }
-
-  bool rounds_to_16_bits(int user, int value) const {
-    const Expr& u = k_.body[user];
-    switch (u.op) {
-      case ScalarOp::kRoundTo: return true;
-      case ScalarOp::kStore: {
-        const ScalarType t = k_.buffers[u.buffer].dtype;
-        return u.b == value && (t == ScalarType::Half || t == ScalarType::BFloat16);
-      }
-      case ScalarOp::kAdd:
-      case ScalarOp::kSub:
-      case ScalarOp::kMul:
-      case ScalarOp::kDiv:
-      case ScalarOp::kNeg:
-      case ScalarOp::kExp: return u.dtype == ScalarType::Float && relaxed_[user];
-      default: return false;
-    }
-  }
 
   // sin(x) and cos(x) of the same x are computed together.
   void pair_sin_and_cos() {
@@ -330,49 +293,63 @@ class Printer {
       if (placement_.scope[i] == Scope::kElement) emit(static_cast<int>(i));
   }
 
-  // Each thread takes groups of group_ consecutive elements. When the whole group is in the tile and
-  // every contiguous access is aligned, those accesses move the group at once through a register array
-  // (the body is unrolled over it); otherwise the group runs element by element.
+  // Each thread takes groups of group_ consecutive elements, whose contiguous accesses go through
+  // register arrays: moved at once (one 16-byte access) when the whole group is in the tile and every
+  // such address is aligned, element by element otherwise (the tile's last group, views at odd offsets).
+  // The body is printed once, unrolled over the group; past the tile's end a lane computes on the last
+  // element's indices and stores nothing. (One body, not a second scalar copy for the tail: NVRTC's
+  // time grows with the code, and the first call of a graph waits for it.)
   void vector_groups(int var, const std::string& lo, const std::string& hi) {
-    const std::string g = fresh("g");
+    const std::string g = fresh("g"), whole = fresh("whole");
     line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
     var_value_[var] = g;
     const auto before = emitted_;
     std::vector<std::string> address;  // the group's first element, per access
-    std::string whole = fmt::format("{} + {} <= {}", g, group_, hi);
+    std::string condition = fmt::format("{} + {} <= {}", g, group_, hi);
     for (int i : vector_access_) {
       const Expr& e = k_.body[i];
       address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
-      whole += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
+      condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
     }
-    line(fmt::format("if ({}) {{", whole));
-    for (size_t j = 0; j < vector_access_.size(); ++j) {
-      const Expr& e = k_.body[vector_access_[j]];
-      line(fmt::format("__align__(16) {} v{}[{}];", storage_type(k_.buffers[e.buffer].dtype), vector_access_[j], group_));
-      if (e.op == ScalarOp::kLoad)
-        line(fmt::format("*({0}*)v{1} = *(const {0}*){2};", vector_type(group_bytes(e)), vector_access_[j], address[j]));
-    }
+    line(fmt::format("const bool {} = {};", whole, condition));
+    move_group(g, hi, whole, address, ScalarOp::kLoad);
     emitted_ = before;
     group_lane_ = fresh("l");
+    group_live_ = fresh("live");
     line("#pragma unroll");
     line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", group_lane_, group_lane_, group_, group_lane_));
+    line(fmt::format("const bool {} = {} + {} < {};", group_live_, g, group_lane_, hi));
     var_value_[var] = fresh("c");
-    line(fmt::format("const idx_t {} = {} + {};", var_value_[var], g, group_lane_));
+    line(fmt::format("const idx_t {} = {} ? {} + {} : {} - 1;", var_value_[var], group_live_, g, group_lane_, hi));
     element_body();
     line("}");
     group_lane_.clear();
+    group_live_.clear();
+    move_group(g, hi, whole, address, ScalarOp::kStore);
+    line("}");
+  }
+
+  // The group's loads into (op kLoad: declaring the register arrays) or stores from its register arrays.
+  void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op) {
+    std::string at_once, one_by_one;
     for (size_t j = 0; j < vector_access_.size(); ++j) {
       const Expr& e = k_.body[vector_access_[j]];
-      if (e.op == ScalarOp::kStore)
-        line(fmt::format("*({0}*){1} = *(const {0}*)v{2};", vector_type(group_bytes(e)), address[j], vector_access_[j]));
+      const std::string type = storage_type(k_.buffers[e.buffer].dtype), v = fmt::format("v{}", vector_access_[j]);
+      if (op == ScalarOp::kLoad) line(fmt::format("__align__(16) {} {}[{}];", type, v, group_));
+      if (e.op != op) continue;
+      const std::string vector = vector_type(group_bytes(e));
+      if (op == ScalarOp::kLoad) {
+        at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, v, address[j]);
+        one_by_one += fmt::format("{}[l] = {} + l < {} ? {}[l] : ({})0; ", v, g, hi, address[j], type);
+      } else {
+        at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, address[j], v);
+        one_by_one += fmt::format("if ({} + l < {}) {}[l] = {}[l]; ", g, hi, address[j], v);
+      }
     }
-    line("} else {");
-    emitted_ = before;
-    var_value_[var] = fresh("c");
-    line(fmt::format("for (idx_t {0} = {1}; {0} < {2} && {0} < {1} + {3}; ++{0}) {{", var_value_[var], g, hi, group_));
-    element_body();
-    line("}");
-    line("}");
+    if (at_once.empty()) return;
+    line(fmt::format("if ({}) {{ {}}} else {{", whole, at_once));
+    line("#pragma unroll");  // constant indices: the register arrays stay in registers
+    line(fmt::format("  for (int l = 0; l < {}; ++l) {{ {}}}", group_, one_by_one));
     line("}");
   }
 
@@ -543,22 +520,8 @@ class Printer {
     std::string writer;
     if (per_row)
       writer = live_.empty() ? "if (threadIdx.x == 0) " : fmt::format("if (threadIdx.x < {} && {}) ", config_.columns, live_);
+    if (!group_live_.empty()) writer = fmt::format("if ({}) ", group_live_);  // a lane past the tile's end
     line(fmt::format("{}buf{}[{}] = {};", writer, e.buffer, name(e.a), value));
-  }
-
-  // Integer expressions computed from loop variables, sizes and constants only: indices, printed as idx_t.
-  void mark_indices() {
-    index_.assign(k_.body.size(), false);
-    for (size_t i = 0; i < k_.body.size(); ++i) {
-      const Expr& e = k_.body[i];
-      if (e.dtype != ScalarType::Long) continue;
-      bool from_indices = true;
-      for (int operand : {e.a, e.b, e.c}) from_indices = from_indices && (operand < 0 || index_[operand]);
-      const bool leaf = e.op == ScalarOp::kVar || e.op == ScalarOp::kSym || e.op == ScalarOp::kConst;
-      const bool arithmetic = e.op == ScalarOp::kAdd || e.op == ScalarOp::kSub || e.op == ScalarOp::kMul ||
-                              e.op == ScalarOp::kDiv || e.op == ScalarOp::kRem || e.op == ScalarOp::kMax || e.op == ScalarOp::kMin;
-      index_[i] = leaf || (arithmetic && from_indices);
-    }
   }
 
   const Kernel& k_;
@@ -584,6 +547,7 @@ class Printer {
   std::vector<int> vector_access_;    // contiguous loads and stores of the element loop
   int group_ = 1;                     // elements per group
   std::string group_lane_;            // the element inside a group while its body is printed
+  std::string group_live_;            // that element is inside the tile
   std::unordered_map<int, std::string> var_value_;
   std::string out_, tiles_per_row_;
   int counter_ = 0;

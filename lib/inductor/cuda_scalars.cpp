@@ -116,4 +116,61 @@ const char* math_name(ScalarOp op) {
   }
 }
 
+std::vector<bool> index_expressions(const Kernel& k) {
+  std::vector<bool> index(k.body.size(), false);
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Expr& e = k.body[i];
+    if (e.dtype != ScalarType::Long) continue;
+    bool from_indices = true;
+    for (int operand : {e.a, e.b, e.c}) from_indices = from_indices && (operand < 0 || index[operand]);
+    const bool leaf = e.op == ScalarOp::kVar || e.op == ScalarOp::kSym || e.op == ScalarOp::kConst;
+    const bool arithmetic = e.op == ScalarOp::kAdd || e.op == ScalarOp::kSub || e.op == ScalarOp::kMul ||
+                            e.op == ScalarOp::kDiv || e.op == ScalarOp::kRem || e.op == ScalarOp::kMax || e.op == ScalarOp::kMin;
+    index[i] = leaf || (arithmetic && from_indices);
+  }
+  return index;
+}
+
+namespace {
+
+// Whether `user` of float32 `value` only rounds it to 16 bits, given which later values are relaxed.
+bool rounds_to_16_bits(const Kernel& k, int user, int value, const std::vector<bool>& relaxed) {
+  const Expr& u = k.body[user];
+  switch (u.op) {
+    case ScalarOp::kRoundTo: return true;
+    case ScalarOp::kStore: {
+      const ScalarType t = k.buffers[u.buffer].dtype;
+      return u.b == value && (t == ScalarType::Half || t == ScalarType::BFloat16);
+    }
+    case ScalarOp::kAdd:
+    case ScalarOp::kSub:
+    case ScalarOp::kMul:
+    case ScalarOp::kDiv:
+    case ScalarOp::kNeg:
+    case ScalarOp::kExp: return u.dtype == ScalarType::Float && relaxed[user];
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// The error of __expf and div.full.f32 (a few float32 ulps) is far below a 16-bit rounding step, while
+// the exact versions cost a kernel near compute-bound (bf16 sigmoid(x) * x) about a third of its
+// instructions. Triton's kernels for torch.compile use these approximations everywhere; here float32
+// results keep the exact ones.
+std::vector<bool> relaxed_math(const Kernel& k) {
+  std::vector<std::vector<int>> users(k.body.size());
+  for (size_t i = 0; i < k.body.size(); ++i)
+    for (int operand : {k.body[i].a, k.body[i].b, k.body[i].c})
+      if (operand >= 0) users[operand].push_back(static_cast<int>(i));
+  std::vector<bool> relaxed(k.body.size(), false);
+  for (size_t i = k.body.size(); i-- > 0;) {  // users come after their operands
+    if (k.body[i].dtype != ScalarType::Float || users[i].empty()) continue;
+    bool only_rounded = true;
+    for (int u : users[i]) only_rounded = only_rounded && rounds_to_16_bits(k, u, static_cast<int>(i), relaxed);
+    relaxed[i] = only_rounded;
+  }
+  return relaxed;
+}
+
 }  // namespace jitc::inductor::cuda

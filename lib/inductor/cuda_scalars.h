@@ -3,6 +3,7 @@
 #include "inductor/kernel_ir.h"
 
 #include <string>
+#include <vector>
 
 namespace jitc::inductor::cuda {
 
@@ -15,5 +16,12 @@ int bits(c10::ScalarType t);  // of an integer type
 std::string identity(ReduceKind kind, c10::ScalarType t);  // a reduction's starting value
 const char* combiner(ReduceKind kind);  // how two partial results `a` and `b` combine
 const char* math_name(ScalarOp op);     // the CUDA math function of a unary op, or nullptr
+
+// Per expression: an integer computed from loop variables, sizes and constants only (an index, printed
+// as idx_t, 32-bit when the buffers are small enough).
+std::vector<bool> index_expressions(const Kernel& kernel);
+// Per expression: a float32 value whose every use is a rounding to half or bfloat16 (directly, or through
+// float arithmetic that is itself only rounded): approximate exp and division are accurate enough.
+std::vector<bool> relaxed_math(const Kernel& kernel);
 
 }  // namespace jitc::inductor::cuda
