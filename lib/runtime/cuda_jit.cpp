@@ -1,5 +1,7 @@
 #include "runtime/cuda_jit.h"
 
+#include "runtime/env.h"
+
 #include <jitc/errors.h>
 
 #include <c10/cuda/CUDAGuard.h>
@@ -11,7 +13,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -33,6 +38,8 @@ struct Api {
   decltype(&nvrtcGetPTX) ptx = nullptr;
   decltype(&nvrtcDestroyProgram) destroy = nullptr;
   decltype(&nvrtcVersion) version = nullptr;
+  decltype(&nvrtcGetNumSupportedArchs) num_archs = nullptr;  // NVRTC 11.2+
+  decltype(&nvrtcGetSupportedArchs) archs = nullptr;
   decltype(&cuModuleLoadData) load = nullptr;
   decltype(&cuModuleUnload) unload = nullptr;
   decltype(&cuModuleGetFunction) get_function = nullptr;
@@ -71,6 +78,8 @@ struct Api {
     bind(nvrtc, ptx, "nvrtcGetPTX");
     bind(nvrtc, destroy, "nvrtcDestroyProgram");
     bind(nvrtc, version, "nvrtcVersion");
+    bind(nvrtc, num_archs, "nvrtcGetNumSupportedArchs");
+    bind(nvrtc, archs, "nvrtcGetSupportedArchs");
     bind(driver, load, "cuModuleLoadData");
     bind(driver, unload, "cuModuleUnload");
     bind(driver, get_function, "cuModuleGetFunction");
@@ -163,7 +172,71 @@ std::vector<std::string> nvrtc_options(const std::string& arch, bool cubin) {
   return options;
 }
 
+// NVRTC's log without the terminating NUL its size counts (what() would stop there).
+std::string program_log(Api& api, nvrtcProgram program) {
+  size_t size = 0;
+  api.log_size(program, &size);
+  std::string log(size, '\0');
+  if (size) api.log(program, log.data());
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
+// The cubin or PTX of a compiled program; empty if NVRTC produced none.
+std::string program_image(Api& api, nvrtcProgram program, bool cubin) {
+  size_t size = 0;
+  if (cubin ? api.cubin_size(program, &size) : api.ptx_size(program, &size)) size = 0;
+  std::string out(size, '\0');
+  if (size) (cubin ? api.cubin(program, out.data()) : api.ptx(program, out.data()));
+  return out;
+}
+
+// A source NVRTC rejected, as JITC_DEBUG_DIR/<name>/kernels.cu (beside what codegen.cpp dumps for
+// compiled graphs), so that the file(line) in NVRTC's log can be opened. "" when JITC_DEBUG_DIR is unset
+// or the file cannot be written: the error message carries the source either way.
+std::string keep_source(const std::string& source, const std::string& name) {
+  const std::string dir = env_debug_dir();
+  if (dir.empty()) return "";
+  const std::filesystem::path path = std::filesystem::path(dir) / name / "kernels.cu";
+  std::error_code ignored;
+  std::filesystem::create_directories(path.parent_path(), ignored);
+  std::ofstream out(path);
+  out << source;
+  out.close();
+  return out ? path.string() : "";
+}
+
+// The architectures NVRTC compiles for (e.g. 75 ... 120); nullopt where it cannot say.
+std::optional<std::vector<int>> supported_archs() {
+  Api& api = nvrtc_api();
+  int count = 0;
+  if (!api.num_archs || !api.archs || api.num_archs(&count) != NVRTC_SUCCESS || count <= 0) return std::nullopt;
+  std::vector<int> archs(static_cast<size_t>(count));
+  if (api.archs(archs.data()) != NVRTC_SUCCESS) return std::nullopt;
+  return archs;
+}
+
+// An NVRTC that cannot list its architectures: a cubin, and PTX for the same architecture if that fails.
+std::string compile_unlisted(const std::string& source, const std::string& name, const std::string& arch) {
+  try {
+    return nvrtc_compile(source, name, arch, /*cubin=*/true);
+  } catch (const CompileError&) {
+    return nvrtc_compile(source, name, arch, /*cubin=*/false);
+  }
+}
+
 }  // namespace
+
+std::optional<CudaTarget> choose_cuda_target(const std::string& device, const std::vector<int>& supported) {
+  const int wanted = std::stoi(device.substr(3));  // "sm_90" -> 90
+  int below = -1;
+  for (int a : supported) {
+    if (a == wanted) return CudaTarget{device, true};
+    if (a < wanted) below = std::max(below, a);
+  }
+  if (below < 0) return std::nullopt;
+  return CudaTarget{fmt::format("sm_{}", below), false};
+}
 
 std::string nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch, bool cubin) {
   Api& api = nvrtc_api();
@@ -174,20 +247,14 @@ std::string nvrtc_compile(const std::string& source, const std::string& name, co
   std::vector<const char*> pointers;
   for (const auto& o : options) pointers.push_back(o.c_str());
   const nvrtcResult compiled = api.compile(program, static_cast<int>(pointers.size()), pointers.data());
-  size_t log_size = 0;
-  api.log_size(program, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size) api.log(program, log.data());
-  std::string out;
-  if (compiled == NVRTC_SUCCESS) {
-    size_t size = 0;
-    if (cubin ? api.cubin_size(program, &size) : api.ptx_size(program, &size)) size = 0;
-    out.resize(size);
-    if (size) (cubin ? api.cubin(program, out.data()) : api.ptx(program, out.data()));
-  }
+  const std::string log = program_log(api, program);
+  const std::string out = compiled == NVRTC_SUCCESS ? program_image(api, program, cubin) : std::string();
   api.destroy(&program);
-  if (compiled != NVRTC_SUCCESS || out.empty())
-    throw CompileError(fmt::format("jitc: NVRTC could not compile {} for {}:\n{}\n--- source ---\n{}", name, arch, log, source));
+  if (out.empty()) {
+    const std::string kept = keep_source(source, name);
+    throw CompileError(fmt::format("jitc: NVRTC could not compile {} for {}:\n{}{}\n--- source ---\n{}", name, arch, log,
+                                   kept.empty() ? "" : "\n(source saved as " + kept + ")", source));
+  }
   return out;
 }
 
@@ -200,15 +267,16 @@ std::unique_ptr<CudaModule> load_cuda_module(const std::string& image, const std
   return std::make_unique<DriverModule>(module, image);
 }
 
+// The target is chosen before compiling, so that a source NVRTC rejects is compiled (and kept) once.
 std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device) {
   const std::string arch = cuda_arch(device);
-  std::string image;
-  try {
-    image = nvrtc_compile(source, name, arch, /*cubin=*/true);
-  } catch (const CompileError&) {  // an NVRTC older than the device: PTX, which the driver compiles
-    image = nvrtc_compile(source, name, arch, /*cubin=*/false);
-  }
-  return load_cuda_module(image, name, device);
+  const auto supported = supported_archs();
+  if (!supported) return load_cuda_module(compile_unlisted(source, name, arch), name, device);
+  const auto target = choose_cuda_target(arch, *supported);
+  if (!target)
+    throw CompileError(fmt::format("jitc: NVRTC {} cannot compile for {}: the oldest architecture it supports is sm_{}",
+                                   nvrtc_version(), arch, *std::min_element(supported->begin(), supported->end())));
+  return load_cuda_module(nvrtc_compile(source, name, target->arch, target->cubin), name, device);
 }
 
 void* current_cuda_stream(int device) {

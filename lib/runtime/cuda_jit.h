@@ -1,12 +1,15 @@
 // CUDA kernels at run time: NVRTC compiles CUDA C for the current device's exact architecture (a cubin
-// for sm_XY, PTX when the cubin cannot be made), the driver API loads it and launches on a stream. NVRTC
+// for sm_XY; PTX for an older architecture when NVRTC does not know the device's, which the driver then
+// compiles), the driver API loads it and launches on a stream. NVRTC
 // and the driver are loaded lazily with dlopen, so libjitc loads and CPU work runs on machines without a
 // GPU or a CUDA driver. Errors are jitc::CompileError (with NVRTC's log) or jitc::RuntimeError (with the
 // driver's error name).
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace jitc::runtime {
 
@@ -24,7 +27,19 @@ std::string cuda_arch(int device);
 std::string nvrtc_version();
 
 // Compiles `source` for `arch` ("sm_90"): cubin bytes if `cubin`, else PTX text. Needs NVRTC only.
+// A failure throws a CompileError with NVRTC's log and the source; with JITC_DEBUG_DIR set the source is
+// also written to <dir>/<name>/kernels.cu and the message names that file.
 std::string nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch, bool cubin);
+
+// What compile_cuda_module asks NVRTC for on a device of architecture `device` ("sm_90"), given the
+// architectures NVRTC lists (nvrtcGetSupportedArchs, e.g. {75, 80, ..., 120}): a cubin for the device's
+// own if listed, else PTX for the newest listed one below it (the driver compiles PTX for newer GPUs).
+// nullopt: the device is older than every listed architecture.
+struct CudaTarget {
+  std::string arch;  // "sm_90"
+  bool cubin = true;
+};
+std::optional<CudaTarget> choose_cuda_target(const std::string& device, const std::vector<int>& supported);
 
 // Compiles for `device`'s architecture and loads the result into the current context.
 std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device);

@@ -8,7 +8,6 @@
 #include <jitc/errors.h>
 #include "runtime/cpu_jit.h"
 #include "runtime/eager_replay.h"
-#include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/thread_pool.h"
 
@@ -18,9 +17,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <filesystem>
-#include <fstream>
 #include <bit>
 #include <optional>
 #include <set>
@@ -58,24 +54,6 @@ std::string describe(const inductor::CudaConfig& config) {
   return config.tile > 0 ? fmt::format("{} threads tile {}", config.threads, config.tile) : fmt::format("{} threads", config.threads);
 }
 
-// NVRTC's errors name the source's path when JITC_DEBUG_DIR is set (the source is also in the message).
-std::unique_ptr<CudaModule> compile_cuda_with_source_kept(const std::string& source, const std::string& name, int device) {
-  try {
-    return compile_cuda_module(source, name, device);
-  } catch (const CompileError& e) {
-    const std::string dir = env_debug_dir();
-    if (dir.empty()) throw;
-    const std::filesystem::path path = std::filesystem::path(dir) / name / "kernels.cu";
-    std::error_code ignored;
-    std::filesystem::create_directories(path.parent_path(), ignored);
-    std::ofstream(path) << source;
-    std::string message = e.what();
-    const size_t source_part = message.find("\n--- source ---");
-    message.insert(source_part == std::string::npos ? message.size() : source_part, "\n(source saved as " + path.string() + ")");
-    throw CompileError(message);
-  }
-}
-
 constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chunk (Inductor: 4096+ per thread)
 
 }  // namespace
@@ -110,7 +88,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   if (!irs.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);
   if (gpu) {
     code->cuda_source = cuda;
-    code->cuda_module = compile_cuda_with_source_kept(cuda, name, gpu->index());
+    code->cuda_module = compile_cuda_module(cuda, name, gpu->index());
     if (tuning) code->keep_fastest(candidates, *tuning);
   }
   code->link();

@@ -12,7 +12,12 @@
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <stdexcept>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
 namespace {
 
@@ -49,6 +54,41 @@ std::string all_variants(const jitc::inductor::Kernel& kernel, bool index32) {
                                                        "_c" + std::to_string(config.columns));
   return source;
 }
+
+std::string broken_source() {
+  return jitc::inductor::cuda_prelude() + "extern \"C\" __global__ void k_broken_0(float* out) { out[0] = undefined_value; }\n";
+}
+
+// The message of the CompileError NVRTC's rejection of broken_source() gives.
+std::string broken_compile_error(bool cubin) {
+  try {
+    jitc::runtime::nvrtc_compile(broken_source(), "broken_graph", "sm_90", cubin);
+  } catch (const jitc::CompileError& e) {
+    return e.what();
+  }
+  FAIL("NVRTC accepted a source that uses an undeclared identifier");
+  return "";
+}
+
+// JITC_DEBUG_DIR set to a fresh temporary directory for one scope (env_debug_dir reads it on every call).
+class ScopedDebugDir {
+ public:
+  ScopedDebugDir() : dir_((std::filesystem::temp_directory_path() / "jitc_nvrtc_XXXXXX").string()) {
+    if (!mkdtemp(dir_.data())) throw std::runtime_error("mkdtemp failed");
+    setenv("JITC_DEBUG_DIR", dir_.c_str(), 1);
+  }
+  ~ScopedDebugDir() {
+    unsetenv("JITC_DEBUG_DIR");
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  ScopedDebugDir(const ScopedDebugDir&) = delete;
+  ScopedDebugDir& operator=(const ScopedDebugDir&) = delete;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
 
 }  // namespace
 
@@ -88,26 +128,58 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
 }
 
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
-// the line it points at), for the cubin and the PTX NVRTC is asked for. (Saving the source under
-// JITC_DEBUG_DIR happens a layer up, in runtime/program.cpp.)
+// the line it points at), for the cubin and the PTX NVRTC is asked for.
 TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[inductor][nvrtc]") {
   if (!jitc::runtime::nvrtc_available()) {
     WARN("libnvrtc not found: skipped");
     return;
   }
-  const std::string source = jitc::inductor::cuda_prelude() +
-                             "extern \"C\" __global__ void k_broken_0(float* out) { out[0] = undefined_value; }\n";
   for (bool cubin : {true, false}) {
     INFO((cubin ? "cubin" : "PTX"));
-    try {
-      jitc::runtime::nvrtc_compile(source, "broken_graph", "sm_90", cubin);
-      FAIL("NVRTC accepted a source that uses an undeclared identifier");
-    } catch (const jitc::CompileError& e) {
-      const std::string message = e.what();
-      CHECK_THAT(message, Catch::Contains("could not compile broken_graph for sm_90"));
-      CHECK_THAT(message, Catch::Contains("identifier \"undefined_value\" is undefined"));  // NVRTC's log
-      CHECK_THAT(message, Catch::Contains("broken_graph.cu("));  // the log's file(line) of the error
-      CHECK_THAT(message, Catch::Contains("k_broken_0"));        // the source follows the log
-    }
+    const std::string message = broken_compile_error(cubin);
+    CHECK_THAT(message, Catch::Contains("could not compile broken_graph for sm_90"));
+    CHECK_THAT(message, Catch::Contains("identifier \"undefined_value\" is undefined"));  // NVRTC's log
+    CHECK_THAT(message, Catch::Contains("broken_graph.cu("));  // the log's file(line) of the error
+    CHECK_THAT(message, Catch::Contains("\n--- source ---\n"));  // what() does not stop at the log's NUL
+    CHECK_THAT(message, Catch::Contains("k_broken_0"));            // the source follows the log
+    CHECK_THAT(message, !Catch::Contains("source saved as"));  // JITC_DEBUG_DIR is unset
   }
+}
+
+// With JITC_DEBUG_DIR set the rejected source is written where the graph's other dumps go, and the
+// message names that file between NVRTC's log and the source.
+TEST_CASE("a source NVRTC rejects is kept under JITC_DEBUG_DIR", "[inductor][nvrtc]") {
+  if (!jitc::runtime::nvrtc_available()) {
+    WARN("libnvrtc not found: skipped");
+    return;
+  }
+  const ScopedDebugDir debug_dir;
+  const std::string message = broken_compile_error(/*cubin=*/true);
+  const std::string path = (std::filesystem::path(debug_dir.dir()) / "broken_graph" / "kernels.cu").string();
+  const size_t saved = message.find("(source saved as " + path + ")");
+  CHECK(saved != std::string::npos);
+  CHECK(saved < message.find("--- source ---"));
+  CHECK(message.find("is undefined") < saved);  // after NVRTC's log
+  std::ifstream file(path);
+  const std::string kept((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  CHECK(kept == broken_source());
+}
+
+// The architecture compile_cuda_module asks NVRTC for, from the device's and the ones NVRTC lists.
+TEST_CASE("CUDA modules are compiled for the device's architecture, or as PTX for an older one", "[inductor][nvrtc]") {
+  using jitc::runtime::choose_cuda_target;
+  const std::vector<int> nvrtc13 = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
+  auto h100 = choose_cuda_target("sm_90", nvrtc13);
+  REQUIRE(h100);
+  CHECK(h100->arch == "sm_90");
+  CHECK(h100->cubin);
+  auto newer = choose_cuda_target("sm_130", nvrtc13);  // a GPU newer than NVRTC: PTX the driver compiles
+  REQUIRE(newer);
+  CHECK(newer->arch == "sm_121");
+  CHECK_FALSE(newer->cubin);
+  auto unlisted = choose_cuda_target("sm_101", {121, 90, 100, 80});  // any order; newest below it
+  REQUIRE(unlisted);
+  CHECK(unlisted->arch == "sm_100");
+  CHECK_FALSE(unlisted->cubin);
+  CHECK_FALSE(choose_cuda_target("sm_70", nvrtc13));  // Volta: dropped by NVRTC 13
 }
