@@ -6,6 +6,18 @@
 
 namespace jitc {
 
+// Of Stats::codegen_seconds, stage by stage, summed over a function's programs (JITC_LOGS=compile_times
+// prints each program's, with its trace). Stages a program skips stay 0: a cache hit only loads.
+struct CodegenStages {
+  double passes = 0;          // functionalization, DCE and CSE of the entry's graph
+  double lower_schedule = 0;  // lowering to kernel IR and fusion (cache misses)
+  double codegen = 0;         // printing the kernels as LLVM IR and CUDA C
+  double llvm = 0;            // CPU kernels: LLVM O3, object code, linking into the process
+  double nvrtc = 0;           // CUDA kernels: NVRTC
+  double load = 0;            // loading the CUDA module, or the program from the compile cache
+  double autotune = 0;        // mode=max-autotune: timing each kernel's candidate configurations
+};
+
 struct Stats {
   int64_t calls = 0;
   int64_t hits = 0;             // calls served by a compiled entry
@@ -21,6 +33,7 @@ struct Stats {
   int64_t kernels_compiled = 0;     // fused kernels generated and compiled for them (cache hits excluded)
   int64_t programs_from_cache = 0;  // programs whose code came from the compile cache (memory or disk)
   double codegen_seconds = 0;       // of compile_seconds: lowering, scheduling, LLVM, or loading cached code
+  CodegenStages codegen_stages;     // of codegen_seconds, by stage
   int64_t cudagraph_captures = 0;   // mode=reduce-overhead: programs captured into CUDA graphs
   int64_t cudagraph_replays = 0;    // calls served by replaying one
   std::vector<std::string> recompile_reasons;  // one per recompile, Dynamo's text

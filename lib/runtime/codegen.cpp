@@ -4,6 +4,7 @@
 #include "graph/functionalize.h"
 #include "graph/passes.h"
 #include "inductor/scheduler.h"
+#include "runtime/compile_times.h"
 #include "runtime/cuda_graphs.h"
 #include "runtime/engine.h"
 #include "runtime/env.h"
@@ -77,6 +78,20 @@ void require_same_inputs(const graph::Graph& traced, const graph::Graph& functio
   if (!same) throw InternalError("the functional graph's inputs differ from the traced graph's");
 }
 
+// One line per program: where its compile time went, the entry's trace included. `build_seconds`: the
+// program's part (the total's remainder beyond the stages: cache keys, dumps, logs).
+void log_compile_times(const std::string& name, const runtime::CompileTimes& times, double build_seconds,
+                       runtime::CodeSource source, const std::string& id) {
+  if (!runtime::log_enabled(runtime::Artifact::kCompileTimes)) return;
+  const char* from = source == runtime::CodeSource::kMemory ? ", code from the memory cache"
+                     : source == runtime::CodeSource::kDisk ? ", code from the disk cache"
+                                                              : "";
+  runtime::log(runtime::Artifact::kCompileTimes,
+               fmt::format("compile times {}: {} (total {:.1f} ms{})", name, runtime::describe(times),
+                           (times.trace + build_seconds) * 1e3, from),
+               id);
+}
+
 // torch.compile's modes that use cudagraph trees.
 bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune; }
 
@@ -98,8 +113,10 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
 std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Entry& entry) {
   const std::string id = compile_id(entry.compile_number);
   const auto started = std::chrono::steady_clock::now();
+  runtime::CompileTimes times;
+  times.trace = entry.trace_seconds;
   try {
-    graph::Graph g = functional_graph(entry);
+    graph::Graph g = runtime::timed(&times, &CodegenStages::passes, [&] { return functional_graph(entry); });
     require_same_inputs(entry.graph, g);
     const std::string debug_dir = runtime::env_debug_dir();
     const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);
@@ -110,7 +127,7 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     const bool sizes_known = g.num_symbols == 0 || entry.symbol_values.b.size() >= static_cast<size_t>(g.num_symbols);
     if ((options_.mode == Mode::kMaxAutotune || options_.mode == Mode::kMaxAutotuneNoCudagraphs) && sizes_known)
       tuning = runtime::TuningShapes{&g, g.num_symbols > 0 ? entry.symbol_values.b : std::vector<int64_t>{}};
-    auto obtained = runtime::obtain_code(g, module_name, !debug_dir.empty(), schedule, id, tuning ? &*tuning : nullptr);
+    auto obtained = runtime::obtain_code(g, module_name, !debug_dir.empty(), schedule, id, tuning ? &*tuning : nullptr, &times);
     for (const auto& reason : obtained.code->plan.extern_reasons)
       runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
@@ -123,9 +140,11 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     else programs_from_cache_ += 1;
     programs_compiled_ += 1;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    log_compile_times(module_name, times, seconds, obtained.source, id);
     std::lock_guard<std::mutex> lock(stats_mutex_);
     compile_stats_.compile_seconds += seconds;
     compile_stats_.codegen_seconds += seconds;
+    runtime::add(compile_stats_.codegen_stages, times.stages);
     return program;
   } catch (const std::exception& e) {
     runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, e.what()), id);

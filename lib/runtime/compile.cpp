@@ -218,6 +218,7 @@ void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> 
     auto symbolic = generalized(entries_[i], entry, leaves, candidates);
     if (!symbolic) continue;
     symbolic->compile_number = entry->compile_number;
+    symbolic->trace_seconds = entry->trace_seconds;  // the trace that completed it
     for (const auto& sym : symbolic->guards.symbols)
       runtime::log(runtime::Artifact::kDynamic,
                    fmt::format("create_symbol s{} = {} for {} [{}, {}]", sym.symbol,
@@ -307,11 +308,12 @@ bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>
 }
 
 void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates,
-                       int number) {
+                       int number, std::chrono::steady_clock::time_point started) {
   try {
     auto entry = make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     entry->compile_number = number;
     entry->breaks = outcome.breaks;
+    entry->trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     install(std::move(entry), leaves, candidates);
   } catch (const std::exception& e) {
     eager_only_ = true;
@@ -360,7 +362,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
   ResultLeaves eager;
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   next_compile_number_++;
-  add_entry(outcome, leaves, candidates, number);
+  add_entry(outcome, leaves, candidates, number, started);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -437,7 +439,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
     eager_calls_.fetch_add(1, std::memory_order_relaxed);  // its ops ran once, for real; no entry
     return std::move(outcome.result);
   }
-  add_entry(outcome, leaves, candidates, next_compile_number_++);
+  add_entry(outcome, leaves, candidates, next_compile_number_++, started);
   std::lock_guard<std::mutex> lock(stats_mutex_);
   compile_stats_.compiles++;
   compile_stats_.recompiles++;

@@ -268,15 +268,19 @@ std::unique_ptr<CudaModule> load_cuda_module(const std::string& image, const std
 }
 
 // The target is chosen before compiling, so that a source NVRTC rejects is compiled (and kept) once.
-std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device) {
+std::string compile_cuda_image(const std::string& source, const std::string& name, int device) {
   const std::string arch = cuda_arch(device);
   const auto supported = supported_archs();
-  if (!supported) return load_cuda_module(compile_unlisted(source, name, arch), name, device);
+  if (!supported) return compile_unlisted(source, name, arch);
   const auto target = choose_cuda_target(arch, *supported);
   if (!target)
     throw CompileError(fmt::format("jitc: NVRTC {} cannot compile for {}: the oldest architecture it supports is sm_{}",
                                    nvrtc_version(), arch, *std::min_element(supported->begin(), supported->end())));
-  return load_cuda_module(nvrtc_compile(source, name, target->arch, target->cubin), name, device);
+  return nvrtc_compile(source, name, target->arch, target->cubin);
+}
+
+std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device) {
+  return load_cuda_module(compile_cuda_image(source, name, device), name, device);
 }
 
 void* current_cuda_stream(int device) {

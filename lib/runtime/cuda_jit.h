@@ -41,7 +41,9 @@ struct CudaTarget {
 };
 std::optional<CudaTarget> choose_cuda_target(const std::string& device, const std::vector<int>& supported);
 
-// Compiles for `device`'s architecture and loads the result into the current context.
+// Compiles for `device`'s architecture (choose_cuda_target): the cubin or PTX load_cuda_module takes.
+std::string compile_cuda_image(const std::string& source, const std::string& name, int device);
+// compile_cuda_image, then load_cuda_module (the current context).
 std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device);
 // Loads an image that compile_cuda_module made (in this process or an earlier one).
 std::unique_ptr<CudaModule> load_cuda_module(const std::string& image, const std::string& name, int device);

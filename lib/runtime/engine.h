@@ -10,6 +10,7 @@
 #include <jitc/compiled_function.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,8 +79,9 @@ class Engine {
                                   const std::string& id);
   // Builds and installs an entry from a finished trace. Any error here is a jitc bug: the call still
   // returns the trace's (correct) result and the function runs eagerly from then on.
+  // `started`: when the trace began (the entry's trace_seconds).
   void add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates,
-                 int number);
+                 int number, std::chrono::steady_clock::time_point started);
   ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required);
   std::vector<uint64_t> dynamic_candidates(c10::ArrayRef<Leaf> leaves);
   std::vector<std::string> leaf_names(c10::ArrayRef<Leaf> leaves) const;

@@ -60,6 +60,7 @@ struct Entry {
   std::vector<size_t> captured_inputs;       // graph input positions of captured tensors, guard order
   std::vector<std::vector<int64_t>> leaf_sizes;  // sizes of each tensor leaf when traced
   std::vector<tracer::BreakRecord> breaks;
+  double trace_seconds = 0;  // tracing the call that made it and building it (JITC_LOGS=compile_times)
   // Inputs written before a graph break: copied before a replay so that a failed break check can undo
   // the writes before the call is traced again.
   std::vector<size_t> backup_inputs;

@@ -24,7 +24,7 @@ constexpr ArtifactName kArtifacts[] = {
     {"dynamic", Artifact::kDynamic},         {"graph_code", Artifact::kGraphCode},
     {"output_code", Artifact::kOutputCode},  {"perf_hints", Artifact::kPerfHints},
     {"fusion", Artifact::kFusion},           {"schedule", Artifact::kSchedule},
-    {"cache", Artifact::kCache},
+    {"cache", Artifact::kCache},             {"compile_times", Artifact::kCompileTimes},
 };
 
 uint32_t bit(Artifact a) { return 1u << static_cast<int>(a); }

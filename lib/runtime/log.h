@@ -22,6 +22,7 @@ enum class Artifact {
   kFusion,
   kSchedule,
   kCache,
+  kCompileTimes,
   kDebug,  // +jitc
   kCount
 };

@@ -7,6 +7,7 @@
 
 #include <jitc/errors.h>
 #include "runtime/cpu_jit.h"
+#include "runtime/compile_times.h"
 #include "runtime/eager_replay.h"
 #include "runtime/log.h"
 #include "runtime/thread_pool.h"
@@ -59,19 +60,31 @@ constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chun
 }  // namespace
 
 std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, const std::string& name, bool want_assembly,
-                                                        bool index32, const TuningShapes* tuning) {
+                                                        bool index32, const TuningShapes* tuning, CompileTimes* times) {
   auto code = std::make_shared<ProgramCode>();
   code->plan = std::move(plan);
+  Candidates candidates;
+  const auto gpu = timed(times, &CodegenStages::codegen, [&] { return code->emit(index32, tuning != nullptr, candidates); });
+  if (!code->llvm_ir.empty())
+    code->module = timed(times, &CodegenStages::llvm, [&] { return compile_cpu_module(code->llvm_ir, name, want_assembly); });
+  if (gpu) code->compile_cuda(name, gpu->index(), candidates, tuning, times);
+  code->link();
+  return code;
+}
+
+// Prints every kernel: kernel IR, LLVM IR (CPU kernels, linked into llvm_ir), CUDA C (cuda_source). A
+// CUDA kernel gets the heuristic's configuration, or with `tuning` every candidate under its own name.
+// Returns the CUDA device, if any kernel runs on one.
+std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidates& candidates) {
   std::vector<std::string> irs;
   std::string cuda = inductor::cuda_prelude();
   std::optional<c10::Device> gpu;
-  // CUDA kernels: the heuristic's configuration, or with `tuning` every candidate under its own name.
-  std::vector<std::vector<inductor::CudaConfig>> candidates(code->plan.kernels.size());
-  code->cuda_configs.assign(code->plan.kernels.size(), inductor::CudaConfig{0, 0, 0});
-  code->cuda_names.assign(code->plan.kernels.size(), "");
-  for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
-    const auto& launch = code->plan.kernels[k];
-    code->kernel_ir += inductor::to_text(launch.kernel);
+  candidates.assign(plan.kernels.size(), {});
+  cuda_configs.assign(plan.kernels.size(), inductor::CudaConfig{0, 0, 0});
+  cuda_names.assign(plan.kernels.size(), "");
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    const auto& launch = plan.kernels[k];
+    kernel_ir += inductor::to_text(launch.kernel);
     if (launch.device.is_cpu()) {
       irs.push_back(inductor::emit_llvm_ir(launch.kernel));
       continue;
@@ -81,18 +94,20 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
     candidates[k] = tuning ? inductor::cuda_config_candidates(launch.kernel) : std::vector{inductor::default_cuda_config(launch.kernel)};
     for (const auto& config : candidates[k])
       cuda += inductor::emit_cuda(launch.kernel, index32, config, candidate_name(launch.kernel, config, candidates[k].size()));
-    code->cuda_configs[k] = candidates[k].front();
-    code->cuda_names[k] = candidate_name(launch.kernel, candidates[k].front(), candidates[k].size());
+    cuda_configs[k] = candidates[k].front();
+    cuda_names[k] = candidate_name(launch.kernel, candidates[k].front(), candidates[k].size());
   }
-  code->llvm_ir = link_ir(irs);
-  if (!irs.empty()) code->module = compile_cpu_module(code->llvm_ir, name, want_assembly);
-  if (gpu) {
-    code->cuda_source = cuda;
-    code->cuda_module = compile_cuda_module(cuda, name, gpu->index());
-    if (tuning) code->keep_fastest(candidates, *tuning);
-  }
-  code->link();
-  return code;
+  llvm_ir = link_ir(irs);
+  if (gpu) cuda_source = std::move(cuda);
+  return gpu;
+}
+
+// NVRTC, then the driver's load, timed apart: the first is most of a cold CUDA compile.
+void ProgramCode::compile_cuda(const std::string& name, int device, const Candidates& candidates, const TuningShapes* tuning,
+                               CompileTimes* times) {
+  const std::string image = timed(times, &CodegenStages::nvrtc, [&] { return compile_cuda_image(cuda_source, name, device); });
+  cuda_module = timed(times, &CodegenStages::load, [&] { return load_cuda_module(image, name, device); });
+  if (tuning) timed(times, &CodegenStages::autotune, [&] { keep_fastest(candidates, *tuning); });
 }
 
 std::string ProgramCode::candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates) {

@@ -15,12 +15,14 @@
 #include <c10/util/SmallVector.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace jitc::runtime {
 
 class CpuModule;
+struct CompileTimes;
 struct TuningShapes;
 class CudaModule;
 
@@ -37,8 +39,10 @@ struct ProgramCode {
   // Generates and compiles every kernel of `plan` (throws jitc::CompileError). index32: every tensor of
   // the graph has fewer than 2^31 elements whatever its symbols (CUDA kernels then index in 32 bits).
   // tuning (mode=max-autotune): CUDA kernels keep the fastest of their candidate configurations.
+  // times: receives the time of each stage (codegen, llvm, nvrtc, load, autotune) when not null.
   static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly,
-                                                    bool index32 = false, const TuningShapes* tuning = nullptr);
+                                                    bool index32 = false, const TuningShapes* tuning = nullptr,
+                                                    CompileTimes* times = nullptr);
   // Loads code saved by serialize() without generating or compiling anything; nullptr if malformed.
   static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
   std::string serialize() const;
@@ -53,6 +57,10 @@ struct ProgramCode {
   std::string kernel_ir, llvm_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
 
  private:
+  using Candidates = std::vector<std::vector<inductor::CudaConfig>>;  // per kernel
+  std::optional<c10::Device> emit(bool index32, bool tuning, Candidates& candidates);
+  void compile_cuda(const std::string& name, int device, const Candidates& candidates, const TuningShapes* tuning,
+                    CompileTimes* times);
   void link();
   void keep_fastest(const std::vector<std::vector<inductor::CudaConfig>>& candidates, const TuningShapes& tuning);
   static std::string candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates);

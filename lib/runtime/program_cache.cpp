@@ -112,24 +112,42 @@ std::string program_key(const graph::Graph& functional, bool tuned) {
   return cache::sha256_hex(key_parts(functional, tuned) + graph::to_text(functional));
 }
 
+namespace {
+
+// The code for `key` from memory, else from disk (`source` says which); null if neither has it.
+std::shared_ptr<const ProgramCode> cached_code(const std::string& key, const std::string& name, const std::string& compile_id,
+                                               CodeSource& source) {
+  if (auto code = memory().find(key)) {
+    source = CodeSource::kMemory;
+    log(Artifact::kCache, fmt::format("cache hit (memory) {} for {}", key, name), compile_id);
+    return code;
+  }
+  auto payload = disk().load(key);
+  if (!payload) return nullptr;
+  auto code = ProgramCode::deserialize(*payload, name);
+  if (!code) {
+    warn(fmt::format("jitc: the cache entry {} does not parse; it is compiled again", disk().path_of(key)), compile_id);
+    return nullptr;
+  }
+  source = CodeSource::kDisk;
+  memory().keep(key, code);
+  log(Artifact::kCache, fmt::format("cache hit (disk) {} for {}: {}", key, name, disk().path_of(key)), compile_id);
+  return code;
+}
+
+}  // namespace
+
 ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,
-                         const std::function<inductor::Plan()>& schedule, const std::string& compile_id, const TuningShapes* tuning) {
+                         const std::function<inductor::Plan()>& schedule, const std::string& compile_id, const TuningShapes* tuning,
+                         CompileTimes* times) {
   ObtainedCode out;
   out.key = program_key(functional, tuning != nullptr);
   if (!want_assembly) {
-    if ((out.code = memory().find(out.key))) {
-      out.source = CodeSource::kMemory;
-      log(Artifact::kCache, fmt::format("cache hit (memory) {} for {}", out.key, name), compile_id);
+    CompileTimes lookup;  // a hit's whole cost is loading; a miss's lookup is not a stage of its own
+    out.code = timed(&lookup, &CodegenStages::load, [&] { return cached_code(out.key, name, compile_id, out.source); });
+    if (out.code) {
+      if (times) times->stages.load += lookup.stages.load;
       return out;
-    }
-    if (auto payload = disk().load(out.key)) {
-      if ((out.code = ProgramCode::deserialize(*payload, name))) {
-        out.source = CodeSource::kDisk;
-        memory().keep(out.key, out.code);
-        log(Artifact::kCache, fmt::format("cache hit (disk) {} for {}: {}", out.key, name, disk().path_of(out.key)), compile_id);
-        return out;
-      }
-      warn(fmt::format("jitc: the cache entry {} does not parse; it is compiled again", disk().path_of(out.key)), compile_id);
     }
   }
   // The nearest entry: the same graph compiled with other key parts (another jitc, LibTorch, target...).
@@ -139,7 +157,8 @@ ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name
     const std::string differ = differing_parts(*before, parts);
     if (!differ.empty()) why = "the entry for this graph was made with another " + differ;
   }
-  out.code = ProgramCode::compile(schedule(), name, want_assembly, fits_32_bits(functional), tuning);
+  inductor::Plan plan = timed(times, &CodegenStages::lower_schedule, schedule);
+  out.code = ProgramCode::compile(std::move(plan), name, want_assembly, fits_32_bits(functional), tuning, times);
   memory().keep(out.key, out.code);
   disk().store(out.key, out.code->serialize());
   disk().store_note(graph_key, parts);

@@ -6,6 +6,7 @@
 // features, vector library), codegen options, canonical text of the functional graph).
 #pragma once
 #include "graph/graph.h"
+#include "runtime/compile_times.h"
 #include "runtime/cuda_autotune.h"
 #include "runtime/program.h"
 
@@ -28,10 +29,10 @@ std::string program_key(const graph::Graph& functional, bool tuned = false);
 
 // The code for `functional`: from memory, from disk, or scheduled by `schedule` and compiled (then kept
 // in both). JITC_DEBUG_DIR (want_assembly) always compiles, to have the assembly. tuning: mode=max-autotune
-// (CUDA kernels timed on the graph's shapes at these symbol values).
+// (CUDA kernels timed on the graph's shapes at these symbol values). times: each stage's time, if not null.
 ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,
                          const std::function<inductor::Plan()>& schedule, const std::string& compile_id,
-                         const TuningShapes* tuning = nullptr);
+                         const TuningShapes* tuning = nullptr, CompileTimes* times = nullptr);
 
 // Drops every cached program, in memory and on disk (jitc::clear_cache()).
 void clear_program_caches();

@@ -9,6 +9,7 @@
 #include <ATen/core/grad_mode.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdlib>
 
 using jitc::testing::LogCapture;
@@ -168,6 +169,27 @@ TEST_CASE("void callables replay their writes into arguments", "[e2e]") {
   f(x);
   CHECK(at::equal(x, at::full({3}, 7.0f)));
   CHECK(f.stats().hits == 1);
+}
+
+TEST_CASE("compile_times logs the stages of each program's compile once, and Stats sums them", "[e2e][logging]") {
+  LogCapture logs("compile_times");
+  // A constant of this run's: no compile cache (memory or disk) holds the graph, so it is compiled.
+  const double c = 1 + static_cast<double>(std::chrono::steady_clock::now().time_since_epoch().count() % 100000) / 1e6;
+  auto f = jitc::compile([c](const at::Tensor& x) { return (x * c).relu().sum(-1); });
+  for (int i = 0; i < 3; ++i) f(at::randn({4, 8}));  // the second call builds the program
+  const auto lines = logs.lines_with("[__compile_times] compile times ");
+  REQUIRE(lines.size() == 1);
+  for (const char* stage : {": trace ", " ms, passes ", " ms, lower+schedule ", " ms, codegen ", " ms, llvm ", " ms (total "})
+    CHECK_THAT(lines[0], Catch::Contains(stage));
+  CHECK_THAT(lines[0], !Catch::Contains("nvrtc"));
+  CHECK_THAT(lines[0], !Catch::Contains("cache"));
+  const auto s = f.stats();
+  CHECK(s.codegen_stages.lower_schedule > 0);
+  CHECK(s.codegen_stages.llvm > 0);
+  CHECK(s.codegen_stages.nvrtc == 0);
+  CHECK(s.codegen_stages.load == 0);
+  const auto& st = s.codegen_stages;
+  CHECK(st.passes + st.lower_schedule + st.codegen + st.llvm <= s.codegen_seconds);
 }
 
 TEST_CASE("perf_hints names each op that runs as an extern ATen call once per compiled graph", "[e2e]") {

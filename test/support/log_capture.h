@@ -3,7 +3,9 @@
 #include "runtime/log.h"
 
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace jitc::testing {
 
@@ -25,6 +27,13 @@ class LogCapture {
     return text_;
   }
   bool contains(const std::string& s) const { return text().find(s) != std::string::npos; }
+  std::vector<std::string> lines_with(const std::string& needle) const {
+    std::vector<std::string> lines;
+    std::istringstream in(text());
+    for (std::string line; std::getline(in, line);)
+      if (line.find(needle) != std::string::npos) lines.push_back(line);
+    return lines;
+  }
 
  private:
   mutable std::mutex mutex_;
