@@ -124,6 +124,8 @@ std::vector<Workload> workloads() {
        [](const Args& a) { return (a[0] * a[0]).sum(1); }},
       {"column_sum", "x.sum(0) 8192x4096", [] { return Args{randn({8192, 4096})}; },
        [](const Args& a) { return a[0].sum(0); }},
+      {"full_mean_squares", "(x*x).mean() 8192x4096", [] { return Args{randn({8192, 4096})}; },
+       [](const Args& a) { return (a[0] * a[0]).mean(); }},
       {"mlp", "MLP linear-gelu-linear + x 4096x1024",
        [] { return Args{randn({4096, 1024}), randn({4096, 1024}) * 0.03, randn({1024, 4096}) * 0.03}; },
        [](const Args& a) { return at::linear(at::gelu(at::linear(a[0], a[1])), a[2]) + a[0]; }, false},

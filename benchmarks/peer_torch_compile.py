@@ -283,6 +283,7 @@ def cuda_workloads(device, shrink=1):
          lambda: [randn(rows, cols), randn(rows, cols), randn(cols)], rms_norm_residual),
         ("row_sum_squares", "(x*x).sum(1) 8192x4096", 50, lambda: [randn(rows, cols)], lambda x: (x * x).sum(1)),
         ("column_sum", "x.sum(0) 8192x4096", 50, lambda: [randn(rows, cols)], lambda x: x.sum(0)),
+        ("full_mean_squares", "(x*x).mean() 8192x4096", 50, lambda: [randn(rows, cols)], lambda x: (x * x).mean()),
         ("mlp", "MLP linear-gelu-linear + x 4096x1024", 50,
          lambda: [randn(mlp_rows, mlp_cols), randn(mlp_rows, mlp_cols, scale=0.03), randn(mlp_cols, mlp_rows, scale=0.03)],
          lambda x, w1, w2: F.linear(F.gelu(F.linear(x, w1)), w2) + x),

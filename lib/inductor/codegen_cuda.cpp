@@ -46,9 +46,13 @@ using cuda::literal;
 using cuda::math_name;
 using cuda::storage_type;
 
+// A split kernel prints twice: the partial pass (slices of rows into the workspace) and the final one
+// (each row's partial results combined, then the rest of the row).
+enum class Phase { kWhole, kPartial, kFinal };
+
 class Printer {
  public:
-  Printer(const Kernel& k, bool index32, CudaConfig config, std::string function)
+  Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase = Phase::kWhole)
       : k_(k),
         index32_(index32),
         config_(config),
@@ -56,7 +60,8 @@ class Printer {
         function_(std::move(function)),
         placement_(place(k)),
         analysis_(k),
-        emitted_(k.body.size()) {
+        emitted_(k.body.size()),
+        phase_(phase) {
     index_ = cuda::index_expressions(k_);
     relaxed_ = cuda::relaxed_math(k_);
     pair_sin_and_cos();
@@ -68,12 +73,14 @@ class Printer {
     // Indices in 32 bits when every buffer the kernel touches has fewer than 2^31 elements: 64-bit integer
     // arithmetic costs GPUs several instructions per operation.
     out_ += fmt::format("typedef {} idx_t;\n", index32_ ? "int" : "long long");
-    out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", function_, std::max<size_t>(1, k_.buffers.size()));
+    const size_t pointers = k_.buffers.size() + (phase_ == Phase::kWhole ? 0 : 1);  // + the workspace
+    out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", function_, std::max<size_t>(1, pointers));
     out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
                         config_.threads, function_, function_);
     for (size_t b = 0; b < k_.buffers.size(); ++b)
       line(fmt::format("{}* __restrict__ buf{} = ({}*)buffers.p[{}];", storage_type(k_.buffers[b].dtype), b,
                        storage_type(k_.buffers[b].dtype), b));
+    if (phase_ != Phase::kWhole) line(fmt::format("long long* __restrict__ workspace = (long long*)buffers.p[{}];", k_.buffers.size()));
     for (size_t i = 0; i < k_.body.size(); ++i)
       if (placement_.scope[i] == Scope::kEntry) emit(static_cast<int>(i));
     tiles_per_row_ = tiles_per_row();
@@ -110,7 +117,7 @@ class Printer {
   // (indexed by the unrolled position, so it stays in registers) filled by the first loop that reads it.
   void plan_persistent_rows() {
     const int64_t elements = persistent_row_elements(k_);
-    if (elements <= 0 || config_.columns > 0) return;
+    if (elements <= 0 || config_.columns > 0 || config_.split > 0) return;
     const int64_t items = (elements + config_.threads - 1) / config_.threads;
     if (items > kMaxItemsPerThread) return;
     row_elements_ = elements;
@@ -168,6 +175,7 @@ class Printer {
   void row() {
     std::string rest = "t", column_tile = "0ll";
     if (config_.columns > 0) rest = column_row();
+    if (phase_ != Phase::kWhole) rest = split_row();
     if (tile_ > 0) {
       rest = fresh("row");
       column_tile = fresh("ctile");
@@ -183,10 +191,23 @@ class Printer {
     }
     declare_register_arrays();
     for (size_t i = 0; i < k_.body.size(); ++i) {
-      if (placement_.scope[i] == Scope::kRow) emit(static_cast<int>(i));
+      // The partial pass stops at the reductions: what follows them in the row is the final pass's.
+      if (placement_.scope[i] == Scope::kRow && phase_ != Phase::kPartial) emit(static_cast<int>(i));
       else if (k_.body[i].op == ScalarOp::kReduce) reduction(static_cast<int>(i));
     }
     element_loop(column_tile);
+  }
+
+  // A split kernel's row (and, in the partial pass, which of its slices this block reduces).
+  std::string split_row() {
+    split_row_ = fresh("row");
+    if (phase_ == Phase::kFinal) {
+      line(fmt::format("const idx_t {} = t;", split_row_));
+      return split_row_;
+    }
+    slice_ = fresh("slice");
+    line(fmt::format("const idx_t {} = t / {}, {} = t % {};", split_row_, config_.split, slice_, config_.split));
+    return split_row_;
   }
 
   // Side-by-side rows: this thread's row, clamped to the last one so that threads past the end compute
@@ -218,7 +239,7 @@ class Printer {
       decompose(vars, i);
     } else if (!lo.empty()) {
       line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
-      var_value_[vars.at(0)] = i;
+      decompose(vars, i);
     } else {
       line(fmt::format("for (idx_t {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
       decompose(vars, i);
@@ -370,28 +391,88 @@ class Printer {
     const std::string acc = fresh("acc"), pos = fresh("pos");
     line(fmt::format("{} {} = {};", ty, acc, identity(e.reduce, vt)));
     if (arg) line(fmt::format("long long {} = (long long)1 << 62;", pos));
-    auto saved = emitted_;
-    block_loop(k_.loop_vars(e.loop), "", "", [&] {
-      for (int i = 0; i < r; ++i)
-        if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
-      const std::string v = name(e.a);
+    auto fold = [&](const std::string& v, const std::string& at) {  // acc (, pos) := acc combined with v (at position at)
       if (arg)
-        line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", ty, e.reduce == ReduceKind::kArgMax, v,
-                         name(e.b), acc, pos, acc, v, pos, name(e.b)));
+        line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", ty, e.reduce == ReduceKind::kArgMax, v, at, acc,
+                         pos, acc, v, pos, at));
       else
         line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));
-    });
+    };
+    auto saved = emitted_;
+    if (phase_ == Phase::kFinal) {
+      combine_partials(r, ty, fold);
+    } else {
+      const auto vars = k_.loop_vars(e.loop);
+      std::string lo, hi;
+      if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
+      block_loop(vars, lo, hi, [&] {
+        for (int i = 0; i < r; ++i)
+          if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
+        fold(name(e.a), arg ? name(e.b) : "");
+      });
+    }
     emitted_ = std::move(saved);
     // Side by side, a row's threads are every columns-th thread: combined through shared memory only.
     const std::string scope = config_.columns > 0 ? "column" : "block";
     const std::string types = config_.columns > 0 ? fmt::format("{}, {}", config_.columns, ty) : ty;
+    const std::string slot = phase_ == Phase::kWhole ? "" : partial_slot(r);
     if (arg) {
-      line(fmt::format("const long long {} = {}_arg_reduce<{}>({}, {}, {});", name(r), scope, types, e.reduce == ReduceKind::kArgMax, acc, pos));
+      const std::string winner = phase_ == Phase::kPartial ? fresh("winner") : "";
+      if (!winner.empty()) line(fmt::format("{} {};", ty, winner));
+      line(fmt::format("const long long {} = {}_arg_reduce<{}>({}, {}, {}{});", name(r), scope, types, e.reduce == ReduceKind::kArgMax, acc,
+                       pos, winner.empty() ? "" : ", &" + winner));
+      if (!winner.empty())
+        line(fmt::format("if (threadIdx.x == 0) {{ *({}*)(workspace + {}) = {}; workspace[{} + {}] = {}; }}", ty, slot, winner,
+                         positions_offset(), slot, name(r)));
     } else {
-      line(fmt::format("const {} {} = ({}){}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", c_type(e.dtype),
-                       name(r), c_type(e.dtype), scope, types, acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
+      const std::string combined = fresh("combined");
+      line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", ty, combined, scope, types,
+                       acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
+      line(fmt::format("const {} {} = ({}){};", c_type(e.dtype), name(r), c_type(e.dtype), combined));
+      if (phase_ == Phase::kPartial) line(fmt::format("if (threadIdx.x == 0) *({}*)(workspace + {}) = {};", ty, slot, combined));
     }
     emitted_[r] = true;
+  }
+
+  // The final pass: a row's partial results, in slice order, folded like the elements they stand for.
+  template <class Fold>
+  void combine_partials(int r, const std::string& ty, Fold&& fold) {
+    const std::string slot = partial_slot(r), s = fresh("s"), v = fresh("part");
+    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x) {{", s, config_.split));
+    line(fmt::format("const {} {} = *(const {}*)(workspace + {} + {});", ty, v, ty, slot, s));
+    const bool arg = k_.body[r].reduce == ReduceKind::kArgMax || k_.body[r].reduce == ReduceKind::kArgMin;
+    fold(v, arg ? fmt::format("workspace[{} + {} + {}]", positions_offset(), slot, s) : "");
+    line("}");
+  }
+
+  // This block's slice [lo, hi) of the row's flattened reduction space (constant size: see split_count).
+  std::pair<std::string, std::string> slice_bounds(const std::vector<int>& vars) {
+    int64_t elements = 1;
+    for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
+    const int64_t chunk = (elements + config_.split - 1) / config_.split;
+    const std::string lo = fresh("lo"), hi = fresh("hi");
+    line(fmt::format("const idx_t {} = {} * {}, {} = min(({}){}, {} + {});", lo, slice_, chunk, hi, "idx_t", elements, lo, chunk));
+    return {lo, hi};
+  }
+
+  // Where reduction r's partial results of this row start in the workspace: values, then positions.
+  std::string partial_slot(int r) const {
+    int ordinal = 0;
+    for (int i = 0; i < r; ++i) ordinal += k_.body[i].op == ScalarOp::kReduce;
+    const std::string first = fmt::format("(({}ll * {} + {}) * {})", ordinal, rows(), split_row_, config_.split);
+    return phase_ == Phase::kPartial ? fmt::format("{} + {}", first, slice_) : first;
+  }
+
+  int64_t rows() const {
+    int64_t n = 1;
+    for (int v : k_.outer_vars()) n *= k_.body[k_.vars[v].extent].ivalue;
+    return n;
+  }
+
+  int64_t positions_offset() const {
+    int reductions = 0;
+    for (const Expr& e : k_.body) reductions += e.op == ScalarOp::kReduce;
+    return reductions * rows() * config_.split;
   }
 
   std::string emit(int i) {
@@ -541,6 +622,9 @@ class Printer {
   std::map<int, int> register_array_; // positional key of a load -> its register array
   std::set<int> filled_;              // register arrays a loop printed so far fills
   std::string lane_;                  // the unrolled position inside a persistent loop
+  // split reductions
+  Phase phase_;
+  std::string split_row_, slice_;     // the row's flat index; the partial pass's slice of it
   // rows side by side
   std::string live_;                  // this thread's row exists (empty: one row per block)
   // vector groups
@@ -556,7 +640,9 @@ class Printer {
 }  // namespace
 
 std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function) {
-  return Printer(kernel, index32, config, function).run();
+  if (config.split == 0) return Printer(kernel, index32, config, function).run();
+  return Printer(kernel, index32, config, function, Phase::kPartial).run() +
+         Printer(kernel, index32, config, function + "_final", Phase::kFinal).run();
 }
 
 std::string emit_cuda(const Kernel& kernel, bool index32) {

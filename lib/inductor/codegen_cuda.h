@@ -12,11 +12,13 @@ namespace jitc::inductor {
 // How a kernel is printed and launched: threads per block (a multiple of 32, at most 1024); for tiled
 // (pointwise) kernels, the elements per tile (0: the kernel's own); for reductions over outer dims, the
 // rows a block takes side by side (`columns` lanes, each reducing its own row with threads/columns
-// threads; 0: one row per block, reduced by all of its threads).
+// threads; 0: one row per block, reduced by all of its threads); for reductions of few long rows, the
+// blocks each row is split over (0: not split; see split_count).
 struct CudaConfig {
   int threads = 256;
   int64_t tile = 0;
   int columns = 0;
+  int split = 0;
 };
 
 // The heuristic's choice: tiled pointwise kernels 512 threads over 4096-element tiles (128 over 1024 when
@@ -28,6 +30,7 @@ CudaConfig default_cuda_config(const Kernel& kernel);
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
 
 // extern "C" __global__ void <function>(Buffers_<function> buffers, Symbols symbols, long long tiles),
+// and for a split configuration also <function>_final (same parameters; see split_count),
 // where Buffers_<function> holds one pointer per kernel buffer and Symbols the values of up to 16
 // symbols; launched with config.threads threads per block. index32: every buffer has fewer than 2^31
 // elements, so indices fit 32-bit integers.
@@ -51,6 +54,16 @@ int64_t persistent_row_elements(const Kernel& kernel);
 // not (a reduction over an outer dim): how many rows a block takes side by side so that each step of its
 // threads reads whole 32-byte sectors (8 to 32). 0 for every other kernel.
 int column_width(const Kernel& kernel);
+
+// Reductions of few long rows (x.sum(), a loss's mean) would leave most of the GPU idle with a block per
+// row, so each row is split over this many blocks: <function> reduces slices of rows into a workspace
+// (tiles = rows * split) and <function>_final combines each row's partial results and runs the rest of
+// the row (tiles = rows), as Inductor's split reductions do. Needs constant sizes, reductions that do not
+// read each other's results and no element loop; 0 otherwise.
+int split_count(const Kernel& kernel);
+// The int64 slots of a split kernel's workspace (the last entry of its Buffers): a partial value and a
+// position per reduction, row and slice.
+int64_t split_workspace_slots(const Kernel& kernel, const CudaConfig& config);
 
 // Rows at most this many elements long are reduced in registers (persistent reductions).
 constexpr int kMaxItemsPerThread = 16;

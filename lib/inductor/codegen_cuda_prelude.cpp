@@ -66,7 +66,8 @@ template <class T> __device__ __forceinline__ bool arg_better(bool max, T v, lon
   if (v == w) return i < j;
   return max ? v > w : v < w;
 }
-template <class T> __device__ long long block_arg_reduce(bool max, T v, long long i) {
+// The winning position; its value too through `winner` (split reductions keep both).
+template <class T> __device__ long long block_arg_reduce(bool max, T v, long long i, T* winner = nullptr) {
   __shared__ T values[32];
   __shared__ long long positions[32];
   for (int o = 16; o > 0; o >>= 1) {
@@ -84,9 +85,10 @@ template <class T> __device__ long long block_arg_reduce(bool max, T v, long lon
       T w = __shfl_down_sync(0xffffffffu, v, o); long long j = __shfl_down_sync(0xffffffffu, i, o);
       if (arg_better(max, w, j, v, i)) { v = w; i = j; }
     }
-    if (threadIdx.x == 0) positions[0] = i;
+    if (threadIdx.x == 0) { positions[0] = i; values[0] = v; }
   }
   __syncthreads();
+  if (winner) *winner = values[0];
   return positions[0];
 }
 // Rows side by side: the threads of a row are those with the same threadIdx.x % C; each gets the

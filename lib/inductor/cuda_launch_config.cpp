@@ -65,7 +65,59 @@ int column_width(const Kernel& k) {
   return static_cast<int>(std::clamp<size_t>(32 / narrowest, 8, 32));
 }
 
+namespace {
+
+// The product of the variables' extents when they are all constants; -1 otherwise.
+int64_t constant_elements(const Kernel& k, const std::vector<int>& vars) {
+  int64_t n = 1;
+  for (int v : vars) {
+    const Expr& extent = k.body[k.vars[v].extent];
+    if (extent.op != ScalarOp::kConst) return -1;
+    n *= extent.ivalue;
+  }
+  return n;
+}
+
+int reduction_count(const Kernel& k) {
+  return static_cast<int>(std::count_if(k.body.begin(), k.body.end(), [](const Expr& e) { return e.op == ScalarOp::kReduce; }));
+}
+
+// Whether a reduction reads another's result (var's second loop reads the mean): then the slices of a
+// row cannot be reduced independently.
+bool reductions_independent(const Kernel& k) {
+  std::vector<bool> uses_reduction(k.body.size(), false);
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Expr& e = k.body[i];
+    for (int operand : {e.a, e.b, e.c})
+      if (operand >= 0) uses_reduction[i] = uses_reduction[i] || uses_reduction[operand] || k.body[operand].op == ScalarOp::kReduce;
+    if (e.op == ScalarOp::kReduce && uses_reduction[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int split_count(const Kernel& k) {
+  if (k.tile > 0 || k.num_reduction_loops == 0 || !k.inner_vars().empty() || column_width(k) > 0 || !reductions_independent(k)) return 0;
+  const int64_t rows = constant_elements(k, k.outer_vars());
+  int64_t elements = -1;  // of the shortest reduction loop
+  for (int loop = 0; loop < k.num_reduction_loops; ++loop) {
+    const int64_t n = constant_elements(k, k.loop_vars(loop));
+    elements = loop == 0 ? n : std::min(elements, n);
+  }
+  if (rows <= 0 || elements <= 0) return 0;
+  constexpr int64_t kBlocks = 1024;      // enough to fill a GPU of 132 SMs several times over
+  constexpr int64_t kMinSlice = 8192;    // elements per block: 16 per thread of 512, worth a second kernel
+  const int64_t split = std::min(kBlocks / rows, elements / kMinSlice);
+  return split >= 2 ? static_cast<int>(split) : 0;
+}
+
+int64_t split_workspace_slots(const Kernel& k, const CudaConfig& config) {
+  return 2 * reduction_count(k) * std::max<int64_t>(1, constant_elements(k, k.outer_vars())) * config.split;
+}
+
 CudaConfig default_cuda_config(const Kernel& kernel) {
+  if (const int split = split_count(kernel)) return {512, 0, 0, split};
   // max-autotune's H100 timings of x.sum(0) on 8192x4096 floats: 512 threads over 8 rows 0.0547 ms, 256
   // threads 0.0559, 128 threads 0.0789, 256 threads over 16 rows 0.0770.
   if (const int columns = column_width(kernel)) return {512, 0, columns};
@@ -95,6 +147,7 @@ std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
     return out;
   }
   std::vector<CudaConfig> out{chosen};
+  if (chosen.split > 0) return out;  // two kernels per configuration: the heuristic's only
   // Reductions over outer dims: more or fewer threads per row, or twice the rows side by side.
   if (chosen.columns > 0) {
     const int wider = std::min(32, 2 * chosen.columns);
@@ -125,6 +178,7 @@ int64_t tile_count(const Kernel& k, const int64_t* symbols, const CudaConfig& co
   int64_t tiles = 1;
   for (int v : k.outer_vars()) tiles *= evaluate_size(k, k.vars[v].extent, symbols);
   if (config.columns > 0) return (tiles + config.columns - 1) / config.columns;
+  if (config.split > 0) return tiles * config.split;
   if (tile > 0) {
     const int64_t inner = evaluate_size(k, k.vars[k.inner_vars().at(0)].extent, symbols);
     tiles *= (inner + tile - 1) / tile;

@@ -146,6 +146,7 @@ void ProgramCode::link() {
     } else {
       e.cuda_function = cuda_module->function(cuda_names.at(&k - plan.kernels.data()));
       e.cuda_config = cuda_configs.at(&k - plan.kernels.data());
+      if (e.cuda_config.split > 0) e.cuda_final_function = cuda_module->function(cuda_names.at(&k - plan.kernels.data()) + "_final");
     }
     kernels.push_back(e);
   }
@@ -282,6 +283,7 @@ std::string ProgramCode::serialize() const {
     w.number(cuda_configs[k].threads);
     w.number(cuda_configs[k].tile);
     w.number(cuda_configs[k].columns);
+    w.number(cuda_configs[k].split);
     w.text(cuda_names[k]);
   }
   return w.take();
@@ -320,6 +322,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
       config.threads = static_cast<int>(r.number());
       config.tile = r.number();
       config.columns = static_cast<int>(r.number());
+      config.split = static_cast<int>(r.number());
       code->cuda_configs.push_back(config);
       code->cuda_names.push_back(r.text());
     }
@@ -375,10 +378,32 @@ void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* s
 void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const {
   const auto& launch = code_->plan.kernels[k];
   const ProgramCode::Entry& entry = code_->kernels[k];
+  if (entry.cuda_config.split > 0) return launch_split(k, pointers, symbols);
   const int64_t tiles = inductor::tile_count(launch.kernel, symbols, entry.cuda_config);
   if (tiles <= 0) return;
   launch_cuda_kernel(entry.cuda_function, entry.cuda_config.threads, tiles, pointers.data(), pointers.size(), symbols,
                      graph_.num_symbols, current_cuda_stream(launch.device.index()), launch.kernel.name);
+}
+
+// A split reduction (inductor::split_count): the partial pass reduces slices of each row into a workspace,
+// the final pass combines them and finishes the rows. The workspace comes from the caching allocator on
+// the current stream, so calls on other streams (or recorded into CUDA graphs) get their own, and
+// releasing it here is ordered after both passes.
+void Program::launch_split(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const {
+  const auto& launch = code_->plan.kernels[k];
+  const ProgramCode::Entry& entry = code_->kernels[k];
+  const int64_t slots = inductor::split_workspace_slots(launch.kernel, entry.cuda_config);
+  const at::Tensor workspace = at::detail::empty_strided_cuda({slots}, {1}, at::kLong, launch.device);
+  c10::SmallVector<void*, 16> buffers(pointers);
+  buffers.push_back(workspace.data_ptr());
+  inductor::CudaConfig rows_only = entry.cuda_config;
+  rows_only.split = 0;
+  void* stream = current_cuda_stream(launch.device.index());
+  const int num_symbols = graph_.num_symbols;
+  launch_cuda_kernel(entry.cuda_function, entry.cuda_config.threads, inductor::tile_count(launch.kernel, symbols, entry.cuda_config),
+                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name);
+  launch_cuda_kernel(entry.cuda_final_function, entry.cuda_config.threads, inductor::tile_count(launch.kernel, symbols, rows_only),
+                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name + "_final");
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {

@@ -33,6 +33,7 @@ struct ProgramCode {
     KernelFn run = nullptr;      // CPU kernels
     TilesFn tiles = nullptr;
     void* cuda_function = nullptr;  // CUDA kernels (a CUfunction)
+    void* cuda_final_function = nullptr;  // split reductions: the pass that combines a row's slices
     inductor::CudaConfig cuda_config;  // how it is launched
   };
 
@@ -83,6 +84,7 @@ class Program {
  private:
   void launch(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
   void launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const;
+  void launch_split(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const;
   at::Tensor allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
 
   graph::Graph graph_;

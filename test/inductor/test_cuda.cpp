@@ -63,6 +63,24 @@ TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
   check_parity("softmax bf16", [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
 }
 
+TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  // 2^21 + 3 elements in one row, 64 rows of 40000: slices not a multiple of the block, the last one
+  // shorter; independent reductions fused into one kernel share the workspace.
+  for (auto dtype : {at::kFloat, at::kHalf, at::kDouble, at::kLong, at::kBool}) {
+    const auto one_row = cuda_sample({(1 << 21) + 3}, dtype, 8), rows = cuda_sample({64, 40000}, dtype, 9);
+    for (const auto& [name, op] : jitc::testing::reduction_ops()) {
+      check_parity(std::string(name) + " one long row " + c10::toString(dtype), op, one_row);
+      check_parity(std::string(name) + " 64 long rows " + c10::toString(dtype), op, rows);
+    }
+  }
+  check_parity("sum + argmax + amin", [](const at::Tensor& x) { return x.sum() + x.argmax() + x.amin(); }, at::randn({3000, 1000}, at::kCUDA));
+  check_parity("mean of squares", [](const at::Tensor& x) { return (x * x).mean(); }, at::randn({4096, 1024}, at::kCUDA));
+}
+
 TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
   if (!have_gpu()) {
     WARN("no CUDA device: skipped");

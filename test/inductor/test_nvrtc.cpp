@@ -92,6 +92,33 @@ class ScopedDebugDir {
 
 }  // namespace
 
+// Compiles every autotune variant of the kernels of graph `fn` on inputs of this shape and dtype (with
+// 64- and 32-bit indices); returns the kernels, or -1 when eager rejects the dtype.
+int check_kernels_compile(const char* name, const Fn& fn, const std::vector<int64_t>& shape, c10::ScalarType dtype,
+                          std::vector<jitc::inductor::Kernel>* kernels_out = nullptr) {
+  const auto a = (at::randn(shape) * 3).to(dtype), b = (at::randn(shape) * 3).to(dtype);
+  try {
+    fn(a, b);
+  } catch (const std::exception&) {
+    return -1;  // eager rejects this dtype for this graph
+  }
+  auto f = fn;
+  auto outcome = jitc::testing::trace_of(f, a, b);
+  const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+  const auto plan = jitc::inductor::schedule(g, "k", {});
+  for (bool index32 : {false, true}) {
+    std::string source = jitc::inductor::cuda_prelude();
+    for (const auto& k : plan.kernels) source += all_variants(k.kernel, index32);
+    INFO(name << " " << c10::toString(dtype) << " " << shape[1] << (index32 ? " 32-bit indices" : " 64-bit indices"));
+    std::string ptx;
+    CHECK_NOTHROW(ptx = jitc::runtime::nvrtc_compile(source, "test", "sm_90", /*cubin=*/false));
+    CHECK(ptx.find(".entry") != std::string::npos);
+  }
+  if (kernels_out)
+    for (const auto& k : plan.kernels) kernels_out->push_back(k.kernel);
+  return static_cast<int>(plan.kernels.size());
+}
+
 TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][nvrtc]") {
   if (!jitc::runtime::nvrtc_available()) {
     WARN("libnvrtc not found: skipped");
@@ -101,30 +128,24 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
   // [6, 10]: rows shorter than a warp; [3, 1000]: persistent rows of several positions per thread,
   // not a multiple of the block.
   for (auto shape : {std::vector<int64_t>{6, 10}, std::vector<int64_t>{3, 1000}})
-  for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble, at::kInt, at::kLong, at::kBool}) {
-    for (const auto& [name, fn] : graphs()) {
-      const auto a = (at::randn(shape) * 3).to(dtype), b = (at::randn(shape) * 3).to(dtype);
-      try {
-        fn(a, b);
-      } catch (const std::exception&) {
-        continue;  // eager rejects this dtype for this graph
-      }
-      auto f = fn;
-      auto outcome = jitc::testing::trace_of(f, a, b);
-      const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
-      const auto plan = jitc::inductor::schedule(g, "k", {});
-      for (bool index32 : {false, true}) {
-        std::string source = jitc::inductor::cuda_prelude();
-        for (const auto& k : plan.kernels) source += all_variants(k.kernel, index32);
-        INFO(name << " " << c10::toString(dtype) << " " << shape[1] << (index32 ? " 32-bit indices" : " 64-bit indices"));
-        std::string ptx;
-        CHECK_NOTHROW(ptx = jitc::runtime::nvrtc_compile(source, "test", "sm_90", /*cubin=*/false));
-        CHECK(ptx.find(".entry") != std::string::npos);
-      }
-      kernels += static_cast<int>(plan.kernels.size());
-    }
-  }
+    for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble, at::kInt, at::kLong, at::kBool})
+      for (const auto& [name, fn] : graphs()) kernels += std::max(0, check_kernels_compile(name, fn, shape, dtype));
   CHECK(kernels > 100);
+}
+
+TEST_CASE("reductions of few long rows print as split kernels that NVRTC compiles", "[inductor][nvrtc]") {
+  if (!jitc::runtime::nvrtc_available()) {
+    WARN("libnvrtc not found: skipped");
+    return;
+  }
+  std::vector<jitc::inductor::Kernel> kernels;
+  for (auto dtype : {at::kFloat, at::kHalf, at::kLong, at::kBool})
+    for (const auto& [name, fn] : graphs())
+      if (std::string(name) == "reductions" || std::string(name) == "argmax" || std::string(name) == "prod any")
+        check_kernels_compile(name, fn, {2, 40000}, dtype, &kernels);
+  int split = 0;
+  for (const auto& k : kernels) split += jitc::inductor::split_count(k) > 0;
+  CHECK(split >= 4);  // at least one split kernel per dtype
 }
 
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
