@@ -26,7 +26,7 @@ if [ "${1:-}" != bench-only ]; then
   # [nvrtc] (every kernel variant through NVRTC) runs in CI; here only what needs the GPU.
   ./build-gpu/test/test_cuda "[cuda]" --durations yes > "$OUT/test_cuda.log" 2>&1
   status=$?
-  grep -E "FAILED|with message|expansion|^  \"|passed|failed" "$OUT/test_cuda.log" | head -60
+  grep -E "FAILED|with message|expansion|^  \"|passed|failed" -A1 "$OUT/test_cuda.log" | head -80
   tail -3 "$OUT/test_cuda.log"
   echo "tests done: $(( $(date +%s) - start )) s"
 fi

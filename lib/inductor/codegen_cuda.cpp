@@ -9,6 +9,8 @@
 // lanes instead: a block takes `columns` rows side by side, thread t works on row t % columns and takes
 // every (threads / columns)-th position of it, so each step of a warp reads whole 32-byte sectors; the
 // partial results of a row are combined through shared memory (2-D tiling, as Inductor does).
+// Reductions of few long rows (x.sum()) print as two kernels: a partial pass where many blocks each
+// reduce a slice of a row into a workspace, and a final pass that combines a row's slices and finishes it.
 // Two mappings make memory-bound kernels run near the copy bandwidth:
 //   - persistent rows: when every loop of a row has the same constant shape and few elements per thread,
 //     the loops are unrolled over a thread's positions and a load that several loops make (softmax reads
@@ -43,8 +45,8 @@ using cuda::identity;
 using cuda::is_float;
 using cuda::is_unsigned;
 using cuda::literal;
-using cuda::math_name;
 using cuda::storage_type;
+using cuda::vector_type;
 
 // A split kernel prints twice: the partial pass (slices of rows into the workspace) and the final one
 // (each row's partial results combined, then the rest of the row).
@@ -143,24 +145,11 @@ class Printer {
       if ((e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) || placement_.scope[i] != Scope::kElement) continue;
       if (!analysis_.unit_stride(e.a, u)) continue;
       vector_access_.push_back(static_cast<int>(i));
-      widest = std::max(widest, storage_bytes(k_.buffers[e.buffer].dtype));
+      widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
     }
     if (vector_access_.empty()) return;
     group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
     if (tile_ % group_ != 0) vector_access_.clear();
-  }
-
-  static size_t storage_bytes(ScalarType t) { return c10::elementSize(t); }
-
-  // A type that moves `bytes` bytes in one access.
-  static const char* vector_type(size_t bytes) {
-    switch (bytes) {
-      case 2: return "unsigned short";
-      case 4: return "unsigned int";
-      case 8: return "uint2";
-      case 16: return "uint4";
-      default: throw std::invalid_argument(fmt::format("cuda codegen: no {}-byte vector type", bytes));
-    }
   }
 
   std::string tiles_per_row() {
@@ -238,6 +227,7 @@ class Printer {
                        config_.threads / config_.columns));
       decompose(vars, i);
     } else if (!lo.empty()) {
+      if (phase_ == Phase::kPartial) line("#pragma unroll 4");  // several loads in flight per thread
       line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
       decompose(vars, i);
     } else {
@@ -374,7 +364,7 @@ class Printer {
     line("}");
   }
 
-  size_t group_bytes(const Expr& access) const { return group_ * storage_bytes(k_.buffers[access.buffer].dtype); }
+  size_t group_bytes(const Expr& access) const { return group_ * c10::elementSize(k_.buffers[access.buffer].dtype); }
 
   bool in_vector_group(const Expr& e) const {
     if (group_lane_.empty()) return false;
@@ -503,56 +493,13 @@ class Printer {
     }
     if (relaxed_[i] && e.op == ScalarOp::kExp) return define(fmt::format("__expf({})", a));
     if (relaxed_[i] && e.op == ScalarOp::kDiv) return define(fmt::format("fast_div({}, {})", a, b));
-    if (const char* fn = math_name(e.op); fn && f) {
-      define(fmt::format("{}{}({})", fn, t == ScalarType::Float ? "f" : "", a));
-      return;
-    }
     switch (e.op) {
       case ScalarOp::kVar: define(var_value_.at(e.var)); break;
       case ScalarOp::kSym: define(fmt::format("(idx_t)symbols.v[{}]", e.var)); break;
       case ScalarOp::kConst: define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue)); break;
       case ScalarOp::kLoad: load(i, e); break;
       case ScalarOp::kStore: store(e); break;
-      case ScalarOp::kCast:
-        define(t == ScalarType::Bool ? fmt::format("({} != 0)", a) : fmt::format("({})({})", ty, a));
-        break;
-      case ScalarOp::kRoundTo:
-        define(static_cast<ScalarType>(e.ivalue) == ScalarType::Half ? fmt::format("half_to_float(float_to_half({}))", a)
-                                                                    : fmt::format("bf16_to_float(float_to_bf16({}))", a));
-        break;
-      case ScalarOp::kWhere: define(fmt::format("{} ? {} : {}", a, b, c)); break;
-      case ScalarOp::kNeg: define(t == ScalarType::Bool ? a : fmt::format("({})(-{})", ty, a)); break;
-      case ScalarOp::kAbs: define(f ? fmt::format("fabs({})", a) : is_unsigned(t) ? a : fmt::format("({})({} < 0 ? -{} : {})", ty, a, a, a)); break;
-      case ScalarOp::kFloor:
-      case ScalarOp::kCeil:
-      case ScalarOp::kRound:
-      case ScalarOp::kTrunc: define(a); break;  // integers
-      case ScalarOp::kNot: define(fmt::format("!{}", a)); break;
-      case ScalarOp::kBitNot: define(fmt::format("({})(~{})", ty, a)); break;
-      case ScalarOp::kIsNan: define(fmt::format("({} != {})", a, a)); break;
-      case ScalarOp::kSign: define(fmt::format("sign_of<{}>({})", ty, a)); break;
-      case ScalarOp::kAdd: define(fmt::format("({})({} + {})", ty, a, b)); break;
-      case ScalarOp::kSub: define(fmt::format("({})({} - {})", ty, a, b)); break;
-      case ScalarOp::kMul: define(fmt::format("({})({} * {})", ty, a, b)); break;
-      case ScalarOp::kDiv: define(f ? fmt::format("{} / {}", a, b) : fmt::format("({})({} / safe_divisor({}))", ty, a, b)); break;
-      case ScalarOp::kFloorDiv: define(f ? fmt::format("floor({} / {})", a, b) : fmt::format("floor_div_int<{}>({}, {})", ty, a, b)); break;
-      case ScalarOp::kRem: define(f ? fmt::format("rem_float<{}>({}, {})", ty, a, b) : fmt::format("rem_int<{}>({}, {})", ty, a, b)); break;
-      case ScalarOp::kPow: define(f ? fmt::format("pow({}, {})", a, b) : fmt::format("pow_int<{}>({}, {})", ty, a, b)); break;
-      case ScalarOp::kAtan2: define(fmt::format("atan2({}, {})", a, b)); break;
-      case ScalarOp::kMax: define(fmt::format("max_nan<{}>({}, {})", ty, a, b)); break;
-      case ScalarOp::kMin: define(fmt::format("min_nan<{}>({}, {})", ty, a, b)); break;
-      case ScalarOp::kAnd: define(fmt::format("({})({} & {})", ty, a, b)); break;
-      case ScalarOp::kOr: define(fmt::format("({})({} | {})", ty, a, b)); break;
-      case ScalarOp::kXor: define(fmt::format("({})({} ^ {})", ty, a, b)); break;
-      case ScalarOp::kShl: define(fmt::format("({})({} << {})", ty, a, b)); break;
-      case ScalarOp::kShr: define(fmt::format("({})({} >> {})", ty, a, b)); break;
-      case ScalarOp::kEq: define(fmt::format("({} == {})", a, b)); break;
-      case ScalarOp::kNe: define(fmt::format("({} != {})", a, b)); break;
-      case ScalarOp::kLt: define(fmt::format("({} < {})", a, b)); break;
-      case ScalarOp::kLe: define(fmt::format("({} <= {})", a, b)); break;
-      case ScalarOp::kGt: define(fmt::format("({} > {})", a, b)); break;
-      case ScalarOp::kGe: define(fmt::format("({} >= {})", a, b)); break;
-      default: throw std::invalid_argument(fmt::format("cuda codegen: {} on {}", op_name(e.op), c10::toString(t)));
+      default: define(cuda::value_of(e, ty, a, b, c));
     }
   }
 

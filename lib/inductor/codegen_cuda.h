@@ -24,7 +24,7 @@ struct CudaConfig {
 // The heuristic's choice: tiled pointwise kernels 512 threads over 4096-element tiles (128 over 1024 when
 // no buffer is wider than 2 bytes); other pointwise kernels 256 threads; reduction kernels enough threads
 // that a row held in registers takes about 8 per thread (32 to 1024); reductions whose rows lie side by
-// side in memory (x.sum(0)) 512 threads over 32 bytes' worth of rows (see column_width).
+// side in memory (x.sum(0)) 1024 threads over 64 bytes' worth of rows (see column_width).
 CudaConfig default_cuda_config(const Kernel& kernel);
 // What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block (and tile) sizes.
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
@@ -52,7 +52,7 @@ int64_t persistent_row_elements(const Kernel& kernel);
 
 // For a reduction kernel whose neighbouring rows are neighbours in memory and whose reduced elements are
 // not (a reduction over an outer dim): how many rows a block takes side by side so that each step of its
-// threads reads whole 32-byte sectors (8 to 32). 0 for every other kernel.
+// threads reads 64 contiguous bytes of each row it visits (8 to 32 rows). 0 for every other kernel.
 int column_width(const Kernel& kernel);
 
 // Reductions of few long rows (x.sum(), a loss's mean) would leave most of the GPU idle with a block per

@@ -62,7 +62,7 @@ int column_width(const Kernel& k) {
     }
   }
   if (narrowest == 0) return 0;
-  return static_cast<int>(std::clamp<size_t>(32 / narrowest, 8, 32));
+  return static_cast<int>(std::clamp<size_t>(64 / narrowest, 8, 32));
 }
 
 namespace {
@@ -118,9 +118,9 @@ int64_t split_workspace_slots(const Kernel& k, const CudaConfig& config) {
 
 CudaConfig default_cuda_config(const Kernel& kernel) {
   if (const int split = split_count(kernel)) return {512, 0, 0, split};
-  // max-autotune's H100 timings of x.sum(0) on 8192x4096 floats: 512 threads over 8 rows 0.0547 ms, 256
-  // threads 0.0559, 128 threads 0.0789, 256 threads over 16 rows 0.0770.
-  if (const int columns = column_width(kernel)) return {512, 0, columns};
+  // max-autotune's H100 timings of x.sum(0) on 8192x4096 floats: 1024 threads over 16 rows 0.0513 ms,
+  // 512 over 16 0.0547, 512 over 8 0.0554, 1024 over 8 0.0619, 256 over 8 0.0559, 256 over 16 0.0770.
+  if (const int columns = column_width(kernel)) return {1024, 0, columns};
   const int64_t elements = persistent_row_elements(kernel);
   if (kernel.tile > 0) {
     // max-autotune's timings on the H100 (benchmarks/RESULTS.md): groups of 4-byte elements run best with
@@ -150,8 +150,8 @@ std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel) {
   if (chosen.split > 0) return out;  // two kernels per configuration: the heuristic's only
   // Reductions over outer dims: more or fewer threads per row, or twice the rows side by side.
   if (chosen.columns > 0) {
-    const int wider = std::min(32, 2 * chosen.columns);
-    for (CudaConfig c : {CudaConfig{1024, 0, chosen.columns}, CudaConfig{512, 0, wider}, CudaConfig{1024, 0, wider}})
+    const int narrower = std::max(8, chosen.columns / 2);
+    for (CudaConfig c : {CudaConfig{512, 0, chosen.columns}, CudaConfig{1024, 0, narrower}, CudaConfig{512, 0, narrower}})
       if (std::none_of(out.begin(), out.end(), [&](const CudaConfig& o) { return o.threads == c.threads && o.columns == c.columns; }))
         out.push_back(c);
     return out;

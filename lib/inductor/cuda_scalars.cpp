@@ -116,6 +116,62 @@ const char* math_name(ScalarOp op) {
   }
 }
 
+const char* vector_type(size_t bytes) {
+  switch (bytes) {
+    case 2: return "unsigned short";
+    case 4: return "unsigned int";
+    case 8: return "uint2";
+    case 16: return "uint4";
+    default: throw std::invalid_argument(fmt::format("cuda codegen: no {}-byte vector type", bytes));
+  }
+}
+
+std::string value_of(const Expr& e, const std::string& ty, const std::string& a, const std::string& b, const std::string& c) {
+  const ScalarType t = e.dtype;
+  const bool f = is_float(t);
+  if (const char* fn = math_name(e.op); fn && f) return fmt::format("{}{}({})", fn, t == ScalarType::Float ? "f" : "", a);
+  switch (e.op) {
+    case ScalarOp::kCast:
+      return t == ScalarType::Bool ? fmt::format("({} != 0)", a) : fmt::format("({})({})", ty, a);
+    case ScalarOp::kRoundTo:
+      return static_cast<ScalarType>(e.ivalue) == ScalarType::Half ? fmt::format("half_to_float(float_to_half({}))", a)
+                                                                 : fmt::format("bf16_to_float(float_to_bf16({}))", a);
+    case ScalarOp::kWhere: return fmt::format("{} ? {} : {}", a, b, c);
+    case ScalarOp::kNeg: return t == ScalarType::Bool ? a : fmt::format("({})(-{})", ty, a);
+    case ScalarOp::kAbs: return f ? fmt::format("fabs({})", a) : is_unsigned(t) ? a : fmt::format("({})({} < 0 ? -{} : {})", ty, a, a, a);
+    case ScalarOp::kFloor:
+    case ScalarOp::kCeil:
+    case ScalarOp::kRound:
+    case ScalarOp::kTrunc: return a;  // integers
+    case ScalarOp::kNot: return fmt::format("!{}", a);
+    case ScalarOp::kBitNot: return fmt::format("({})(~{})", ty, a);
+    case ScalarOp::kIsNan: return fmt::format("({} != {})", a, a);
+    case ScalarOp::kSign: return fmt::format("sign_of<{}>({})", ty, a);
+    case ScalarOp::kAdd: return fmt::format("({})({} + {})", ty, a, b);
+    case ScalarOp::kSub: return fmt::format("({})({} - {})", ty, a, b);
+    case ScalarOp::kMul: return fmt::format("({})({} * {})", ty, a, b);
+    case ScalarOp::kDiv: return f ? fmt::format("{} / {}", a, b) : fmt::format("({})({} / safe_divisor({}))", ty, a, b);
+    case ScalarOp::kFloorDiv: return f ? fmt::format("floor({} / {})", a, b) : fmt::format("floor_div_int<{}>({}, {})", ty, a, b);
+    case ScalarOp::kRem: return f ? fmt::format("rem_float<{}>({}, {})", ty, a, b) : fmt::format("rem_int<{}>({}, {})", ty, a, b);
+    case ScalarOp::kPow: return f ? fmt::format("pow({}, {})", a, b) : fmt::format("pow_int<{}>({}, {})", ty, a, b);
+    case ScalarOp::kAtan2: return fmt::format("atan2({}, {})", a, b);
+    case ScalarOp::kMax: return fmt::format("max_nan<{}>({}, {})", ty, a, b);
+    case ScalarOp::kMin: return fmt::format("min_nan<{}>({}, {})", ty, a, b);
+    case ScalarOp::kAnd: return fmt::format("({})({} & {})", ty, a, b);
+    case ScalarOp::kOr: return fmt::format("({})({} | {})", ty, a, b);
+    case ScalarOp::kXor: return fmt::format("({})({} ^ {})", ty, a, b);
+    case ScalarOp::kShl: return fmt::format("({})({} << {})", ty, a, b);
+    case ScalarOp::kShr: return fmt::format("({})({} >> {})", ty, a, b);
+    case ScalarOp::kEq: return fmt::format("({} == {})", a, b);
+    case ScalarOp::kNe: return fmt::format("({} != {})", a, b);
+    case ScalarOp::kLt: return fmt::format("({} < {})", a, b);
+    case ScalarOp::kLe: return fmt::format("({} <= {})", a, b);
+    case ScalarOp::kGt: return fmt::format("({} > {})", a, b);
+    case ScalarOp::kGe: return fmt::format("({} >= {})", a, b);
+    default: throw std::invalid_argument(fmt::format("cuda codegen: {} on {}", op_name(e.op), c10::toString(t)));
+  }
+}
+
 std::vector<bool> index_expressions(const Kernel& k) {
   std::vector<bool> index(k.body.size(), false);
   for (size_t i = 0; i < k.body.size(); ++i) {
