@@ -227,7 +227,7 @@ class Printer {
                        config_.threads / config_.columns));
       decompose(vars, i);
     } else if (!lo.empty()) {
-      if (phase_ == Phase::kPartial) line("#pragma unroll 4");  // several loads in flight per thread
+      if (phase_ == Phase::kPartial) line("#pragma unroll 8");  // several loads in flight per thread
       line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
       decompose(vars, i);
     } else {
