@@ -111,6 +111,22 @@ TEST_CASE("dynamic sizes in the reduced dim and in views", "[inductor][fusion][d
   CHECK(f.stats().programs_compiled == 1);
 }
 
+TEST_CASE("reductions over a dynamic outer dim: rows side by side where the dim is wide enough", "[inductor][fusion][dynamic]") {
+  // The block width is checked at run time: 3 and 63 columns take the row path, 64 and up blocks of 64
+  // (the last one moved back where the width is not a multiple of 64).
+  auto fn = [](const at::Tensor& x) { return x.sum(0) + x.amax(0) * x.argmin(0) + x.var(0); };
+  auto f = jitc::compile(fn);
+  f(at::randn({40, 100}));
+  f(at::randn({40, 101}));  // the second size makes the dim symbolic
+  for (int64_t cols : {3, 63, 64, 65, 130, 1000}) {
+    const auto x = at::randn({40, cols});
+    f(x);
+    INFO("cols " << cols);
+    CHECK(jitc::testing::difference(f(x), fn(x), {1e-5, 1e-5}) == "");
+  }
+  CHECK(f.stats().programs_compiled == 1);
+}
+
 TEST_CASE("in-place ops in a graph with dynamic sizes are functionalized and compiled", "[inductor][fusion][dynamic]") {
   auto fn = [](const at::Tensor& x, const at::Tensor& acc) {
     auto t = x * 2;

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace {
@@ -69,4 +70,16 @@ TEST_CASE("golden: layer_norm", "[inductor][golden]") {
 
 TEST_CASE("golden: row sum of squares", "[inductor][golden]") {
   check_golden("row_sum_of_squares", text_of(kernels_of([](const at::Tensor& x) { return (x * x).sum(-1); }, at::randn({4, 32}))));
+}
+
+TEST_CASE("golden: var over the outer dim takes rows side by side", "[inductor][golden]") {
+  // 96 columns: a block of 64 and a last block moved back over the first; the mean is kept per lane for
+  // the second loop.
+  const auto kernels = kernels_of([](const at::Tensor& x) { return x.var(0); }, at::randn({16, 96}));
+  check_golden("column_var", text_of(kernels));
+  REQUIRE(kernels.size() == 1);
+  auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernels[0].kernel), "golden");
+  // The lane loops vectorize across the block's rows: whole vectors of a step's columns are loaded.
+  INFO(module->optimized_ir());
+  CHECK(std::regex_search(module->optimized_ir(), std::regex("load <[0-9]+ x float>, ptr")));
 }

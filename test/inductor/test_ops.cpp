@@ -19,6 +19,13 @@ void check(const std::string& name, F fn, const T&... inputs) {
   jitc::testing::check_parity(name, fn, inputs...);
 }
 
+// Eager multiplies half and bfloat16 products in their own precision (a long row overflows to inf or
+// drifts by more than the tolerance); jitc multiplies in float32 and rounds once, one row at a time or
+// side by side. Short rows ([4, 5, 33] below) agree; the tall inputs leave half products out.
+bool half_prod(const std::string& name, c10::ScalarType dtype) {
+  return name == "prod" && (dtype == at::kHalf || dtype == at::kBFloat16);
+}
+
 }  // namespace
 
 TEST_CASE("unary ops match eager across dtypes", "[inductor][ops]") {
@@ -64,6 +71,49 @@ TEST_CASE("reductions match eager over any dims, with keepdim, across dtypes", "
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong, at::kBool})
     for (const auto& [name, op] : reductions) check(std::string(name) + " " + c10::toString(dtype), op, sample({4, 5, 33}, dtype, 6));
   for (const auto& [name, op] : reductions) check(std::string(name) + " transposed", op, at::randn({33, 5, 4}).permute({2, 1, 0}));
+}
+
+TEST_CASE("reductions of tall inputs match eager (outer dims take rows side by side)", "[inductor][ops]") {
+  // [2500, 3, 37]: reductions over dims 0 and 1 leave the unit-stride dim outer; 37 columns take blocks of
+  // 32, the second moved back over the first. [1000, 130]: 2 blocks of 64 and a third moved back.
+  const auto& reductions = jitc::testing::reduction_ops();
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kLong, at::kBool})
+    for (const auto& [name, op] : reductions) {
+      if (half_prod(name, dtype)) continue;
+      check(std::string(name) + " tall 3-d " + c10::toString(dtype), op, sample({2500, 3, 37}, dtype, 7));
+      check(std::string(name) + " tall 2-d " + c10::toString(dtype), op, sample({1000, 130}, dtype, 8));
+    }
+  // Several reductions and row values per kernel, a row value read by a later loop, two reduced dims.
+  const std::vector<std::pair<const char*, jitc::testing::Unary>> more = {
+      {"logsumexp0", [](const at::Tensor& x) { return x.logsumexp({0}); }},
+      {"var_mean0", [](const at::Tensor& x) { auto [v, m] = at::var_mean(x, {0}); return v + m; }},
+      {"std0", [](const at::Tensor& x) { return x.std(0); }},
+      {"amax0 amin0", [](const at::Tensor& x) { return x.amax(0) * 2 + x.amin(0); }},
+      {"sum01", [](const at::Tensor& x) { return x.sum(at::IntArrayRef{0, 1}); }},
+      {"argmax1", [](const at::Tensor& x) { return x.argmax(1); }},
+  };
+  for (auto dtype : {at::kFloat, at::kHalf, at::kLong})
+    for (const auto& [name, op] : more) {
+      check(std::string(name) + " tall 3-d " + c10::toString(dtype), op, sample({2500, 3, 37}, dtype, 11));
+      check(std::string(name) + " tall 2-d " + c10::toString(dtype), op, sample({1000, 130}, dtype, 12));
+    }
+  const auto x = at::randn({700, 96}), w = at::randn({96});
+  check("sum0 of x + bias", [](const at::Tensor& x, const at::Tensor& w) { return (x + w).sum(0) * w; }, x, w);
+}
+
+TEST_CASE("reductions over the outer dim propagate NaN and keep the first of equal values", "[inductor][ops]") {
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
+    auto x = sample({300, 70}, dtype, 9).round();  // rounded: many equal values
+    for (auto [i, j] : {std::pair<int64_t, int64_t>{5, 3}, {200, 3}, {299, 69}, {0, 40}}) x[i][j] = NAN;
+    x[7][50] = INFINITY, x[8][51] = -INFINITY;
+    for (const auto& [name, op] : jitc::testing::reduction_ops())
+      if (!half_prod(name, dtype)) check(std::string(name) + " NaN " + c10::toString(dtype), op, x);
+  }
+  const auto ties = sample({500, 67}, at::kInt, 10).clamp(-2, 2);
+  check("argmax0 ties", [](const at::Tensor& x) { return x.argmax(0); }, ties);
+  check("min0 ties", [](const at::Tensor& x) { auto [v, i] = x.min(0); return i * 10 + v; }, ties);
+  check("any0 all0", [](const at::Tensor& x) { return (x > 1).any(0).logical_xor((x > -2).all(0)); }, ties);
+  check("prod0", [](const at::Tensor& x) { return (x.to(at::kFloat) * 0.01 + 1).prod(0); }, ties);
 }
 
 TEST_CASE("normalizations match eager", "[inductor][ops]") {

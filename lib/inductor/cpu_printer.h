@@ -1,0 +1,87 @@
+// The CPU code generator's printer, shared by its three files: codegen_cpu.cpp (functions, rows, loops,
+// reductions one row at a time), cpu_expressions.cpp (scalar expressions, loads, stores, reduction
+// combiners) and codegen_cpu_columns.cpp (reductions over outer dims, rows side by side). Internal to
+// lib/inductor: emit_llvm_ir (codegen_cpu.h) is the interface.
+#pragma once
+#include "inductor/kernel_ir.h"
+#include "inductor/llvm_emitter.h"
+#include "inductor/placement.h"
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace jitc::inductor::llvm_ir {
+
+class Printer : private Emitter {
+ public:
+  explicit Printer(const Kernel& k);
+  std::string run();
+
+ private:
+  // ---- functions and rows (codegen_cpu.cpp) ------------------------------------------------------
+  std::string body_function(bool columns);
+  std::string wrapper();
+  std::string tiles_function();
+  std::string tiles_per_row();
+  std::string row_count();
+  void row();
+  // A loop nest over `vars`; the innermost is bounded by [lo, hi) when given. Calls body() inside.
+  void loop_nest(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
+  void element_loop(const std::string& column_tile);
+  void reduction(int r);
+
+  // ---- expressions (cpu_expressions.cpp) ----------------------------------------------------------
+  // The name of expression e: entry values have one name; the others carry the current context's suffix,
+  // so that a value computed once per lane loop (rows side by side) gets a name per loop.
+  std::string name(int e) const;
+  std::string emit(int i);
+  void expr(int i, const Expr& e);
+  std::string address(const Expr& e);
+  void load(const std::string& v, const Expr& e);
+  void store(const Expr& e);
+  std::string identity(ReduceKind kind, ScalarType t);
+  std::string combine(ReduceKind kind, ScalarType t, const std::string& acc, const std::string& v);
+  std::string better(bool max, ScalarType t, const std::string& v, const std::string& acc);
+
+  // ---- rows side by side (codegen_cpu_columns.cpp) -----------------------------------------------
+  int column_lanes();
+  void find_kept_row_values();
+  std::string columns_guard();
+  std::string column_tiles();
+  void column_allocas();
+  void column_row();
+  // A loop over the lanes [lo, lanes_) of the block, with a fresh context: row values are computed
+  // again (or read from their lane arrays) for the lane. Calls body(lane) inside.
+  void lane_loop(const std::string& lo, const std::function<void(const std::string& lane)>& body);
+  void column_reduction(int r);
+  void column_accumulate(int r, const std::string& lane);
+  bool chunked_sum(const Expr& e) const;
+  void flush_chunk(int r, bool counted);
+  void materialize_after(int r);
+  std::string lane_slot(const std::string& array, const char* type, const std::string& lane);
+  void load_lane(int e);
+  void load_slot(const std::string& v, const std::string& slot, const char* type);
+  void store_lane(const std::string& slot, const char* type, const std::string& value);
+
+  const Kernel& k_;
+  std::vector<Scope> scope_;
+  std::vector<int> loop_of_;
+  std::vector<bool> emitted_;
+  std::unordered_map<int, std::string> var_value_;
+  std::string tiles_per_row_;
+
+  // Rows side by side: lanes per block (0: one row per tile); guarded_: the block fits the last outer dim
+  // only for some symbol values, checked at run time; the current context's name suffix, lane and the
+  // block's first column; per expression the array of its per-lane values and their type (empty:
+  // computed where used), and whether a later reduction loop needs it kept in an array.
+  int lanes_ = 0;
+  bool guarded_ = false;
+  std::string suffix_, lane_, first_column_;
+  std::vector<std::string> lane_array_;
+  std::vector<const char*> lane_type_;
+  std::vector<bool> needs_array_;
+};
+
+}  // namespace jitc::inductor::llvm_ir
