@@ -106,6 +106,7 @@ int split_count(const Kernel& k) {
     elements = loop == 0 ? n : std::min(elements, n);
   }
   if (rows <= 0 || elements <= 0) return 0;
+  // H100, (x*x).mean() of 8192x4096: 512 blocks 0.0671 ms, 1024 blocks 0.0665-0.0673, 4096 blocks 0.0718.
   constexpr int64_t kBlocks = 1024;      // enough to fill a GPU of 132 SMs several times over
   constexpr int64_t kMinSlice = 8192;    // elements per block: 16 per thread of 512, worth a second kernel
   const int64_t split = std::min(kBlocks / rows, elements / kMinSlice);
