@@ -459,11 +459,8 @@ class Printer {
     return n;
   }
 
-  int64_t positions_offset() const {
-    int reductions = 0;
-    for (const Expr& e : k_.body) reductions += e.op == ScalarOp::kReduce;
-    return reductions * rows() * config_.split;
-  }
+  // The workspace holds every partial value, then every position (split_workspace_slots owns the size).
+  int64_t positions_offset() const { return split_workspace_slots(k_, config_) / 2; }
 
   std::string emit(int i) {
     if (emitted_[i]) return name(i);
