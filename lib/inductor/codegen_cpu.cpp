@@ -10,9 +10,11 @@
 #include "inductor/codegen_cpu.h"
 
 #include "inductor/cpu_printer.h"
+#include "inductor/index_analysis.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -28,6 +30,7 @@ Printer::Printer(const Kernel& k) : k_(k), emitted_(k.body.size()), lane_array_(
 
 std::string Printer::run() {
   lanes_ = column_lanes();
+  plan_row_cache();
   std::string bodies;
   if (lanes_ == 0 || guarded_) bodies += body_function(false);
   if (lanes_ > 0) bodies += body_function(true);
@@ -46,7 +49,9 @@ std::string Printer::body_function(bool columns) {
   label("entry");
   for (size_t i = 0; i < k_.body.size(); ++i)
     if (scope_[i] == Scope::kEntry) emit(static_cast<int>(i));
-  if (columns) column_allocas();  // here: an alloca inside the tile loop would take stack per tile
+  // here: an alloca inside the tile loop would take stack per tile
+  if (columns) column_allocas();
+  else row_cache_allocas();
   tiles_per_row_ = tiles_per_row();
   line("%tile = alloca i64");
   line("store i64 %tile_begin, ptr %tile");
@@ -214,10 +219,12 @@ void Printer::element_loop(const std::string& column_tile) {
     line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", hi, over, name(k_.vars[inner[0]].extent), end));
   }
   auto saved = emitted_;
+  pass_ = kElementPass, pass_vars_ = inner;
   loop_nest(inner, lo, hi, [&] {
     for (size_t i = 0; i < k_.body.size(); ++i)
       if (scope_[i] == Scope::kElement) emit(static_cast<int>(i));
   });
+  pass_ = -1;
   emitted_ = std::move(saved);
 }
 
@@ -244,7 +251,8 @@ void Printer::reduction(int r) {
     line(fmt::format("store i1 false, ptr {}", nan));
   }
   auto saved = emitted_;
-  loop_nest(k_.loop_vars(e.loop), "", "", [&] {
+  pass_ = r, pass_vars_ = k_.loop_vars(e.loop);
+  loop_nest(pass_vars_, "", "", [&] {
     for (int i = 0; i < r; ++i)
       if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
     const std::string old = fresh("old");
@@ -273,6 +281,7 @@ void Printer::reduction(int r) {
       line(fmt::format("store {} {}, ptr {}", ty, combine(e.reduce, vt, old, v), acc));
     }
   });
+  pass_ = -1;
   emitted_ = std::move(saved);
   if (nan_flag) {
     const std::string value = fresh("red"), seen = fresh("seen");
@@ -283,6 +292,100 @@ void Printer::reduction(int r) {
     line(fmt::format("{} = load {}, ptr {}", name(r), arg ? "i64" : compute_type(t), arg ? pos : acc));
   }
   emitted_[r] = true;
+}
+
+// ---- values a row's later loops reuse ------------------------------------------------------------
+namespace {
+
+bool expensive(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kExp: case ScalarOp::kExp2: case ScalarOp::kExpm1: case ScalarOp::kLog: case ScalarOp::kLog2:
+    case ScalarOp::kLog10: case ScalarOp::kLog1p: case ScalarOp::kSin: case ScalarOp::kCos: case ScalarOp::kTan:
+    case ScalarOp::kAsin: case ScalarOp::kAcos: case ScalarOp::kAtan: case ScalarOp::kSinh: case ScalarOp::kCosh:
+    case ScalarOp::kTanh: case ScalarOp::kAsinh: case ScalarOp::kAcosh: case ScalarOp::kAtanh: case ScalarOp::kErf:
+    case ScalarOp::kErfc: case ScalarOp::kPow: case ScalarOp::kAtan2: return true;
+    default: return false;
+  }
+}
+
+// The stack a kernel's row cache may take (a row of floats up to 16K elements: it stays in L1/L2).
+constexpr int64_t kRowCacheBytes = 64 * 1024;
+
+}  // namespace
+
+// Positional keys name the same value at the same position of every loop when all loops of the row run
+// over one constant shape. A value computed in passes P1 < P2 < ... is kept by P1 and loaded by the rest.
+void Printer::plan_row_cache() {
+  row_elements_ = constant_row_elements(k_);
+  if (lanes_ > 0 || row_elements_ <= 0) return;
+  keys_ = IndexAnalysis(k_).positional_keys();
+  std::unordered_map<int, std::pair<int, int>> passes;  // key -> first and last pass computing it
+  const int n = static_cast<int>(k_.body.size());
+  for (int i = 0; i < n; ++i) {
+    const ScalarType t = k_.body[i].dtype;
+    if (!expensive(k_.body[i].op) || (t != ScalarType::Float && t != ScalarType::Double)) continue;
+    std::vector<int> in;  // the passes that print expression i: each reduction of its loop after it
+    if (scope_[i] == Scope::kElement) in.push_back(kElementPass);
+    if (scope_[i] == Scope::kReduction)
+      for (int r = i + 1; r < n; ++r)
+        if (k_.body[r].op == ScalarOp::kReduce && k_.body[r].loop == loop_of_[i]) in.push_back(r);
+    if (in.empty()) continue;
+    auto [it, fresh_key] = passes.try_emplace(keys_[i], in.front(), in.back());
+    it->second.first = std::min(it->second.first, in.front());
+    it->second.second = std::max(it->second.second, in.back());
+  }
+  int64_t bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    auto it = passes.find(keys_[i]);
+    if (it == passes.end() || it->second.first == it->second.second || row_cache_.count(keys_[i])) continue;
+    const int64_t size = row_elements_ * (k_.body[i].dtype == ScalarType::Double ? 8 : 4);
+    if (bytes + size > kRowCacheBytes) continue;
+    bytes += size;
+    const int array = static_cast<int>(row_cache_.size());
+    row_cache_.emplace(keys_[i], CachedValue{array, it->second.first});
+  }
+}
+
+void Printer::row_cache_allocas() {
+  std::vector<std::pair<int, const char*>> arrays(row_cache_.size());
+  for (size_t i = 0; i < k_.body.size(); ++i)
+    if (auto it = row_cache_.find(keys_.empty() ? -1 : keys_[i]); it != row_cache_.end())
+      arrays[it->second.array] = {it->second.array, compute_type(k_.body[i].dtype)};
+  for (const auto& [array, type] : arrays)
+    line(fmt::format("%rowcache{} = alloca {}, i64 {}, align 64", array, type, row_elements_));
+}
+
+std::string Printer::row_position() {
+  std::string position = "0";
+  for (int v : pass_vars_) {
+    const Expr& extent = k_.body[k_.vars[v].extent];
+    const std::string scaled = fresh("rpos"), next = fresh("rpos");
+    line(fmt::format("{} = mul nsw i64 {}, {}", scaled, position, extent.ivalue));
+    line(fmt::format("{} = add nsw i64 {}, {}", next, scaled, var_value_.at(v)));
+    position = next;
+  }
+  return position;
+}
+
+bool Printer::load_cached(int i) {
+  if (pass_ < 0 || (scope_[i] != Scope::kReduction && scope_[i] != Scope::kElement) || keys_.empty()) return false;
+  auto it = row_cache_.find(keys_[i]);
+  if (it == row_cache_.end() || pass_ <= it->second.first_pass) return false;
+  const char* ty = compute_type(k_.body[i].dtype);
+  const std::string slot = fresh("cached");
+  line(fmt::format("{} = getelementptr {}, ptr %rowcache{}, i64 {}", slot, ty, it->second.array, row_position()));
+  line(fmt::format("{} = load {}, ptr {}", name(i), ty, slot));
+  return true;
+}
+
+void Printer::store_if_cached(int i) {
+  if (pass_ < 0 || keys_.empty()) return;
+  auto it = row_cache_.find(keys_[i]);
+  if (it == row_cache_.end() || pass_ != it->second.first_pass) return;
+  const char* ty = compute_type(k_.body[i].dtype);
+  const std::string slot = fresh("keep");
+  line(fmt::format("{} = getelementptr {}, ptr %rowcache{}, i64 {}", slot, ty, it->second.array, row_position()));
+  line(fmt::format("store {} {}, ptr {}", ty, name(i), slot));
 }
 
 }  // namespace llvm_ir

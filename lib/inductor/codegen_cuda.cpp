@@ -118,7 +118,7 @@ class Printer {
   // kMaxItemsPerThread positions per thread. A load made by more than one loop gets a register array
   // (indexed by the unrolled position, so it stays in registers) filled by the first loop that reads it.
   void plan_persistent_rows() {
-    const int64_t elements = persistent_row_elements(k_);
+    const int64_t elements = constant_row_elements(k_);
     if (elements <= 0 || config_.columns > 0 || config_.split > 0) return;
     const int64_t items = (elements + config_.threads - 1) / config_.threads;
     if (items > kMaxItemsPerThread) return;

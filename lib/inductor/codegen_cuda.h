@@ -46,10 +46,6 @@ int64_t tile_count(const Kernel& kernel, const int64_t* symbols, const CudaConfi
 // An int64 size expression of the kernel (constants, symbols, + - *) at these symbol values.
 int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
 
-// The elements of a row when every loop of a row has one constant shape (persistent rows need it); 0
-// otherwise.
-int64_t persistent_row_elements(const Kernel& kernel);
-
 // For a reduction kernel whose neighbouring rows are neighbours in memory and whose reduced elements are
 // not (a reduction over an outer dim): how many rows a block takes side by side so that each step of its
 // threads reads 64 contiguous bytes of each row it visits (8 to 32 rows). 0 for every other kernel.

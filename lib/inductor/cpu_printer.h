@@ -32,6 +32,17 @@ class Printer : private Emitter {
   void element_loop(const std::string& column_tile);
   void reduction(int r);
 
+  // ---- values a row's later loops reuse (codegen_cpu.cpp) ----------------------------------------
+  // An expensive value (exp, erf, ...) that a later loop of the row computes again at the same position
+  // (softmax's exp(x - max), summed by one loop and scaled by the element loop) is stored by the first
+  // loop that computes it into a row-sized array on the stack and loaded by the later ones.
+  void plan_row_cache();
+  void row_cache_allocas();
+  // emit(i) asks: true when i was loaded from the row cache instead of being computed.
+  bool load_cached(int i);
+  void store_if_cached(int i);  // after computing i: the first loop computing it keeps it
+  std::string row_position();  // the current loop's position in the row, 0 .. row_elements_ - 1
+
   // ---- expressions (cpu_expressions.cpp) ----------------------------------------------------------
   // The name of expression e: entry values have one name; the others carry the current context's suffix,
   // so that a value computed once per lane loop (rows side by side) gets a name per loop.
@@ -82,6 +93,19 @@ class Printer : private Emitter {
   std::vector<std::string> lane_array_;
   std::vector<const char*> lane_type_;
   std::vector<bool> needs_array_;
+
+  // Row cache: per positional key of a cached value, its array and the pass that fills it. A pass is the
+  // body index of the reduction whose loop is being printed (kElementPass: the element loop; -1: none).
+  struct CachedValue {
+    int array;
+    int first_pass;
+  };
+  static constexpr int kElementPass = 1 << 30;
+  int64_t row_elements_ = 0;
+  std::vector<int> keys_;
+  std::unordered_map<int, CachedValue> row_cache_;
+  int pass_ = -1;
+  std::vector<int> pass_vars_;
 };
 
 }  // namespace jitc::inductor::llvm_ir

@@ -12,32 +12,6 @@
 
 namespace jitc::inductor {
 
-namespace {
-
-std::vector<int> extents(const Kernel& k, const std::vector<int>& vars) {
-  std::vector<int> out;
-  for (int v : vars) out.push_back(k.vars[v].extent);
-  return out;
-}
-
-}  // namespace
-
-// The elements of a row when a kernel can keep its rows in registers; 0 when it cannot.
-int64_t persistent_row_elements(const Kernel& k) {
-  if (k.tile > 0 || k.num_reduction_loops == 0) return 0;
-  const auto shape = extents(k, k.loop_vars(0));
-  for (int loop = 1; loop < k.num_reduction_loops; ++loop)
-    if (extents(k, k.loop_vars(loop)) != shape) return 0;
-  const auto inner = k.inner_vars();
-  if (!inner.empty() && extents(k, inner) != shape) return 0;
-  int64_t elements = 1;
-  for (int e : shape) {
-    if (k.body[e].op != ScalarOp::kConst) return 0;
-    elements *= k.body[e].ivalue;
-  }
-  return elements;
-}
-
 int column_width(const Kernel& k) {
   const auto outer = k.outer_vars();
   if (k.tile > 0 || k.num_reduction_loops == 0 || outer.empty()) return 0;
@@ -122,7 +96,7 @@ CudaConfig default_cuda_config(const Kernel& kernel) {
   // max-autotune's H100 timings of x.sum(0) on 8192x4096 floats: 1024 threads over 16 rows 0.0513 ms,
   // 512 over 16 0.0547, 512 over 8 0.0554, 1024 over 8 0.0619, 256 over 8 0.0559, 256 over 16 0.0770.
   if (const int columns = column_width(kernel)) return {1024, 0, columns};
-  const int64_t elements = persistent_row_elements(kernel);
+  const int64_t elements = constant_row_elements(kernel);
   if (kernel.tile > 0) {
     // max-autotune's timings on the H100 (benchmarks/RESULTS.md): groups of 4-byte elements run best with
     // 512 threads over 4096-element tiles, groups of 2-byte elements with 128 threads over 1024.

@@ -79,4 +79,29 @@ void IndexAnalysis::number_positionally() {
   }
 }
 
+namespace {
+
+std::vector<int> extents(const Kernel& k, const std::vector<int>& vars) {
+  std::vector<int> out;
+  for (int v : vars) out.push_back(k.vars[v].extent);
+  return out;
+}
+
+}  // namespace
+
+int64_t constant_row_elements(const Kernel& k) {
+  if (k.tile > 0 || k.num_reduction_loops == 0) return 0;
+  const auto shape = extents(k, k.loop_vars(0));
+  for (int loop = 1; loop < k.num_reduction_loops; ++loop)
+    if (extents(k, k.loop_vars(loop)) != shape) return 0;
+  const auto inner = k.inner_vars();
+  if (!inner.empty() && extents(k, inner) != shape) return 0;
+  int64_t elements = 1;
+  for (int e : shape) {
+    if (k.body[e].op != ScalarOp::kConst) return 0;
+    elements *= k.body[e].ivalue;
+  }
+  return elements;
+}
+
 }  // namespace jitc::inductor

@@ -28,4 +28,9 @@ class IndexAnalysis {
   std::vector<int> keys_;
 };
 
+// The elements of a row when every reduction loop and the element loop run over one constant shape
+// (positional keys then name the same element in every loop); 0 otherwise. Persistent rows (CUDA) and
+// kept row values (CPU) need it.
+int64_t constant_row_elements(const Kernel& kernel);
+
 }  // namespace jitc::inductor

@@ -2,6 +2,7 @@
 #include "inductor/codegen_cpu.h"
 #include "inductor/kernel_builder.h"
 #include "runtime/cpu_jit.h"
+#include "support/parity.h"
 
 #include <jitc/errors.h>
 
@@ -113,5 +114,29 @@ TEST_CASE("LLVM rejecting the IR is a CompileError with LLVM's message", "[induc
     FAIL("no error");
   } catch (const jitc::CompileError& e) {
     CHECK(std::string(e.what()).find("broken") != std::string::npos);
+  }
+}
+
+// Values that a row's later loops reuse come from the row cache: rows over several dims (the cache
+// position is the linear position in the row), doubles, a value two reductions and the element loop need.
+TEST_CASE("row-cached values match eager", "[inductor][cpu]") {
+  using jitc::testing::check_parity;
+  auto softmax_2d = [](const at::Tensor& x) {
+    const auto e = at::exp(x - x.amax({1, 2}, true));
+    return e / e.sum({1, 2}, true);
+  };
+  auto two_reductions = [](const at::Tensor& x) {
+    const auto e = at::exp(x - x.amax(-1, true));
+    return e / e.sum(-1, true) + (e * e).sum(-1, true) + at::erf(x).sum(-1, true) * at::erf(x);
+  };
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    const auto x = at::randn({3, 5, 7}, dtype);
+    check_parity("softmax over two dims", softmax_2d, x);
+    check_parity("exp reused by two reductions and the element loop", two_reductions, x);
+    check_parity("log_softmax", [](const at::Tensor& t) { return at::log_softmax(t, -1); }, x);
+    check_parity("two sums of exp over two dims", [](const at::Tensor& t) {
+      const auto e = at::exp(t - t.amax({1, 2}, true));
+      return e.sum({1, 2}) * (e * e).sum({1, 2});
+    }, x);
   }
 }

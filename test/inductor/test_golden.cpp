@@ -63,6 +63,18 @@ TEST_CASE("golden: softmax", "[inductor][golden]") {
   check_golden("softmax", text_of(kernels_of([](const at::Tensor& x) { return at::softmax(x, -1); }, at::randn({4, 32}))));
 }
 
+TEST_CASE("softmax computes exp once per element: the element loop reads it from the row cache", "[inductor][cpu]") {
+  const auto kernels = kernels_of([](const at::Tensor& x) { return at::softmax(x, -1); }, at::randn({4, 32}));
+  REQUIRE(kernels.size() == 1);
+  const std::string ir = jitc::inductor::emit_llvm_ir(kernels[0].kernel);
+  INFO(ir);
+  CHECK(ir.find("%rowcache0 = alloca float, i64 32") != std::string::npos);
+  size_t exps = 0;  // exp_float rounds x * log2(e) once per exp it prints
+  for (size_t at = ir.find("= call float @llvm.roundeven.f32"); at != std::string::npos; at = ir.find("= call float @llvm.roundeven.f32", at + 1))
+    ++exps;
+  CHECK(exps == 1);
+}
+
 TEST_CASE("golden: layer_norm", "[inductor][golden]") {
   auto fn = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {32}, w, b); };
   check_golden("layer_norm", text_of(kernels_of(fn, at::randn({4, 32}), at::randn({32}), at::randn({32}))));
