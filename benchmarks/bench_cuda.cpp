@@ -29,6 +29,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -355,6 +357,7 @@ int main(int argc, char** argv) {
   // --jitc-mode max-autotune-no-cudagraphs: the "jitc" column in another mode (JITC_LOGS=perf_hints then
   // prints each kernel's AUTOTUNE timings)
   jitc::Mode jitc_mode = jitc::Mode::kDefault;
+  std::set<std::string> only;  // --only key1,key2: just these workloads (profiling runs)
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--peer" && i + 1 < argc) {
@@ -363,13 +366,16 @@ int main(int argc, char** argv) {
       const std::string name = argv[++i];
       for (auto m : {jitc::Mode::kDefault, jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs})
         if (name == jitc::to_string(m)) jitc_mode = m;
+    } else if (arg == "--only" && i + 1 < argc) {
+      std::stringstream keys(argv[++i]);
+      for (std::string key; std::getline(keys, key, ',');) only.insert(key);
     } else if (arg == "--no-reduce-overhead") {
       with_ro = false;
     } else if (arg == "--debug-cpu") {
       g_cpu = true;
       g_shrink = 16;
     } else if (arg.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "unknown flag %s; usage: bench_cuda [out.json] [--peer peer_cuda.json] [--no-reduce-overhead] [--jitc-mode MODE] [--debug-cpu]\n", arg.c_str());
+      std::fprintf(stderr, "unknown flag %s; usage: bench_cuda [out.json] [--peer peer_cuda.json] [--no-reduce-overhead] [--jitc-mode MODE] [--only key1,key2] [--debug-cpu]\n", arg.c_str());
       return 2;
     } else {
       json_path = arg;
@@ -399,6 +405,7 @@ int main(int argc, char** argv) {
   std::vector<Workload> all = workloads();
   std::vector<Row> rows;
   for (const auto& w : all) {
+    if (!only.empty() && !only.count(w.key)) continue;
     std::fprintf(stderr, "running %s\n", w.key.c_str());
     Row r;
     r.w = &w;

@@ -16,7 +16,8 @@
 //     the loops are unrolled over a thread's positions and a load that several loops make (softmax reads
 //     its row three times) is read once into registers;
 //   - vector groups: in pointwise kernels, each thread takes 16 bytes' worth of consecutive elements, and
-//     contiguous loads and stores move them with one 16-byte (or narrower) access when aligned.
+//     contiguous loads and stores move them with one 16-byte (or narrower) access when aligned; the
+//     partial pass of a split reduction reads its slice the same way.
 // Signature: extern "C" __global__ void <name>(Buffers buffers, Symbols symbols, long long tiles).
 #include "inductor/codegen_cuda.h"
 
@@ -226,6 +227,8 @@ class Printer {
       line(fmt::format("for (idx_t {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", i, config_.columns, total,
                        config_.threads / config_.columns));
       decompose(vars, i);
+    } else if (!lo.empty() && !vector_access_.empty()) {
+      return partial_groups(vars, lo, hi, body);
     } else if (!lo.empty()) {
       if (phase_ == Phase::kPartial) line("#pragma unroll 8");  // several loads in flight per thread
       line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
@@ -236,6 +239,61 @@ class Printer {
     }
     body();
     line("}");
+  }
+
+  // The partial pass's groups: each thread takes group_ consecutive positions of its slice (slices and
+  // the innermost extent are multiples of group_, so a group is whole and inside one innermost run);
+  // contiguous loads move a group at once when aligned.
+  template <class Body>
+  void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, Body&& body) {
+    const std::string g = fresh("g"), whole = fresh("whole");
+    line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
+    decompose(vars, g);
+    const auto before = emitted_;
+    std::vector<std::string> address;
+    std::string condition = "true";
+    for (int i : vector_access_) {
+      const Expr& e = k_.body[i];
+      address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
+      condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
+    }
+    line(fmt::format("const bool {} = {};", whole, condition));
+    move_group(g, hi, whole, address, ScalarOp::kLoad);
+    emitted_ = before;
+    const int innermost = vars.back();
+    const std::string first = var_value_[innermost];
+    group_lane_ = fresh("l");
+    line("#pragma unroll");
+    line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", group_lane_, group_));
+    var_value_[innermost] = fresh("c");
+    line(fmt::format("const idx_t {} = {} + {};", var_value_[innermost], first, group_lane_));
+    body();
+    line("}");
+    group_lane_.clear();
+    line("}");
+  }
+
+  // Plans partial_groups for reduction r's loop: its loads that step by one element along the loop's
+  // innermost variable. (H100, (x*x).mean() of 8192x4096: 0.0663 ms with one element per step and the
+  // loop unrolled 8 times, 0.0504 ms with groups of 4 floats: 68% -> 89% of the copy roofline.)
+  void plan_partial_groups(int r, const std::vector<int>& vars) {
+    vector_access_.clear();
+    const int u = vars.back();
+    const Expr& extent = k_.body[k_.vars[u].extent];
+    size_t widest = 0;
+    for (int i = 0; i < r; ++i) {
+      const Expr& e = k_.body[i];
+      if (e.op != ScalarOp::kLoad || placement_.scope[i] != Scope::kReduction || placement_.loop[i] != k_.body[r].loop) continue;
+      if (!analysis_.unit_stride(e.a, u)) continue;
+      vector_access_.push_back(i);
+      widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
+    }
+    if (vector_access_.empty()) return;
+    group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
+    int64_t elements = 1;
+    for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
+    const int64_t chunk = (elements + config_.split - 1) / config_.split;
+    if (extent.op != ScalarOp::kConst || extent.ivalue % group_ != 0 || chunk % group_ != 0) vector_access_.clear();
   }
 
   // The variables' values at flat position `flat` of their loop nest (row-major).
@@ -395,6 +453,7 @@ class Printer {
       const auto vars = k_.loop_vars(e.loop);
       std::string lo, hi;
       if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
+      if (phase_ == Phase::kPartial) plan_partial_groups(r, vars);
       block_loop(vars, lo, hi, [&] {
         for (int i = 0; i < r; ++i)
           if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
@@ -572,7 +631,8 @@ class Printer {
   // rows side by side
   std::string live_;                  // this thread's row exists (empty: one row per block)
   // vector groups
-  std::vector<int> vector_access_;    // contiguous loads and stores of the element loop
+  std::vector<int> vector_access_;    // contiguous loads and stores of the element loop (of the partial
+                                      // pass's reduction loop being printed, in a split kernel)
   int group_ = 1;                     // elements per group
   std::string group_lane_;            // the element inside a group while its body is printed
   std::string group_live_;            // that element is inside the tile
