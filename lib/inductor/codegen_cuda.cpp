@@ -21,6 +21,7 @@
 // Signature: extern "C" __global__ void <name>(Buffers buffers, Symbols symbols, long long tiles).
 #include "inductor/codegen_cuda.h"
 
+#include "inductor/cuda_printer.h"
 #include "inductor/cuda_scalars.h"
 #include "inductor/index_analysis.h"
 #include "inductor/placement.h"
@@ -37,611 +38,374 @@
 
 namespace jitc::inductor {
 
-namespace {
+namespace cuda_printer {
 
 using c10::ScalarType;
 using cuda::c_type;
 using cuda::combiner;
 using cuda::identity;
 using cuda::is_float;
-using cuda::is_unsigned;
 using cuda::literal;
 using cuda::storage_type;
-using cuda::vector_type;
 
-// A split kernel prints twice: the partial pass (slices of rows into the workspace) and the final one
-// (each row's partial results combined, then the rest of the row).
-enum class Phase { kWhole, kPartial, kFinal };
+Printer::Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase)
+    : k_(k),
+      index32_(index32),
+      config_(config),
+      tile_(k.tile > 0 && config.tile > 0 ? config.tile : k.tile),
+      function_(std::move(function)),
+      placement_(place(k)),
+      analysis_(k),
+      emitted_(k.body.size()),
+      phase_(phase) {
+  index_ = cuda::index_expressions(k_);
+  relaxed_ = cuda::relaxed_math(k_);
+  pair_sin_and_cos();
+  plan_persistent_rows();
+  plan_vector_groups();
+}
 
-class Printer {
- public:
-  Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase = Phase::kWhole)
-      : k_(k),
-        index32_(index32),
-        config_(config),
-        tile_(k.tile > 0 && config.tile > 0 ? config.tile : k.tile),
-        function_(std::move(function)),
-        placement_(place(k)),
-        analysis_(k),
-        emitted_(k.body.size()),
-        phase_(phase) {
-    index_ = cuda::index_expressions(k_);
-    relaxed_ = cuda::relaxed_math(k_);
-    pair_sin_and_cos();
-    plan_persistent_rows();
-    plan_vector_groups();
-  }
+std::string Printer::run() {
+  // Indices in 32 bits when every buffer the kernel touches has fewer than 2^31 elements: 64-bit integer
+  // arithmetic costs GPUs several instructions per operation.
+  out_ += fmt::format("typedef {} idx_t;\n", index32_ ? "int" : "long long");
+  const size_t pointers = k_.buffers.size() + (phase_ == Phase::kWhole ? 0 : 1);  // + the workspace
+  out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", function_, std::max<size_t>(1, pointers));
+  out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
+                      config_.threads, function_, function_);
+  for (size_t b = 0; b < k_.buffers.size(); ++b)
+    line(fmt::format("{}* __restrict__ buf{} = ({}*)buffers.p[{}];", storage_type(k_.buffers[b].dtype), b,
+                     storage_type(k_.buffers[b].dtype), b));
+  if (phase_ != Phase::kWhole) line(fmt::format("long long* __restrict__ workspace = (long long*)buffers.p[{}];", k_.buffers.size()));
+  for (size_t i = 0; i < k_.body.size(); ++i)
+    if (placement_.scope[i] == Scope::kEntry) emit(static_cast<int>(i));
+  tiles_per_row_ = tiles_per_row();
+  line("for (idx_t t = blockIdx.x; t < (idx_t)tiles; t += gridDim.x) {");
+  row();
+  line("__syncthreads();");
+  line("}");
+  out_ += "}\n";
+  return out_;
+}
 
-  std::string run() {
-    // Indices in 32 bits when every buffer the kernel touches has fewer than 2^31 elements: 64-bit integer
-    // arithmetic costs GPUs several instructions per operation.
-    out_ += fmt::format("typedef {} idx_t;\n", index32_ ? "int" : "long long");
-    const size_t pointers = k_.buffers.size() + (phase_ == Phase::kWhole ? 0 : 1);  // + the workspace
-    out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", function_, std::max<size_t>(1, pointers));
-    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
-                        config_.threads, function_, function_);
-    for (size_t b = 0; b < k_.buffers.size(); ++b)
-      line(fmt::format("{}* __restrict__ buf{} = ({}*)buffers.p[{}];", storage_type(k_.buffers[b].dtype), b,
-                       storage_type(k_.buffers[b].dtype), b));
-    if (phase_ != Phase::kWhole) line(fmt::format("long long* __restrict__ workspace = (long long*)buffers.p[{}];", k_.buffers.size()));
-    for (size_t i = 0; i < k_.body.size(); ++i)
-      if (placement_.scope[i] == Scope::kEntry) emit(static_cast<int>(i));
-    tiles_per_row_ = tiles_per_row();
-    line("for (idx_t t = blockIdx.x; t < (idx_t)tiles; t += gridDim.x) {");
-    row();
-    line("__syncthreads();");
-    line("}");
-    out_ += "}\n";
-    return out_;
-  }
-
- private:
-  void line(const std::string& s) { out_ += "  " + s + "\n"; }
-  std::string name(int e) const { return fmt::format("e{}", e); }
-  std::string fresh(const char* stem) { return fmt::format("{}{}", stem, counter_++); }
-
-  // sin(x) and cos(x) of the same x are computed together.
-  void pair_sin_and_cos() {
-    std::map<std::pair<int, ScalarType>, int> sin_of, cos_of;
-    for (size_t i = 0; i < k_.body.size(); ++i) {
-      const Expr& e = k_.body[i];
-      if (e.op == ScalarOp::kSin) sin_of.emplace(std::make_pair(e.a, e.dtype), static_cast<int>(i));
-      if (e.op == ScalarOp::kCos) cos_of.emplace(std::make_pair(e.a, e.dtype), static_cast<int>(i));
-    }
-    for (const auto& [operand, sin] : sin_of)
-      if (auto cos = cos_of.find(operand); cos != cos_of.end()) {
-        sincos_partner_[sin] = cos->second;
-        sincos_partner_[cos->second] = sin;
-      }
-  }
-
-  // Persistent rows: every reduction loop and the element loop run over one constant shape with at most
-  // kMaxItemsPerThread positions per thread. A load made by more than one loop gets a register array
-  // (indexed by the unrolled position, so it stays in registers) filled by the first loop that reads it.
-  void plan_persistent_rows() {
-    const int64_t elements = constant_row_elements(k_);
-    if (elements <= 0 || config_.columns > 0 || config_.split > 0) return;
-    const int64_t items = (elements + config_.threads - 1) / config_.threads;
-    if (items > kMaxItemsPerThread) return;
-    row_elements_ = elements;
-    items_ = static_cast<int>(items);
-    const auto& keys = analysis_.positional_keys();
-    std::map<int, std::set<int>> loops_reading;  // positional key of a load -> loops (-1: element loop)
-    for (size_t i = 0; i < k_.body.size(); ++i)
-      if (k_.body[i].op == ScalarOp::kLoad && placement_.scope[i] != Scope::kRow && placement_.scope[i] != Scope::kEntry)
-        loops_reading[keys[i]].insert(placement_.scope[i] == Scope::kElement ? -1 : placement_.loop[i]);
-    for (const auto& [key, loops] : loops_reading)
-      if (loops.size() > 1) register_array_.emplace(key, static_cast<int>(register_array_.size()));
-  }
-
- private:
-  // Vector groups: pointwise kernels (one inner variable, tiled) whose element loop loads or stores a
-  // buffer contiguously in that variable.
-  void plan_vector_groups() {
-    if (tile_ <= 0) return;
-    const int u = k_.inner_vars().at(0);
-    size_t widest = 0;
-    for (size_t i = 0; i < k_.body.size(); ++i) {
-      const Expr& e = k_.body[i];
-      if ((e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) || placement_.scope[i] != Scope::kElement) continue;
-      if (!analysis_.unit_stride(e.a, u)) continue;
-      vector_access_.push_back(static_cast<int>(i));
-      widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
-    }
-    if (vector_access_.empty()) return;
-    group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
-    if (tile_ % group_ != 0) vector_access_.clear();
-  }
-
-  std::string tiles_per_row() {
-    if (tile_ == 0) return "1ll";
-    const auto inner = k_.inner_vars();
-    if (inner.size() != 1) throw std::invalid_argument("cuda codegen: a tiled kernel needs exactly one inner dim");
-    const std::string v = fresh("tpr");
-    line(fmt::format("const idx_t {} = ({} + {}) / {};", v, name(k_.vars[inner[0]].extent), tile_ - 1, tile_));
-    return v;
-  }
-
-  void row() {
-    std::string rest = "t", column_tile = "0ll";
-    if (config_.columns > 0) rest = column_row();
-    if (phase_ != Phase::kWhole) rest = split_row();
-    if (tile_ > 0) {
-      rest = fresh("row");
-      column_tile = fresh("ctile");
-      line(fmt::format("const idx_t {} = t / {}, {} = t % {};", rest, tiles_per_row_, column_tile, tiles_per_row_));
-    }
-    const auto outer = k_.outer_vars();
-    for (size_t d = outer.size(); d-- > 0;) {
-      const std::string extent = name(k_.vars[outer[d]].extent);
-      var_value_[outer[d]] = fresh("o");
-      const std::string next = fresh("q");
-      line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[outer[d]], rest, extent, next, rest, extent));
-      rest = next;
-    }
-    declare_register_arrays();
-    for (size_t i = 0; i < k_.body.size(); ++i) {
-      // The partial pass stops at the reductions: what follows them in the row is the final pass's.
-      if (placement_.scope[i] == Scope::kRow && phase_ != Phase::kPartial) emit(static_cast<int>(i));
-      else if (k_.body[i].op == ScalarOp::kReduce) reduction(static_cast<int>(i));
-    }
-    element_loop(column_tile);
-  }
-
-  // A split kernel's row (and, in the partial pass, which of its slices this block reduces).
-  std::string split_row() {
-    split_row_ = fresh("row");
-    if (phase_ == Phase::kFinal) {
-      line(fmt::format("const idx_t {} = t;", split_row_));
-      return split_row_;
-    }
-    slice_ = fresh("slice");
-    line(fmt::format("const idx_t {} = t / {}, {} = t % {};", split_row_, config_.split, slice_, config_.split));
-    return split_row_;
-  }
-
-  // Side-by-side rows: this thread's row, clamped to the last one so that threads past the end compute
-  // (and never store) a valid row and still take part in the block's reductions.
-  std::string column_row() {
-    std::string rows = "((idx_t)1)";
-    for (int v : k_.outer_vars()) rows = fmt::format("({} * {})", rows, name(k_.vars[v].extent));
-    const std::string wanted = fresh("wanted"), row = fresh("row");
-    live_ = fresh("live");
-    line(fmt::format("const idx_t {} = t * {} + threadIdx.x % {};", wanted, config_.columns, config_.columns));
-    line(fmt::format("const bool {} = {} < {};", live_, wanted, rows));
-    line(fmt::format("const idx_t {} = {} ? {} : {} - 1;", row, live_, wanted, rows));
-    return row;
-  }
-
-  // A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block (over the
-  // threads of a row when rows lie side by side).
-  template <class Body>
-  void block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, Body&& body) {
-    if (items_ > 0 && lo.empty()) return persistent_loop(vars, body);
-    std::string total = "((idx_t)1)";
-    for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
-    const std::string i = fresh("i");
-    if (config_.columns > 0) {
-      // Unrolled so that several strided loads are in flight per thread.
-      line("#pragma unroll 4");
-      line(fmt::format("for (idx_t {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", i, config_.columns, total,
-                       config_.threads / config_.columns));
-      decompose(vars, i);
-    } else if (!lo.empty() && !vector_access_.empty()) {
-      return partial_groups(vars, lo, hi, body);
-    } else if (!lo.empty()) {
-      if (phase_ == Phase::kPartial) line("#pragma unroll 8");  // several loads in flight per thread
-      line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
-      decompose(vars, i);
-    } else {
-      line(fmt::format("for (idx_t {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
-      decompose(vars, i);
-    }
-    body();
-    line("}");
-  }
-
-  // The partial pass's groups: each thread takes group_ consecutive positions of its slice (slices and
-  // the innermost extent are multiples of group_, so a group is whole and inside one innermost run);
-  // contiguous loads move a group at once when aligned.
-  template <class Body>
-  void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, Body&& body) {
-    const std::string g = fresh("g"), whole = fresh("whole");
-    line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
-    decompose(vars, g);
-    const auto before = emitted_;
-    std::vector<std::string> address;
-    std::string condition = "true";
-    for (int i : vector_access_) {
-      const Expr& e = k_.body[i];
-      address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
-      condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
-    }
-    line(fmt::format("const bool {} = {};", whole, condition));
-    move_group(g, hi, whole, address, ScalarOp::kLoad);
-    emitted_ = before;
-    const int innermost = vars.back();
-    const std::string first = var_value_[innermost];
-    group_lane_ = fresh("l");
-    line("#pragma unroll");
-    line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", group_lane_, group_));
-    var_value_[innermost] = fresh("c");
-    line(fmt::format("const idx_t {} = {} + {};", var_value_[innermost], first, group_lane_));
-    body();
-    line("}");
-    group_lane_.clear();
-    line("}");
-  }
-
-  // Plans partial_groups for reduction r's loop: its loads that step by one element along the loop's
-  // innermost variable. (H100, (x*x).mean() of 8192x4096: 0.0663 ms with one element per step and the
-  // loop unrolled 8 times, 0.0504 ms with groups of 4 floats: 68% -> 89% of the copy roofline.)
-  void plan_partial_groups(int r, const std::vector<int>& vars) {
-    vector_access_.clear();
-    const int u = vars.back();
-    const Expr& extent = k_.body[k_.vars[u].extent];
-    size_t widest = 0;
-    for (int i = 0; i < r; ++i) {
-      const Expr& e = k_.body[i];
-      if (e.op != ScalarOp::kLoad || placement_.scope[i] != Scope::kReduction || placement_.loop[i] != k_.body[r].loop) continue;
-      if (!analysis_.unit_stride(e.a, u)) continue;
-      vector_access_.push_back(i);
-      widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
-    }
-    if (vector_access_.empty()) return;
-    group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
-    int64_t elements = 1;
-    for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
-    const int64_t chunk = (elements + config_.split - 1) / config_.split;
-    if (extent.op != ScalarOp::kConst || extent.ivalue % group_ != 0 || chunk % group_ != 0) vector_access_.clear();
-  }
-
-  // The variables' values at flat position `flat` of their loop nest (row-major).
-  void decompose(const std::vector<int>& vars, std::string flat) {
-    for (size_t d = vars.size(); d-- > 0;) {
-      if (d == 0) {
-        var_value_[vars[d]] = flat;
-        continue;
-      }
-      const std::string extent = name(k_.vars[vars[d]].extent);
-      var_value_[vars[d]] = fresh("c");
-      const std::string next = fresh("r");
-      line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[vars[d]], flat, extent, next, flat, extent));
-      flat = next;
-    }
-  }
-
-  // A thread's positions of a persistent row, unrolled: position = thread + lane * threads.
-  template <class Body>
-  void persistent_loop(const std::vector<int>& vars, Body&& body) {
-    lane_ = fresh("lane");
-    const std::string i = fresh("i");
-    line("#pragma unroll");
-    line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", lane_, lane_, items_, lane_));
-    line(fmt::format("const idx_t {} = threadIdx.x + {} * {};", i, lane_, config_.threads));
-    const bool ragged = row_elements_ % config_.threads != 0;
-    if (ragged) line(fmt::format("if ({} < {}) {{", i, row_elements_));
-    decompose(vars, i);
-    body();
-    if (ragged) line("}");
-    line("}");
-    lane_.clear();
-  }
-
-  void declare_register_arrays() {
-    const auto& keys = analysis_.positional_keys();
-    std::set<int> declared;
-    for (size_t i = 0; i < k_.body.size(); ++i) {
-      auto it = register_array_.find(keys[i]);
-      if (k_.body[i].op != ScalarOp::kLoad || it == register_array_.end() || !declared.insert(it->second).second) continue;
-      line(fmt::format("{} row{}[{}];", c_type(k_.body[i].dtype), it->second, items_));
-    }
-  }
-
-  void element_loop(const std::string& column_tile) {
-    bool any = false;
-    for (size_t i = 0; i < k_.body.size(); ++i) any |= placement_.scope[i] == Scope::kElement;
-    if (!any) return;
-    std::string lo, hi;
-    const auto inner = k_.inner_vars();
-    if (tile_ > 0) {
-      lo = fresh("lo"), hi = fresh("hi");
-      const std::string extent = name(k_.vars[inner[0]].extent);
-      line(fmt::format("const idx_t {} = {} * {}, {} = min({}, ({})({} + {}));", lo, column_tile, tile_, hi, extent, "idx_t", lo, tile_));
-    }
-    auto saved = emitted_;
-    if (!live_.empty()) line(fmt::format("if ({}) {{", live_));  // no reduction inside: no barrier skipped
-    if (!vector_access_.empty()) vector_groups(inner[0], lo, hi);
-    else block_loop(inner, lo, hi, [&] { element_body(); });
-    if (!live_.empty()) line("}");
-    emitted_ = std::move(saved);
-  }
-
-  void element_body() {
-    for (size_t i = 0; i < k_.body.size(); ++i)
-      if (placement_.scope[i] == Scope::kElement) emit(static_cast<int>(i));
-  }
-
-  // Each thread takes groups of group_ consecutive elements, whose contiguous accesses go through
-  // register arrays: moved at once (one 16-byte access) when the whole group is in the tile and every
-  // such address is aligned, element by element otherwise (the tile's last group, views at odd offsets).
-  // The body is printed once, unrolled over the group; past the tile's end a lane computes on the last
-  // element's indices and stores nothing. (One body, not a second scalar copy for the tail: NVRTC's
-  // time grows with the code, and the first call of a graph waits for it.)
-  void vector_groups(int var, const std::string& lo, const std::string& hi) {
-    const std::string g = fresh("g"), whole = fresh("whole");
-    line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
-    var_value_[var] = g;
-    const auto before = emitted_;
-    std::vector<std::string> address;  // the group's first element, per access
-    std::string condition = fmt::format("{} + {} <= {}", g, group_, hi);
-    for (int i : vector_access_) {
-      const Expr& e = k_.body[i];
-      address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
-      condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
-    }
-    line(fmt::format("const bool {} = {};", whole, condition));
-    move_group(g, hi, whole, address, ScalarOp::kLoad);
-    emitted_ = before;
-    group_lane_ = fresh("l");
-    group_live_ = fresh("live");
-    line("#pragma unroll");
-    line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", group_lane_, group_lane_, group_, group_lane_));
-    line(fmt::format("const bool {} = {} + {} < {};", group_live_, g, group_lane_, hi));
-    var_value_[var] = fresh("c");
-    line(fmt::format("const idx_t {} = {} ? {} + {} : {} - 1;", var_value_[var], group_live_, g, group_lane_, hi));
-    element_body();
-    line("}");
-    group_lane_.clear();
-    group_live_.clear();
-    move_group(g, hi, whole, address, ScalarOp::kStore);
-    line("}");
-  }
-
-  // The group's loads into (op kLoad: declaring the register arrays) or stores from its register arrays.
-  void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op) {
-    std::string at_once, one_by_one;
-    for (size_t j = 0; j < vector_access_.size(); ++j) {
-      const Expr& e = k_.body[vector_access_[j]];
-      const std::string type = storage_type(k_.buffers[e.buffer].dtype), v = fmt::format("v{}", vector_access_[j]);
-      if (op == ScalarOp::kLoad) line(fmt::format("__align__(16) {} {}[{}];", type, v, group_));
-      if (e.op != op) continue;
-      const std::string vector = vector_type(group_bytes(e));
-      if (op == ScalarOp::kLoad) {
-        at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, v, address[j]);
-        one_by_one += fmt::format("{}[l] = {} + l < {} ? {}[l] : ({})0; ", v, g, hi, address[j], type);
-      } else {
-        at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, address[j], v);
-        one_by_one += fmt::format("if ({} + l < {}) {}[l] = {}[l]; ", g, hi, address[j], v);
-      }
-    }
-    if (at_once.empty()) return;
-    line(fmt::format("if ({}) {{ {}}} else {{", whole, at_once));
-    line("#pragma unroll");  // constant indices: the register arrays stay in registers
-    line(fmt::format("  for (int l = 0; l < {}; ++l) {{ {}}}", group_, one_by_one));
-    line("}");
-  }
-
-  size_t group_bytes(const Expr& access) const { return group_ * c10::elementSize(k_.buffers[access.buffer].dtype); }
-
-  bool in_vector_group(const Expr& e) const {
-    if (group_lane_.empty()) return false;
-    const int i = static_cast<int>(&e - k_.body.data());
-    return std::find(vector_access_.begin(), vector_access_.end(), i) != vector_access_.end();
-  }
-
-  void reduction(int r) {
-    const Expr& e = k_.body[r];
-    const ScalarType vt = k_.body[e.a].dtype;
-    // bools reduce as ints: shuffles move 32-bit words
-    const std::string ty = vt == ScalarType::Bool ? "int" : c_type(vt);
-    const bool arg = e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin;
-    const std::string acc = fresh("acc"), pos = fresh("pos");
-    line(fmt::format("{} {} = {};", ty, acc, identity(e.reduce, vt)));
-    if (arg) line(fmt::format("long long {} = (long long)1 << 62;", pos));
-    auto fold = [&](const std::string& v, const std::string& at) {  // acc (, pos) := acc combined with v (at position at)
-      if (arg)
-        line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", ty, e.reduce == ReduceKind::kArgMax, v, at, acc,
-                         pos, acc, v, pos, at));
-      else
-        line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));
-    };
-    auto saved = emitted_;
-    if (phase_ == Phase::kFinal) {
-      combine_partials(r, ty, fold);
-    } else {
-      const auto vars = k_.loop_vars(e.loop);
-      std::string lo, hi;
-      if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
-      if (phase_ == Phase::kPartial) plan_partial_groups(r, vars);
-      block_loop(vars, lo, hi, [&] {
-        for (int i = 0; i < r; ++i)
-          if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
-        fold(name(e.a), arg ? name(e.b) : "");
-      });
-    }
-    emitted_ = std::move(saved);
-    // Side by side, a row's threads are every columns-th thread: combined through shared memory only.
-    const std::string scope = config_.columns > 0 ? "column" : "block";
-    const std::string types = config_.columns > 0 ? fmt::format("{}, {}", config_.columns, ty) : ty;
-    const std::string slot = phase_ == Phase::kWhole ? "" : partial_slot(r);
-    if (arg) {
-      const std::string winner = phase_ == Phase::kPartial ? fresh("winner") : "";
-      if (!winner.empty()) line(fmt::format("{} {};", ty, winner));
-      line(fmt::format("const long long {} = {}_arg_reduce<{}>({}, {}, {}{});", name(r), scope, types, e.reduce == ReduceKind::kArgMax, acc,
-                       pos, winner.empty() ? "" : ", &" + winner));
-      if (!winner.empty())
-        line(fmt::format("if (threadIdx.x == 0) {{ *({}*)(workspace + {}) = {}; workspace[{} + {}] = {}; }}", ty, slot, winner,
-                         positions_offset(), slot, name(r)));
-    } else {
-      const std::string combined = fresh("combined");
-      line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", ty, combined, scope, types,
-                       acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
-      line(fmt::format("const {} {} = ({}){};", c_type(e.dtype), name(r), c_type(e.dtype), combined));
-      if (phase_ == Phase::kPartial) line(fmt::format("if (threadIdx.x == 0) *({}*)(workspace + {}) = {};", ty, slot, combined));
-    }
-    emitted_[r] = true;
-  }
-
-  // The final pass: a row's partial results, in slice order, folded like the elements they stand for.
-  template <class Fold>
-  void combine_partials(int r, const std::string& ty, Fold&& fold) {
-    const std::string slot = partial_slot(r), s = fresh("s"), v = fresh("part");
-    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x) {{", s, config_.split));
-    line(fmt::format("const {} {} = *(const {}*)(workspace + {} + {});", ty, v, ty, slot, s));
-    const bool arg = k_.body[r].reduce == ReduceKind::kArgMax || k_.body[r].reduce == ReduceKind::kArgMin;
-    fold(v, arg ? fmt::format("workspace[{} + {} + {}]", positions_offset(), slot, s) : "");
-    line("}");
-  }
-
-  // This block's slice [lo, hi) of the row's flattened reduction space (constant size: see split_count).
-  std::pair<std::string, std::string> slice_bounds(const std::vector<int>& vars) {
-    int64_t elements = 1;
-    for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
-    const int64_t chunk = (elements + config_.split - 1) / config_.split;
-    const std::string lo = fresh("lo"), hi = fresh("hi");
-    line(fmt::format("const idx_t {} = {} * {}, {} = min(({}){}, {} + {});", lo, slice_, chunk, hi, "idx_t", elements, lo, chunk));
-    return {lo, hi};
-  }
-
-  // Where reduction r's partial results of this row start in the workspace: values, then positions.
-  std::string partial_slot(int r) const {
-    int ordinal = 0;
-    for (int i = 0; i < r; ++i) ordinal += k_.body[i].op == ScalarOp::kReduce;
-    const std::string first = fmt::format("(({}ll * {} + {}) * {})", ordinal, rows(), split_row_, config_.split);
-    return phase_ == Phase::kPartial ? fmt::format("{} + {}", first, slice_) : first;
-  }
-
-  int64_t rows() const {
-    int64_t n = 1;
-    for (int v : k_.outer_vars()) n *= k_.body[k_.vars[v].extent].ivalue;
-    return n;
-  }
-
-  // The workspace holds every partial value, then every position (split_workspace_slots owns the size).
-  int64_t positions_offset() const { return split_workspace_slots(k_, config_) / 2; }
-
-  std::string emit(int i) {
-    if (emitted_[i]) return name(i);
+// sin(x) and cos(x) of the same x are computed together.
+void Printer::pair_sin_and_cos() {
+  std::map<std::pair<int, ScalarType>, int> sin_of, cos_of;
+  for (size_t i = 0; i < k_.body.size(); ++i) {
     const Expr& e = k_.body[i];
-    for (int operand : {e.a, e.b, e.c})
-      if (operand >= 0 && !emitted_[operand] && k_.body[operand].op != ScalarOp::kReduce) emit(operand);
-    emitted_[i] = true;
-    expr(i, e);
-    return name(i);
+    if (e.op == ScalarOp::kSin) sin_of.emplace(std::make_pair(e.a, e.dtype), static_cast<int>(i));
+    if (e.op == ScalarOp::kCos) cos_of.emplace(std::make_pair(e.a, e.dtype), static_cast<int>(i));
   }
+  for (const auto& [operand, sin] : sin_of)
+    if (auto cos = cos_of.find(operand); cos != cos_of.end()) {
+      sincos_partner_[sin] = cos->second;
+      sincos_partner_[cos->second] = sin;
+    }
+}
 
-  void expr(int i, const Expr& e) {
-    const ScalarType t = e.dtype;
-    const std::string ty = index_[i] ? "idx_t" : c_type(t);
-    const bool f = is_float(t);
-    const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "", c = e.c >= 0 ? name(e.c) : "";
-    auto define = [&](const std::string& value) { line(fmt::format("const {} {} = {};", ty, name(i), value)); };
-    if (f && (e.op == ScalarOp::kSin || e.op == ScalarOp::kCos)) {
-      if (auto partner = sincos_partner_.find(i); partner != sincos_partner_.end()) {
-        // sin and cos of one value: sincos shares the argument reduction (the expensive part).
-        const int sin = e.op == ScalarOp::kSin ? i : partner->second, cos = e.op == ScalarOp::kSin ? partner->second : i;
-        line(fmt::format("{} {}, {};", ty, name(sin), name(cos)));
-        line(fmt::format("sincos{}({}, &{}, &{});", t == ScalarType::Float ? "f" : "", a, name(sin), name(cos)));
-        emitted_[partner->second] = true;
-        return;
-      }
-    }
-    if (relaxed_[i] && e.op == ScalarOp::kExp) return define(fmt::format("__expf({})", a));
-    if (relaxed_[i] && e.op == ScalarOp::kDiv) return define(fmt::format("fast_div({}, {})", a, b));
-    switch (e.op) {
-      case ScalarOp::kVar: define(var_value_.at(e.var)); break;
-      case ScalarOp::kSym: define(fmt::format("(idx_t)symbols.v[{}]", e.var)); break;
-      case ScalarOp::kConst: define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue)); break;
-      case ScalarOp::kLoad: load(i, e); break;
-      case ScalarOp::kStore: store(e); break;
-      default: define(cuda::value_of(e, ty, a, b, c));
-    }
+// Persistent rows: every reduction loop and the element loop run over one constant shape with at most
+// kMaxItemsPerThread positions per thread. A load made by more than one loop gets a register array
+// (indexed by the unrolled position, so it stays in registers) filled by the first loop that reads it.
+void Printer::plan_persistent_rows() {
+  const int64_t elements = constant_row_elements(k_);
+  if (elements <= 0 || config_.columns > 0 || config_.split > 0) return;
+  const int64_t items = (elements + config_.threads - 1) / config_.threads;
+  if (items > kMaxItemsPerThread) return;
+  row_elements_ = elements;
+  items_ = static_cast<int>(items);
+  const auto& keys = analysis_.positional_keys();
+  std::map<int, std::set<int>> loops_reading;  // positional key of a load -> loops (-1: element loop)
+  for (size_t i = 0; i < k_.body.size(); ++i)
+    if (k_.body[i].op == ScalarOp::kLoad && placement_.scope[i] != Scope::kRow && placement_.scope[i] != Scope::kEntry)
+      loops_reading[keys[i]].insert(placement_.scope[i] == Scope::kElement ? -1 : placement_.loop[i]);
+  for (const auto& [key, loops] : loops_reading)
+    if (loops.size() > 1) register_array_.emplace(key, static_cast<int>(register_array_.size()));
+}
+
+std::string Printer::tiles_per_row() {
+  if (tile_ == 0) return "1ll";
+  const auto inner = k_.inner_vars();
+  if (inner.size() != 1) throw std::invalid_argument("cuda codegen: a tiled kernel needs exactly one inner dim");
+  const std::string v = fresh("tpr");
+  line(fmt::format("const idx_t {} = ({} + {}) / {};", v, name(k_.vars[inner[0]].extent), tile_ - 1, tile_));
+  return v;
+}
+
+void Printer::row() {
+  std::string rest = "t", column_tile = "0ll";
+  if (config_.columns > 0) rest = column_row();
+  if (phase_ != Phase::kWhole) rest = split_row();
+  if (tile_ > 0) {
+    rest = fresh("row");
+    column_tile = fresh("ctile");
+    line(fmt::format("const idx_t {} = t / {}, {} = t % {};", rest, tiles_per_row_, column_tile, tiles_per_row_));
   }
+  const auto outer = k_.outer_vars();
+  for (size_t d = outer.size(); d-- > 0;) {
+    const std::string extent = name(k_.vars[outer[d]].extent);
+    var_value_[outer[d]] = fresh("o");
+    const std::string next = fresh("q");
+    line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[outer[d]], rest, extent, next, rest, extent));
+    rest = next;
+  }
+  declare_register_arrays();
+  for (size_t i = 0; i < k_.body.size(); ++i) {
+    // The partial pass stops at the reductions: what follows them in the row is the final pass's.
+    if (placement_.scope[i] == Scope::kRow && phase_ != Phase::kPartial) emit(static_cast<int>(i));
+    else if (k_.body[i].op == ScalarOp::kReduce) reduction(static_cast<int>(i));
+  }
+  element_loop(column_tile);
+}
 
-  void load(int i, const Expr& e) {
-    // In a persistent row, a load that another loop made already comes from registers.
-    const int array = register_array_of(i);
-    if (array >= 0 && filled_.count(array)) {
-      line(fmt::format("const {} {} = row{}[{}];", c_type(e.dtype), name(i), array, lane_));
+// Side-by-side rows: this thread's row, clamped to the last one so that threads past the end compute
+// (and never store) a valid row and still take part in the block's reductions.
+std::string Printer::column_row() {
+  std::string rows = "((idx_t)1)";
+  for (int v : k_.outer_vars()) rows = fmt::format("({} * {})", rows, name(k_.vars[v].extent));
+  const std::string wanted = fresh("wanted"), row = fresh("row");
+  live_ = fresh("live");
+  line(fmt::format("const idx_t {} = t * {} + threadIdx.x % {};", wanted, config_.columns, config_.columns));
+  line(fmt::format("const bool {} = {} < {};", live_, wanted, rows));
+  line(fmt::format("const idx_t {} = {} ? {} : {} - 1;", row, live_, wanted, rows));
+  return row;
+}
+
+// A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block (over the
+// threads of a row when rows lie side by side).
+void Printer::block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
+  if (items_ > 0 && lo.empty()) return persistent_loop(vars, body);
+  std::string total = "((idx_t)1)";
+  for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
+  const std::string i = fresh("i");
+  if (config_.columns > 0) {
+    // Unrolled so that several strided loads are in flight per thread.
+    line("#pragma unroll 4");
+    line(fmt::format("for (idx_t {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", i, config_.columns, total,
+                     config_.threads / config_.columns));
+    decompose(vars, i);
+  } else if (!lo.empty() && !vector_access_.empty()) {
+    return partial_groups(vars, lo, hi, body);
+  } else if (!lo.empty()) {
+    if (phase_ == Phase::kPartial) line("#pragma unroll 8");  // several loads in flight per thread
+    line(fmt::format("for (idx_t {} = {} + threadIdx.x; {} < {}; {} += blockDim.x) {{", i, lo, i, hi, i));
+    decompose(vars, i);
+  } else {
+    line(fmt::format("for (idx_t {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", i, i, total, i));
+    decompose(vars, i);
+  }
+  body();
+  line("}");
+}
+
+// The variables' values at flat position `flat` of their loop nest (row-major).
+void Printer::decompose(const std::vector<int>& vars, std::string flat) {
+  for (size_t d = vars.size(); d-- > 0;) {
+    if (d == 0) {
+      var_value_[vars[d]] = flat;
+      continue;
+    }
+    const std::string extent = name(k_.vars[vars[d]].extent);
+    var_value_[vars[d]] = fresh("c");
+    const std::string next = fresh("r");
+    line(fmt::format("const idx_t {} = {} % {}, {} = {} / {};", var_value_[vars[d]], flat, extent, next, flat, extent));
+    flat = next;
+  }
+}
+
+// A thread's positions of a persistent row, unrolled: position = thread + lane * threads.
+void Printer::persistent_loop(const std::vector<int>& vars, const std::function<void()>& body) {
+  lane_ = fresh("lane");
+  const std::string i = fresh("i");
+  line("#pragma unroll");
+  line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", lane_, lane_, items_, lane_));
+  line(fmt::format("const idx_t {} = threadIdx.x + {} * {};", i, lane_, config_.threads));
+  const bool ragged = row_elements_ % config_.threads != 0;
+  if (ragged) line(fmt::format("if ({} < {}) {{", i, row_elements_));
+  decompose(vars, i);
+  body();
+  if (ragged) line("}");
+  line("}");
+  lane_.clear();
+}
+
+void Printer::declare_register_arrays() {
+  const auto& keys = analysis_.positional_keys();
+  std::set<int> declared;
+  for (size_t i = 0; i < k_.body.size(); ++i) {
+    auto it = register_array_.find(keys[i]);
+    if (k_.body[i].op != ScalarOp::kLoad || it == register_array_.end() || !declared.insert(it->second).second) continue;
+    line(fmt::format("{} row{}[{}];", c_type(k_.body[i].dtype), it->second, items_));
+  }
+}
+
+void Printer::element_loop(const std::string& column_tile) {
+  bool any = false;
+  for (size_t i = 0; i < k_.body.size(); ++i) any |= placement_.scope[i] == Scope::kElement;
+  if (!any) return;
+  std::string lo, hi;
+  const auto inner = k_.inner_vars();
+  if (tile_ > 0) {
+    lo = fresh("lo"), hi = fresh("hi");
+    const std::string extent = name(k_.vars[inner[0]].extent);
+    line(fmt::format("const idx_t {} = {} * {}, {} = min({}, ({})({} + {}));", lo, column_tile, tile_, hi, extent, "idx_t", lo, tile_));
+  }
+  auto saved = emitted_;
+  if (!live_.empty()) line(fmt::format("if ({}) {{", live_));  // no reduction inside: no barrier skipped
+  if (!vector_access_.empty()) vector_groups(inner[0], lo, hi);
+  else block_loop(inner, lo, hi, [&] { element_body(); });
+  if (!live_.empty()) line("}");
+  emitted_ = std::move(saved);
+}
+
+void Printer::element_body() {
+  for (size_t i = 0; i < k_.body.size(); ++i)
+    if (placement_.scope[i] == Scope::kElement) emit(static_cast<int>(i));
+}
+
+void Printer::reduction(int r) {
+  const Expr& e = k_.body[r];
+  const ScalarType vt = k_.body[e.a].dtype;
+  // bools reduce as ints: shuffles move 32-bit words
+  const std::string ty = vt == ScalarType::Bool ? "int" : c_type(vt);
+  const bool arg = e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin;
+  const std::string acc = fresh("acc"), pos = fresh("pos");
+  line(fmt::format("{} {} = {};", ty, acc, identity(e.reduce, vt)));
+  if (arg) line(fmt::format("long long {} = (long long)1 << 62;", pos));
+  auto fold = [&](const std::string& v, const std::string& at) {  // acc (, pos) := acc combined with v (at position at)
+    if (arg)
+      line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", ty, e.reduce == ReduceKind::kArgMax, v, at, acc,
+                       pos, acc, v, pos, at));
+    else
+      line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));
+  };
+  auto saved = emitted_;
+  if (phase_ == Phase::kFinal) {
+    combine_partials(r, ty, fold);
+  } else {
+    const auto vars = k_.loop_vars(e.loop);
+    std::string lo, hi;
+    if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
+    if (phase_ == Phase::kPartial) plan_partial_groups(r, vars);
+    block_loop(vars, lo, hi, [&] {
+      for (int i = 0; i < r; ++i)
+        if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
+      fold(name(e.a), arg ? name(e.b) : "");
+    });
+  }
+  emitted_ = std::move(saved);
+  // Side by side, a row's threads are every columns-th thread: combined through shared memory only.
+  const std::string scope = config_.columns > 0 ? "column" : "block";
+  const std::string types = config_.columns > 0 ? fmt::format("{}, {}", config_.columns, ty) : ty;
+  const std::string slot = phase_ == Phase::kWhole ? "" : partial_slot(r);
+  if (arg) {
+    const std::string winner = phase_ == Phase::kPartial ? fresh("winner") : "";
+    if (!winner.empty()) line(fmt::format("{} {};", ty, winner));
+    line(fmt::format("const long long {} = {}_arg_reduce<{}>({}, {}, {}{});", name(r), scope, types, e.reduce == ReduceKind::kArgMax, acc,
+                     pos, winner.empty() ? "" : ", &" + winner));
+    if (!winner.empty())
+      line(fmt::format("if (threadIdx.x == 0) {{ *({}*)(workspace + {}) = {}; workspace[{} + {}] = {}; }}", ty, slot, winner,
+                       positions_offset(), slot, name(r)));
+  } else {
+    const std::string combined = fresh("combined");
+    line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", ty, combined, scope, types,
+                     acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
+    line(fmt::format("const {} {} = ({}){};", c_type(e.dtype), name(r), c_type(e.dtype), combined));
+    if (phase_ == Phase::kPartial) line(fmt::format("if (threadIdx.x == 0) *({}*)(workspace + {}) = {};", ty, slot, combined));
+  }
+  emitted_[r] = true;
+}
+
+std::string Printer::emit(int i) {
+  if (emitted_[i]) return name(i);
+  const Expr& e = k_.body[i];
+  for (int operand : {e.a, e.b, e.c})
+    if (operand >= 0 && !emitted_[operand] && k_.body[operand].op != ScalarOp::kReduce) emit(operand);
+  emitted_[i] = true;
+  expr(i, e);
+  return name(i);
+}
+
+void Printer::expr(int i, const Expr& e) {
+  const ScalarType t = e.dtype;
+  const std::string ty = index_[i] ? "idx_t" : c_type(t);
+  const bool f = is_float(t);
+  const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "", c = e.c >= 0 ? name(e.c) : "";
+  auto define = [&](const std::string& value) { line(fmt::format("const {} {} = {};", ty, name(i), value)); };
+  if (f && (e.op == ScalarOp::kSin || e.op == ScalarOp::kCos)) {
+    if (auto partner = sincos_partner_.find(i); partner != sincos_partner_.end()) {
+      // sin and cos of one value: sincos shares the argument reduction (the expensive part).
+      const int sin = e.op == ScalarOp::kSin ? i : partner->second, cos = e.op == ScalarOp::kSin ? partner->second : i;
+      line(fmt::format("{} {}, {};", ty, name(sin), name(cos)));
+      line(fmt::format("sincos{}({}, &{}, &{});", t == ScalarType::Float ? "f" : "", a, name(sin), name(cos)));
+      emitted_[partner->second] = true;
       return;
     }
-    const ScalarType dtype = k_.buffers[e.buffer].dtype;
-    const std::string raw = in_vector_group(e) ? fmt::format("v{}[{}]", i, group_lane_) : fmt::format("buf{}[{}]", e.buffer, name(e.a));
-    std::string value = raw;
-    if (dtype == ScalarType::Half) value = fmt::format("half_to_float({})", raw);
-    if (dtype == ScalarType::BFloat16) value = fmt::format("bf16_to_float({})", raw);
-    if (dtype == ScalarType::Bool) value = fmt::format("({} != 0)", raw);
-    line(fmt::format("const {} {} = {};", c_type(e.dtype), name(i), value));
-    if (array >= 0) {
-      line(fmt::format("row{}[{}] = {};", array, lane_, name(i)));
-      filled_.insert(array);
-    }
   }
-
-  int register_array_of(int i) const {
-    if (lane_.empty()) return -1;
-    auto it = register_array_.find(analysis_.positional_keys()[i]);
-    return it == register_array_.end() ? -1 : it->second;
+  if (relaxed_[i] && e.op == ScalarOp::kExp) return define(fmt::format("__expf({})", a));
+  if (relaxed_[i] && e.op == ScalarOp::kDiv) return define(fmt::format("fast_div({}, {})", a, b));
+  switch (e.op) {
+    case ScalarOp::kVar: define(var_value_.at(e.var)); break;
+    case ScalarOp::kSym: define(fmt::format("(idx_t)symbols.v[{}]", e.var)); break;
+    case ScalarOp::kConst: define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue)); break;
+    case ScalarOp::kLoad: load(i, e); break;
+    case ScalarOp::kStore: store(e); break;
+    default: define(cuda::value_of(e, ty, a, b, c));
   }
+}
 
-  void store(const Expr& e) {
-    const ScalarType dtype = k_.buffers[e.buffer].dtype;
-    // A value rounded to the buffer's precision just before is stored from its unrounded operand (the
-    // store rounds the same way): one conversion, not three.
-    const Expr& stored = k_.body[e.b];
-    const bool rounded = stored.op == ScalarOp::kRoundTo && static_cast<ScalarType>(stored.ivalue) == dtype;
-    std::string value = name(rounded ? stored.a : e.b);
-    if (dtype == ScalarType::Half) value = fmt::format("float_to_half({})", value);
-    if (dtype == ScalarType::BFloat16) value = fmt::format("float_to_bf16({})", value);
-    if (dtype == ScalarType::Bool) value = fmt::format("(unsigned char){}", value);
-    if (in_vector_group(e)) {
-      line(fmt::format("v{}[{}] = {};", &e - k_.body.data(), group_lane_, value));
-      return;
-    }
-    // A value stored once per row is written by one thread (the first of its row's).
-    const bool per_row = placement_.scope[&e - k_.body.data()] == Scope::kRow;
-    std::string writer;
-    if (per_row)
-      writer = live_.empty() ? "if (threadIdx.x == 0) " : fmt::format("if (threadIdx.x < {} && {}) ", config_.columns, live_);
-    if (!group_live_.empty()) writer = fmt::format("if ({}) ", group_live_);  // a lane past the tile's end
-    line(fmt::format("{}buf{}[{}] = {};", writer, e.buffer, name(e.a), value));
+void Printer::load(int i, const Expr& e) {
+  // In a persistent row, a load that another loop made already comes from registers.
+  const int array = register_array_of(i);
+  if (array >= 0 && filled_.count(array)) {
+    line(fmt::format("const {} {} = row{}[{}];", c_type(e.dtype), name(i), array, lane_));
+    return;
   }
+  const ScalarType dtype = k_.buffers[e.buffer].dtype;
+  const std::string raw = in_vector_group(e) ? fmt::format("v{}[{}]", i, group_lane_) : fmt::format("buf{}[{}]", e.buffer, name(e.a));
+  std::string value = raw;
+  if (dtype == ScalarType::Half) value = fmt::format("half_to_float({})", raw);
+  if (dtype == ScalarType::BFloat16) value = fmt::format("bf16_to_float({})", raw);
+  if (dtype == ScalarType::Bool) value = fmt::format("({} != 0)", raw);
+  line(fmt::format("const {} {} = {};", c_type(e.dtype), name(i), value));
+  if (array >= 0) {
+    line(fmt::format("row{}[{}] = {};", array, lane_, name(i)));
+    filled_.insert(array);
+  }
+}
 
-  const Kernel& k_;
-  bool index32_;
-  CudaConfig config_;
-  int64_t tile_;  // elements per tile of a tiled (pointwise) kernel: the configuration's, else the kernel's
-  std::string function_;
-  std::vector<bool> index_;
-  std::vector<bool> relaxed_;  // float32 values only ever rounded to 16 bits: approximate exp and division
-  Placement placement_;
-  IndexAnalysis analysis_;
-  std::vector<bool> emitted_;
-  std::map<int, int> sincos_partner_;  // sin <-> cos of the same value
-  // persistent rows
-  int64_t row_elements_ = 0;
-  int items_ = 0;                     // positions per thread; 0: rows are looped over
-  std::map<int, int> register_array_; // positional key of a load -> its register array
-  std::set<int> filled_;              // register arrays a loop printed so far fills
-  std::string lane_;                  // the unrolled position inside a persistent loop
-  // split reductions
-  Phase phase_;
-  std::string split_row_, slice_;     // the row's flat index; the partial pass's slice of it
-  // rows side by side
-  std::string live_;                  // this thread's row exists (empty: one row per block)
-  // vector groups
-  std::vector<int> vector_access_;    // contiguous loads and stores of the element loop (of the partial
-                                      // pass's reduction loop being printed, in a split kernel)
-  int group_ = 1;                     // elements per group
-  std::string group_lane_;            // the element inside a group while its body is printed
-  std::string group_live_;            // that element is inside the tile
-  std::unordered_map<int, std::string> var_value_;
-  std::string out_, tiles_per_row_;
-  int counter_ = 0;
-};
+int Printer::register_array_of(int i) const {
+  if (lane_.empty()) return -1;
+  auto it = register_array_.find(analysis_.positional_keys()[i]);
+  return it == register_array_.end() ? -1 : it->second;
+}
 
-}  // namespace
+void Printer::store(const Expr& e) {
+  const ScalarType dtype = k_.buffers[e.buffer].dtype;
+  // A value rounded to the buffer's precision just before is stored from its unrounded operand (the
+  // store rounds the same way): one conversion, not three.
+  const Expr& stored = k_.body[e.b];
+  const bool rounded = stored.op == ScalarOp::kRoundTo && static_cast<ScalarType>(stored.ivalue) == dtype;
+  std::string value = name(rounded ? stored.a : e.b);
+  if (dtype == ScalarType::Half) value = fmt::format("float_to_half({})", value);
+  if (dtype == ScalarType::BFloat16) value = fmt::format("float_to_bf16({})", value);
+  if (dtype == ScalarType::Bool) value = fmt::format("(unsigned char){}", value);
+  if (in_vector_group(e)) {
+    line(fmt::format("v{}[{}] = {};", &e - k_.body.data(), group_lane_, value));
+    return;
+  }
+  // A value stored once per row is written by one thread (the first of its row's).
+  const bool per_row = placement_.scope[&e - k_.body.data()] == Scope::kRow;
+  std::string writer;
+  if (per_row)
+    writer = live_.empty() ? "if (threadIdx.x == 0) " : fmt::format("if (threadIdx.x < {} && {}) ", config_.columns, live_);
+  if (!group_live_.empty()) writer = fmt::format("if ({}) ", group_live_);  // a lane past the tile's end
+  line(fmt::format("{}buf{}[{}] = {};", writer, e.buffer, name(e.a), value));
+}
+
+}  // namespace cuda_printer
+
+using cuda_printer::Phase;
+using cuda_printer::Printer;
 
 std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function) {
   if (config.split == 0) return Printer(kernel, index32, config, function).run();

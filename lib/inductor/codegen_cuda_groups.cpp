@@ -1,0 +1,157 @@
+// Vector groups (see codegen_cuda.cpp's header comment): 16 bytes' worth of consecutive elements per
+// thread in pointwise kernels' element loops and in the split partial pass's reduction loops.
+#include "inductor/cuda_printer.h"
+#include "inductor/cuda_scalars.h"
+
+#include <c10/core/ScalarType.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace jitc::inductor::cuda_printer {
+
+using cuda::storage_type;
+using cuda::vector_type;
+
+// Vector groups: pointwise kernels (one inner variable, tiled) whose element loop loads or stores a
+// buffer contiguously in that variable.
+void Printer::plan_vector_groups() {
+  if (tile_ <= 0) return;
+  const int u = k_.inner_vars().at(0);
+  size_t widest = 0;
+  for (size_t i = 0; i < k_.body.size(); ++i) {
+    const Expr& e = k_.body[i];
+    if ((e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) || placement_.scope[i] != Scope::kElement) continue;
+    if (!analysis_.unit_stride(e.a, u)) continue;
+    vector_access_.push_back(static_cast<int>(i));
+    widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
+  }
+  if (vector_access_.empty()) return;
+  group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
+  if (tile_ % group_ != 0) vector_access_.clear();
+}
+
+// Each thread takes groups of group_ consecutive elements, whose contiguous accesses go through
+// register arrays: moved at once (one 16-byte access) when the whole group is in the tile and every
+// such address is aligned, element by element otherwise (the tile's last group, views at odd offsets).
+// The body is printed once, unrolled over the group; past the tile's end a lane computes on the last
+// element's indices and stores nothing. (One body, not a second scalar copy for the tail: NVRTC's
+// time grows with the code, and the first call of a graph waits for it.)
+void Printer::vector_groups(int var, const std::string& lo, const std::string& hi) {
+  const std::string g = fresh("g"), whole = fresh("whole");
+  line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
+  var_value_[var] = g;
+  const auto before = emitted_;
+  std::vector<std::string> address;  // the group's first element, per access
+  std::string condition = fmt::format("{} + {} <= {}", g, group_, hi);
+  for (int i : vector_access_) {
+    const Expr& e = k_.body[i];
+    address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
+    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
+  }
+  line(fmt::format("const bool {} = {};", whole, condition));
+  move_group(g, hi, whole, address, ScalarOp::kLoad);
+  emitted_ = before;
+  group_lane_ = fresh("l");
+  group_live_ = fresh("live");
+  line("#pragma unroll");
+  line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", group_lane_, group_lane_, group_, group_lane_));
+  line(fmt::format("const bool {} = {} + {} < {};", group_live_, g, group_lane_, hi));
+  var_value_[var] = fresh("c");
+  line(fmt::format("const idx_t {} = {} ? {} + {} : {} - 1;", var_value_[var], group_live_, g, group_lane_, hi));
+  element_body();
+  line("}");
+  group_lane_.clear();
+  group_live_.clear();
+  move_group(g, hi, whole, address, ScalarOp::kStore);
+  line("}");
+}
+
+// The group's loads into (op kLoad: declaring the register arrays) or stores from its register arrays.
+void Printer::move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op) {
+  std::string at_once, one_by_one;
+  for (size_t j = 0; j < vector_access_.size(); ++j) {
+    const Expr& e = k_.body[vector_access_[j]];
+    const std::string type = storage_type(k_.buffers[e.buffer].dtype), v = fmt::format("v{}", vector_access_[j]);
+    if (op == ScalarOp::kLoad) line(fmt::format("__align__(16) {} {}[{}];", type, v, group_));
+    if (e.op != op) continue;
+    const std::string vector = vector_type(group_bytes(e));
+    if (op == ScalarOp::kLoad) {
+      at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, v, address[j]);
+      one_by_one += fmt::format("{}[l] = {} + l < {} ? {}[l] : ({})0; ", v, g, hi, address[j], type);
+    } else {
+      at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, address[j], v);
+      one_by_one += fmt::format("if ({} + l < {}) {}[l] = {}[l]; ", g, hi, address[j], v);
+    }
+  }
+  if (at_once.empty()) return;
+  line(fmt::format("if ({}) {{ {}}} else {{", whole, at_once));
+  line("#pragma unroll");  // constant indices: the register arrays stay in registers
+  line(fmt::format("  for (int l = 0; l < {}; ++l) {{ {}}}", group_, one_by_one));
+  line("}");
+}
+
+size_t Printer::group_bytes(const Expr& access) const { return group_ * c10::elementSize(k_.buffers[access.buffer].dtype); }
+
+bool Printer::in_vector_group(const Expr& e) const {
+  if (group_lane_.empty()) return false;
+  const int i = static_cast<int>(&e - k_.body.data());
+  return std::find(vector_access_.begin(), vector_access_.end(), i) != vector_access_.end();
+}
+
+// The partial pass's groups: each thread takes group_ consecutive positions of its slice (slices and
+// the innermost extent are multiples of group_, so a group is whole and inside one innermost run);
+// contiguous loads move a group at once when aligned.
+void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
+  const std::string g = fresh("g"), whole = fresh("whole");
+  line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
+  decompose(vars, g);
+  const auto before = emitted_;
+  std::vector<std::string> address;
+  std::string condition = "true";
+  for (int i : vector_access_) {
+    const Expr& e = k_.body[i];
+    address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
+    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
+  }
+  line(fmt::format("const bool {} = {};", whole, condition));
+  move_group(g, hi, whole, address, ScalarOp::kLoad);
+  emitted_ = before;
+  const int innermost = vars.back();
+  const std::string first = var_value_[innermost];
+  group_lane_ = fresh("l");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", group_lane_, group_));
+  var_value_[innermost] = fresh("c");
+  line(fmt::format("const idx_t {} = {} + {};", var_value_[innermost], first, group_lane_));
+  body();
+  line("}");
+  group_lane_.clear();
+  line("}");
+}
+
+// Plans partial_groups for reduction r's loop: its loads that step by one element along the loop's
+// innermost variable. (H100, (x*x).mean() of 8192x4096: 0.0663 ms with one element per step and the
+// loop unrolled 8 times, 0.0504 ms with groups of 4 floats: 68% -> 89% of the copy roofline.)
+void Printer::plan_partial_groups(int r, const std::vector<int>& vars) {
+  vector_access_.clear();
+  const int u = vars.back();
+  const Expr& extent = k_.body[k_.vars[u].extent];
+  size_t widest = 0;
+  for (int i = 0; i < r; ++i) {
+    const Expr& e = k_.body[i];
+    if (e.op != ScalarOp::kLoad || placement_.scope[i] != Scope::kReduction || placement_.loop[i] != k_.body[r].loop) continue;
+    if (!analysis_.unit_stride(e.a, u)) continue;
+    vector_access_.push_back(i);
+    widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
+  }
+  if (vector_access_.empty()) return;
+  group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
+  int64_t elements = 1;
+  for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
+  const int64_t chunk = (elements + config_.split - 1) / config_.split;
+  if (extent.op != ScalarOp::kConst || extent.ivalue % group_ != 0 || chunk % group_ != 0) vector_access_.clear();
+}
+
+}  // namespace jitc::inductor::cuda_printer

@@ -1,0 +1,59 @@
+// Split reductions (see split_count): the partial pass's row and slice, the final pass's combining of a
+// row's partial results, and where they lie in the workspace.
+#include "inductor/codegen_cuda.h"
+#include "inductor/cuda_printer.h"
+
+#include <fmt/format.h>
+
+namespace jitc::inductor::cuda_printer {
+
+// A split kernel's row (and, in the partial pass, which of its slices this block reduces).
+std::string Printer::split_row() {
+  split_row_ = fresh("row");
+  if (phase_ == Phase::kFinal) {
+    line(fmt::format("const idx_t {} = t;", split_row_));
+    return split_row_;
+  }
+  slice_ = fresh("slice");
+  line(fmt::format("const idx_t {} = t / {}, {} = t % {};", split_row_, config_.split, slice_, config_.split));
+  return split_row_;
+}
+
+// The final pass: a row's partial results, in slice order, folded like the elements they stand for.
+void Printer::combine_partials(int r, const std::string& ty, const std::function<void(const std::string&, const std::string&)>& fold) {
+  const std::string slot = partial_slot(r), s = fresh("s"), v = fresh("part");
+  line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x) {{", s, config_.split));
+  line(fmt::format("const {} {} = *(const {}*)(workspace + {} + {});", ty, v, ty, slot, s));
+  const bool arg = k_.body[r].reduce == ReduceKind::kArgMax || k_.body[r].reduce == ReduceKind::kArgMin;
+  fold(v, arg ? fmt::format("workspace[{} + {} + {}]", positions_offset(), slot, s) : "");
+  line("}");
+}
+
+// This block's slice [lo, hi) of the row's flattened reduction space (constant size: see split_count).
+std::pair<std::string, std::string> Printer::slice_bounds(const std::vector<int>& vars) {
+  int64_t elements = 1;
+  for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
+  const int64_t chunk = (elements + config_.split - 1) / config_.split;
+  const std::string lo = fresh("lo"), hi = fresh("hi");
+  line(fmt::format("const idx_t {} = {} * {}, {} = min(({}){}, {} + {});", lo, slice_, chunk, hi, "idx_t", elements, lo, chunk));
+  return {lo, hi};
+}
+
+// Where reduction r's partial results of this row start in the workspace: values, then positions.
+std::string Printer::partial_slot(int r) const {
+  int ordinal = 0;
+  for (int i = 0; i < r; ++i) ordinal += k_.body[i].op == ScalarOp::kReduce;
+  const std::string first = fmt::format("(({}ll * {} + {}) * {})", ordinal, rows(), split_row_, config_.split);
+  return phase_ == Phase::kPartial ? fmt::format("{} + {}", first, slice_) : first;
+}
+
+int64_t Printer::rows() const {
+  int64_t n = 1;
+  for (int v : k_.outer_vars()) n *= k_.body[k_.vars[v].extent].ivalue;
+  return n;
+}
+
+// The workspace holds every partial value, then every position (split_workspace_slots owns the size).
+int64_t Printer::positions_offset() const { return split_workspace_slots(k_, config_) / 2; }
+
+}  // namespace jitc::inductor::cuda_printer

@@ -1,0 +1,107 @@
+// The CUDA code generator's printer, shared by its three files: codegen_cuda.cpp (rows, block loops,
+// persistent rows, reductions, expressions, loads and stores), codegen_cuda_groups.cpp (vector groups of
+// pointwise kernels and of the split partial pass) and codegen_cuda_split.cpp (split reductions' rows,
+// slices and workspace). Internal to lib/inductor: emit_cuda (codegen_cuda.h) is the interface.
+#pragma once
+#include "inductor/codegen_cuda.h"
+#include "inductor/index_analysis.h"
+#include "inductor/kernel_ir.h"
+#include "inductor/placement.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace jitc::inductor::cuda_printer {
+
+// A split kernel prints twice: the partial pass (slices of rows into the workspace) and the final one
+// (each row's partial results combined, then the rest of the row).
+enum class Phase { kWhole, kPartial, kFinal };
+
+class Printer {
+ public:
+  Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase = Phase::kWhole);
+  std::string run();
+
+ private:
+  void line(const std::string& s) { out_ += "  " + s + "\n"; }
+  std::string name(int e) const { return fmt::format("e{}", e); }
+  std::string fresh(const char* stem) { return fmt::format("{}{}", stem, counter_++); }
+
+  // ---- rows, loops, reductions, expressions (codegen_cuda.cpp) ----------------------------------
+  void pair_sin_and_cos();
+  void plan_persistent_rows();
+  std::string tiles_per_row();
+  void row();
+  std::string column_row();
+  void block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
+  void decompose(const std::vector<int>& vars, std::string flat);
+  void persistent_loop(const std::vector<int>& vars, const std::function<void()>& body);
+  void declare_register_arrays();
+  void element_loop(const std::string& column_tile);
+  void element_body();
+  void reduction(int r);
+  std::string emit(int i);
+  void expr(int i, const Expr& e);
+  void load(int i, const Expr& e);
+  int register_array_of(int i) const;
+  void store(const Expr& e);
+
+  // ---- vector groups (codegen_cuda_groups.cpp) --------------------------------------------------
+  void plan_vector_groups();
+  void vector_groups(int var, const std::string& lo, const std::string& hi);
+  void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op);
+  size_t group_bytes(const Expr& access) const;
+  bool in_vector_group(const Expr& e) const;
+  void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
+  void plan_partial_groups(int r, const std::vector<int>& vars);
+
+  // ---- split reductions (codegen_cuda_split.cpp) ------------------------------------------------
+  std::string split_row();
+  void combine_partials(int r, const std::string& ty, const std::function<void(const std::string&, const std::string&)>& fold);
+  std::pair<std::string, std::string> slice_bounds(const std::vector<int>& vars);
+  std::string partial_slot(int r) const;
+  int64_t rows() const;
+  int64_t positions_offset() const;
+
+  const Kernel& k_;
+  bool index32_;
+  CudaConfig config_;
+  int64_t tile_;  // elements per tile of a tiled (pointwise) kernel: the configuration's, else the kernel's
+  std::string function_;
+  std::vector<bool> index_;
+  std::vector<bool> relaxed_;  // float32 values only ever rounded to 16 bits: approximate exp and division
+  Placement placement_;
+  IndexAnalysis analysis_;
+  std::vector<bool> emitted_;
+  std::map<int, int> sincos_partner_;  // sin <-> cos of the same value
+  // persistent rows
+  int64_t row_elements_ = 0;
+  int items_ = 0;                     // positions per thread; 0: rows are looped over
+  std::map<int, int> register_array_; // positional key of a load -> its register array
+  std::set<int> filled_;              // register arrays a loop printed so far fills
+  std::string lane_;                  // the unrolled position inside a persistent loop
+  // split reductions
+  Phase phase_;
+  std::string split_row_, slice_;     // the row's flat index; the partial pass's slice of it
+  // rows side by side
+  std::string live_;                  // this thread's row exists (empty: one row per block)
+  // vector groups
+  std::vector<int> vector_access_;    // contiguous loads and stores of the element loop (of the partial
+                                      // pass's reduction loop being printed, in a split kernel)
+  int group_ = 1;                     // elements per group
+  std::string group_lane_;            // the element inside a group while its body is printed
+  std::string group_live_;            // that element is inside the tile
+  std::unordered_map<int, std::string> var_value_;
+  std::string out_, tiles_per_row_;
+  int counter_ = 0;
+};
+
+}  // namespace jitc::inductor::cuda_printer
