@@ -105,6 +105,24 @@ at::Tensor randn(std::vector<int64_t> sizes, c10::ScalarType dtype = at::kFloat)
   return at::randn(sizes, at::TensorOptions().device(g_cpu ? at::kCPU : at::kCUDA).dtype(dtype));
 }
 
+// conv3x3-bn-relu-conv3x3-bn + x, relu, batch norms in inference. Inputs: x, the two conv weights, then
+// per batch norm its weight, bias, running mean and running variance (kept away from zero).
+Args resnet_block_inputs() {
+  Args a{randn({32, 64, 56, 56}), randn({64, 64, 3, 3}) * 0.06, randn({64, 64, 3, 3}) * 0.06};
+  for (int i = 0; i < 2; ++i)
+    a.insert(a.end(), {randn({64}).abs() + 0.5, randn({64}) * 0.1, randn({64}) * 0.1, randn({64}).abs() + 0.5});
+  return a;
+}
+
+at::Tensor resnet_block(const Args& a) {
+  auto batch_norm = [&](const at::Tensor& t, int i) {
+    return at::batch_norm(t, a[3 + 4 * i], a[4 + 4 * i], a[5 + 4 * i], a[6 + 4 * i], /*training=*/false,
+                          /*momentum=*/0.1, /*eps=*/1e-5, /*cudnn_enabled=*/true);
+  };
+  const at::Tensor y = at::relu(batch_norm(at::conv2d(a[0], a[1], {}, 1, 1), 0));
+  return at::relu(batch_norm(at::conv2d(y, a[2], {}, 1, 1), 1) + a[0]);
+}
+
 // The same keys, names, shapes, dtypes and ops as cuda_workloads() in peer_torch_compile.py: change both.
 std::vector<Workload> workloads() {
   return {
@@ -144,6 +162,7 @@ std::vector<Workload> workloads() {
        false},
       {"bf16_silu", "bf16 sigmoid(x)*x 8192x8192", [] { return Args{randn({8192, 8192}, at::kBFloat16)}; },
        [](const Args& a) { return a[0].sigmoid() * a[0]; }},
+      {"resnet_block", "ResNet basic block (eval) 32x64x56x56", resnet_block_inputs, resnet_block, false},
   };
 }
 

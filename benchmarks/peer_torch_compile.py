@@ -270,6 +270,19 @@ def cuda_workloads(device, shrink=1):
             x = x * 1.01 + 0.1
         return x.relu()
 
+    def resnet_block_inputs():
+        inputs = [randn(32, 64, 56, 56), randn(64, 64, 3, 3, scale=0.06), randn(64, 64, 3, 3, scale=0.06)]
+        for _ in range(2):  # per batch norm: weight, bias, running mean, running variance
+            inputs += [randn(64).abs() + 0.5, randn(64, scale=0.1), randn(64, scale=0.1), randn(64).abs() + 0.5]
+        return inputs
+
+    def resnet_block(x, w1, w2, *bn):
+        def batch_norm(t, i):
+            weight, bias, mean, var = bn[4 * i: 4 * i + 4]
+            return F.batch_norm(t, mean, var, weight, bias, training=False, momentum=0.1, eps=1e-5)
+        y = torch.relu(batch_norm(F.conv2d(x, w1, None, 1, 1), 0))
+        return torch.relu(batch_norm(F.conv2d(y, w2, None, 1, 1), 1) + x)
+
     return [
         ("pointwise", "pointwise (sin+cos).relu 4096x4096", 50, lambda: [randn(square, square)],
          lambda x: (x.sin() + x.cos()).relu()),
@@ -293,6 +306,7 @@ def cuda_workloads(device, shrink=1):
         ("tiny_chain", "tiny chain 10x(x*1.01+0.1), relu 16", 50, lambda: [randn(16)], tiny_chain),
         ("bf16_silu", "bf16 sigmoid(x)*x 8192x8192", 50, lambda: [randn(rows, rows, dtype=torch.bfloat16)],
          lambda x: x.sigmoid() * x),
+        ("resnet_block", "ResNet basic block (eval) 32x64x56x56", 50, resnet_block_inputs, resnet_block),
     ]
 
 
