@@ -38,8 +38,10 @@ if [ "${1:-}" = bench ] || [ "${1:-}" = bench-only ]; then
   peer=()
   [ -s "$OUT/peer_cuda.json" ] && peer=(--peer "$OUT/peer_cuda.json")
   # a fresh compile cache, so that jitc's first calls are cold like torch.compile's
-  JITC_CACHE_DIR=$(mktemp -d) timeout 240 ./build-gpu/benchmarks/bench_cuda "$OUT/cuda_bench.json" ${peer[@]+"${peer[@]}"} > "$OUT/cuda_bench.log" 2>&1
+  # compile_times: where each first call's time goes (trace, codegen, NVRTC, load), one line per graph
+  JITC_LOGS=compile_times JITC_CACHE_DIR=$(mktemp -d) timeout 240 ./build-gpu/benchmarks/bench_cuda "$OUT/cuda_bench.json" ${peer[@]+"${peer[@]}"} > "$OUT/cuda_bench.log" 2>&1
   echo "bench_cuda: exit $? after $(( $(date +%s) - start )) s"
-  grep -vE "^(running|row) " "$OUT/cuda_bench.log"  # row: each workload's raw numbers, kept if it crashes
+  grep -vE "^(running|row) |compile_times" "$OUT/cuda_bench.log"  # row: each workload's raw numbers, kept if it crashes
+  grep -o "compile times .*" "$OUT/cuda_bench.log" | head -40
 fi
 exit $status
