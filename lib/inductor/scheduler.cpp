@@ -1,5 +1,7 @@
 #include "inductor/scheduler.h"
 
+#include "inductor/collapse_dims.h"
+
 #include "graph/passes.h"
 #include "inductor/lowering.h"
 
@@ -227,6 +229,7 @@ class Scheduler {
     for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;
     if (!reduces && s.inner.size() == 1) kb.set_tile(kTile);
     Built b{kb.take(), ctx_->buffer_values.back(), ctx_->inlined};
+    collapse_inner_dims(b.kernel);
     b.kernel.name = kernel_name(members, b.inlined);
     return b;
   }

@@ -140,3 +140,18 @@ TEST_CASE("row-cached values match eager", "[inductor][cpu]") {
     }, x);
   }
 }
+
+// Pointwise kernels whose contiguous dims merge (collapse_inner_dims) and ones whose dims must not.
+TEST_CASE("pointwise kernels over merged and unmerged dims match eager", "[inductor][cpu]") {
+  using jitc::testing::check_parity;
+  const auto x = at::randn({2, 3, 5, 6}), w = at::randn({3}), b = at::randn({3}), m = at::randn({3}), v = at::rand({3}) + 0.5;
+  check_parity("batch_norm + relu", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& m,
+                                       const at::Tensor& v) { return at::relu(at::batch_norm(x, w, b, m, v, false, 0.1, 1e-5, true)); },
+               x, w, b, m, v);
+  check_parity("broadcast along w", [](const at::Tensor& x, const at::Tensor& y) { return x * y; }, x, at::randn({2, 3, 5, 1}));
+  check_parity("a sliced input", [](const at::Tensor& x) { return x.narrow(3, 1, 4).exp(); }, x);
+  check_parity("a transposed input", [](const at::Tensor& x, const at::Tensor& y) { return x + y.transpose(2, 3); }, x, at::randn({2, 3, 6, 5}));
+  check_parity("channels_last", [](const at::Tensor& x) { return x.relu() + 1; }, x.contiguous(at::MemoryFormat::ChannelsLast));
+  check_parity("an index-dependent value", [](const at::Tensor& x) { return x + at::arange(6, x.options()); }, x);
+  check_parity("expanded rows", [](const at::Tensor& x, const at::Tensor& y) { return x + y.expand({2, 3, 5, 6}); }, x, at::randn({1, 3, 5, 6}));
+}

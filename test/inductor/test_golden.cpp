@@ -75,6 +75,34 @@ TEST_CASE("softmax computes exp once per element: the element loop reads it from
   CHECK(exps == 1);
 }
 
+namespace {
+
+// The extent of a kernel's inner dim, and the product of its outer extents (constants in these tests).
+std::pair<int64_t, int64_t> inner_and_rows(const jitc::inductor::Kernel& k) {
+  int64_t rows = 1;
+  for (int v : k.outer_vars()) rows *= k.body[k.vars[v].extent].ivalue;
+  return {k.body[k.vars[k.inner_vars().at(0)].extent].ivalue, rows};
+}
+
+}  // namespace
+
+TEST_CASE("pointwise kernels run contiguous dims as one inner dim", "[inductor][cpu]") {
+  const auto x = at::randn({2, 3, 5, 6}), w = at::randn({3}), b = at::randn({3}), m = at::randn({3}), v = at::rand({3}) + 0.5;
+  auto bn_relu = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& m, const at::Tensor& v) {
+    return at::relu(at::batch_norm(x, w, b, m, v, false, 0.1, 1e-5, true));
+  };
+  // Per-channel parameters: h and w merge (30 elements per row), n and c stay rows.
+  auto kernels = kernels_of(bn_relu, x, w, b, m, v);
+  REQUIRE(kernels.size() == 1);
+  CHECK(inner_and_rows(kernels[0].kernel) == std::pair<int64_t, int64_t>{30, 6});
+  // Every dim contiguous: one row of 180.
+  kernels = kernels_of([](const at::Tensor& x) { return x.sin() * 2; }, x);
+  CHECK(inner_and_rows(kernels[0].kernel) == std::pair<int64_t, int64_t>{180, 1});
+  // A transposed operand reads h and w out of order: nothing merges.
+  kernels = kernels_of([](const at::Tensor& x, const at::Tensor& y) { return x + y.transpose(2, 3); }, x, at::randn({2, 3, 6, 5}));
+  CHECK(inner_and_rows(kernels[0].kernel).first == 6);
+}
+
 TEST_CASE("golden: layer_norm", "[inductor][golden]") {
   auto fn = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {32}, w, b); };
   check_golden("layer_norm", text_of(kernels_of(fn, at::randn({4, 32}), at::randn({32}), at::randn({32}))));

@@ -1,0 +1,16 @@
+// Dim collapsing for pointwise kernels: a tiled kernel's tiles cut its innermost dim, so a short innermost
+// dim (the 56 of an NCHW activation [32, 64, 56, 56]) makes tiles of 56 elements, and a CUDA block of 512
+// threads would keep 14 of them busy. Where every access steps through the last outer dim and the inner
+// dim as one contiguous run (h * 56 + w), the two merge into one inner dim of 3136 elements, as Inductor
+// collapses contiguous dims.
+#pragma once
+#include "inductor/kernel_ir.h"
+
+namespace jitc::inductor {
+
+// Merges outer dims into the inner dim of a tiled kernel (tile > 0, one inner var, constant extents) while
+// every load and store address is affine in both vars with coefficient(outer) == coefficient(inner) *
+// extent(inner), and no other expression uses them. A merged outer var keeps extent 1 and reads as 0.
+void collapse_inner_dims(Kernel& kernel);
+
+}  // namespace jitc::inductor
