@@ -465,6 +465,8 @@ def copy_gbs(gpu, device, elements):
 
 def run_cuda(out, only, debug_cpu, modes):
     device = "cpu" if debug_cpu else "cuda"
+    # convolutions in full float32, as bench_cuda runs them (cuDNN's default TF32 differs by about 1e-3)
+    torch.backends.cudnn.allow_tf32 = False
     if not debug_cpu and not torch.cuda.is_available():
         sys.exit("peer_torch_compile.py --device cuda: torch.cuda.is_available() is False (torch "
                  f"{torch.__version__}, built with CUDA {torch.version.cuda}): run it on the GPU host, e.g. with "
