@@ -42,17 +42,7 @@ void Printer::vector_groups(int var, const std::string& lo, const std::string& h
   const std::string g = fresh("g"), whole = fresh("whole");
   line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
   var_value_[var] = g;
-  const auto before = emitted_;
-  std::vector<std::string> address;  // the group's first element, per access
-  std::string condition = fmt::format("{} + {} <= {}", g, group_, hi);
-  for (int i : vector_access_) {
-    const Expr& e = k_.body[i];
-    address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
-    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
-  }
-  line(fmt::format("const bool {} = {};", whole, condition));
-  move_group(g, hi, whole, address, ScalarOp::kLoad);
-  emitted_ = before;
+  const std::vector<std::string> address = load_group(g, hi, whole, fmt::format("{} + {} <= {}", g, group_, hi));
   group_lane_ = fresh("l");
   group_live_ = fresh("live");
   line("#pragma unroll");
@@ -66,6 +56,21 @@ void Printer::vector_groups(int var, const std::string& lo, const std::string& h
   group_live_.clear();
   move_group(g, hi, whole, address, ScalarOp::kStore);
   line("}");
+}
+
+std::vector<std::string> Printer::load_group(const std::string& g, const std::string& hi, const std::string& whole, const std::string& inside) {
+  const auto before = emitted_;  // the addresses' index arithmetic is printed again for each lane
+  std::vector<std::string> address;
+  std::string condition = inside;
+  for (int i : vector_access_) {
+    const Expr& e = k_.body[i];
+    address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
+    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
+  }
+  line(fmt::format("const bool {} = {};", whole, condition));
+  move_group(g, hi, whole, address, ScalarOp::kLoad);
+  emitted_ = before;
+  return address;
 }
 
 // The group's loads into (op kLoad: declaring the register arrays) or stores from its register arrays.
@@ -107,17 +112,7 @@ void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo
   const std::string g = fresh("g"), whole = fresh("whole");
   line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
   decompose(vars, g);
-  const auto before = emitted_;
-  std::vector<std::string> address;
-  std::string condition = "true";
-  for (int i : vector_access_) {
-    const Expr& e = k_.body[i];
-    address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
-    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
-  }
-  line(fmt::format("const bool {} = {};", whole, condition));
-  move_group(g, hi, whole, address, ScalarOp::kLoad);
-  emitted_ = before;
+  load_group(g, hi, whole, "true");
   const int innermost = vars.back();
   const std::string first = var_value_[innermost];
   group_lane_ = fresh("l");

@@ -58,6 +58,9 @@ class Printer {
   void plan_vector_groups();
   void vector_groups(int var, const std::string& lo, const std::string& hi);
   void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op);
+  // The group's first address per vector access, `whole` (`inside` and every address aligned for a
+  // group-wide access) and the group's loads into its register arrays; returns the addresses.
+  std::vector<std::string> load_group(const std::string& g, const std::string& hi, const std::string& whole, const std::string& inside);
   size_t group_bytes(const Expr& access) const;
   bool in_vector_group(const Expr& e) const;
   void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
