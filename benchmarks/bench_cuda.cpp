@@ -123,7 +123,7 @@ at::Tensor resnet_block(const Args& a) {
   return at::relu(batch_norm(at::conv2d(y, a[2], {}, 1, 1), 1) + a[0]);
 }
 
-// The same keys, names, shapes, dtypes and ops as cuda_workloads() in peer_torch_compile.py: change both.
+// The same keys, names, shapes, dtypes and ops as cuda_workloads() in peer_cuda_workloads.py: change both.
 std::vector<Workload> workloads() {
   return {
       {"pointwise", "pointwise (sin+cos).relu 4096x4096", [] { return Args{randn({4096, 4096})}; },
