@@ -63,6 +63,7 @@ Printer::Printer(const Kernel& k, bool index32, CudaConfig config, std::string f
   pair_sin_and_cos();
   plan_persistent_rows();
   plan_vector_groups();
+  if (phase_ != Phase::kWhole) welford_squares_ = welford_pairs(k_);
 }
 
 std::string Printer::run() {
@@ -263,6 +264,9 @@ void Printer::element_body() {
 }
 
 void Printer::reduction(int r) {
+  if (welford_squares_.count(r)) return;  // printed with its sum, by welford_reduction
+  for (const auto& [squares, sum] : welford_squares_)
+    if (sum == r) return welford_reduction(sum, squares);
   const Expr& e = k_.body[r];
   const ScalarType vt = k_.body[e.a].dtype;
   // bools reduce as ints: shuffles move 32-bit words

@@ -4,6 +4,7 @@
 #include "inductor/kernel_ir.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,12 @@ int column_width(const Kernel& kernel);
 // the row (tiles = rows), as Inductor's split reductions do. Needs constant sizes, reductions that do not
 // read each other's results and no element loop; 0 otherwise.
 int split_count(const Kernel& kernel);
+// Variances in a split kernel: for each reduction that sums (x - m)^2 where m = (sum of x) / n is another
+// reduction's mean over a loop of the same shape (lower_reduction's two-pass variance), that sum's
+// reduction. The split passes compute both with Welford's update instead (a second loop would need the
+// row's mean, which no slice has), combining (count, mean, M2) across threads and slices (Chan et al.).
+std::map<int, int> welford_pairs(const Kernel& kernel);
+
 // The int64 slots of a split kernel's workspace (the last entry of its Buffers): a partial value and a
 // position per reduction, row and slice.
 int64_t split_workspace_slots(const Kernel& kernel, const CudaConfig& config);

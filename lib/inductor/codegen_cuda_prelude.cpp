@@ -59,6 +59,39 @@ template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
   __syncthreads();
   return shared[0];
 }
+// Welford's running (count, mean, M2) for variances split over blocks: one element at a time, and two
+// partial results combined (Chan et al.); block_welford combines a block's in a fixed order, as
+// block_reduce does.
+template <class T> struct Welford { T n, mean, m2; };
+template <class T> __device__ __forceinline__ void welford_add(Welford<T>& w, T x) {
+  w.n += T(1);
+  const T d = x - w.mean;
+  w.mean += d / w.n;
+  w.m2 += d * (x - w.mean);
+}
+template <class T> __device__ __forceinline__ Welford<T> welford_combine(Welford<T> a, Welford<T> b) {
+  if (b.n == T(0)) return a;
+  if (a.n == T(0)) return b;
+  const T n = a.n + b.n, d = b.mean - a.mean, w = b.n / n;
+  return Welford<T>{n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
+}
+template <class T> __device__ __forceinline__ Welford<T> welford_down(Welford<T> v, int o) {
+  return Welford<T>{__shfl_down_sync(0xffffffffu, v.n, o), __shfl_down_sync(0xffffffffu, v.mean, o), __shfl_down_sync(0xffffffffu, v.m2, o)};
+}
+template <class T> __device__ Welford<T> block_welford(Welford<T> v) {
+  __shared__ Welford<T> shared[32];
+  for (int o = 16; o > 0; o >>= 1) v = welford_combine(v, welford_down(v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < (blockDim.x >> 5) ? shared[lane] : Welford<T>{T(0), T(0), T(0)};
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) v = welford_combine(v, welford_down(v, o));
+  if (threadIdx.x == 0) shared[0] = v;
+  __syncthreads();
+  return shared[0];
+}
 // argmax / argmin: (value, position) pairs; a strictly better value or a first NaN wins, ties keep the
 // lower position (ATen's first occurrence).
 template <class T> __device__ __forceinline__ bool arg_better(bool max, T v, long long i, T w, long long j) {

@@ -2,6 +2,7 @@
 // row's partial results, and where they lie in the workspace.
 #include "inductor/codegen_cuda.h"
 #include "inductor/cuda_printer.h"
+#include "inductor/cuda_scalars.h"
 
 #include <fmt/format.h>
 
@@ -27,6 +28,39 @@ void Printer::combine_partials(int r, const std::string& ty, const std::function
   const bool arg = k_.body[r].reduce == ReduceKind::kArgMax || k_.body[r].reduce == ReduceKind::kArgMin;
   fold(v, arg ? fmt::format("workspace[{} + {} + {}]", positions_offset(), slot, s) : "");
   line("}");
+}
+
+void Printer::welford_reduction(int sum, int squares) {
+  const Expr& e = k_.body[sum];
+  const std::string ty = cuda::c_type(k_.body[e.a].dtype), w = fresh("w"), total = fresh("wtotal");
+  const std::string sum_slot = partial_slot(sum), squares_slot = partial_slot(squares);
+  line(fmt::format("Welford<{}> {}{{0, 0, 0}};", ty, w));
+  auto saved = emitted_;
+  if (phase_ == Phase::kPartial) {
+    const auto vars = k_.loop_vars(e.loop);
+    const auto [lo, hi] = slice_bounds(vars);
+    plan_partial_groups(sum, vars);
+    block_loop(vars, lo, hi, [&] {
+      for (int i = 0; i < sum; ++i)
+        if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
+      line(fmt::format("welford_add<{}>({}, {});", ty, w, name(e.a)));
+    });
+  } else {  // the final pass: this row's slices, in slice order (count in the sum's position slot)
+    const std::string s = fresh("s");
+    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x)", s, config_.split));
+    line(fmt::format("  {0} = welford_combine<{1}>({0}, Welford<{1}>{{*(const {1}*)(workspace + {2} + {3} + {4}), "
+                     "*(const {1}*)(workspace + {3} + {4}), *(const {1}*)(workspace + {5} + {4})}});",
+                     w, ty, positions_offset(), sum_slot, s, squares_slot));
+  }
+  emitted_ = std::move(saved);
+  line(fmt::format("const Welford<{}> {} = block_welford<{}>({});", ty, total, ty, w));
+  if (phase_ == Phase::kPartial)
+    line(fmt::format("if (threadIdx.x == 0) {{ *({0}*)(workspace + {1}) = {2}.mean; *({0}*)(workspace + {3} + {1}) = {2}.n; "
+                     "*({0}*)(workspace + {4}) = {2}.m2; }}",
+                     ty, sum_slot, total, positions_offset(), squares_slot));
+  line(fmt::format("const {} {} = ({})({}.mean * {}.n);", cuda::c_type(e.dtype), name(sum), cuda::c_type(e.dtype), total, total));
+  line(fmt::format("const {} {} = ({}){}.m2;", cuda::c_type(k_.body[squares].dtype), name(squares), cuda::c_type(k_.body[squares].dtype), total));
+  emitted_[sum] = emitted_[squares] = true;
 }
 
 // This block's slice [lo, hi) of the row's flattened reduction space (constant size: see split_count).

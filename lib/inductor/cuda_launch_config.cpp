@@ -57,19 +57,48 @@ int reduction_count(const Kernel& k) {
 }
 
 // Whether a reduction reads another's result (var's second loop reads the mean): then the slices of a
-// row cannot be reduced independently.
+// row cannot be reduced independently, unless the pair is a variance that Welford's update computes.
 bool reductions_independent(const Kernel& k) {
+  const std::map<int, int> variances = welford_pairs(k);
   std::vector<bool> uses_reduction(k.body.size(), false);
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Expr& e = k.body[i];
     for (int operand : {e.a, e.b, e.c})
       if (operand >= 0) uses_reduction[i] = uses_reduction[i] || uses_reduction[operand] || k.body[operand].op == ScalarOp::kReduce;
-    if (e.op == ScalarOp::kReduce && uses_reduction[i]) return false;
+    if (e.op == ScalarOp::kReduce && uses_reduction[i] && !variances.count(static_cast<int>(i))) return false;
   }
   return true;
 }
 
+bool is_sum(const Kernel& k, int e) { return k.body[e].op == ScalarOp::kReduce && k.body[e].reduce == ReduceKind::kSum; }
+
 }  // namespace
+
+std::map<int, int> welford_pairs(const Kernel& k) {
+  std::map<int, int> pairs;
+  const IndexAnalysis analysis(k);
+  const auto& keys = analysis.positional_keys();
+  for (size_t r = 0; r < k.body.size(); ++r) {
+    if (!is_sum(k, static_cast<int>(r))) continue;
+    const Expr& square = k.body[k.body[r].a];
+    if (square.op != ScalarOp::kMul || square.a != square.b || k.body[square.a].op != ScalarOp::kSub) continue;
+    const Expr& deviation = k.body[square.a];
+    const Expr& mean = k.body[deviation.b];
+    if (mean.op != ScalarOp::kDiv || !is_sum(k, mean.a) || k.body[mean.b].op != ScalarOp::kConst) continue;
+    const Expr& sum = k.body[mean.a];
+    const auto vars = k.loop_vars(sum.loop), square_vars = k.loop_vars(k.body[r].loop);
+    const int64_t elements = constant_elements(k, vars);
+    bool same_shape = vars.size() == square_vars.size() && elements > 0;
+    for (size_t d = 0; same_shape && d < vars.size(); ++d)
+      same_shape = k.body[k.vars[vars[d]].extent].ivalue == k.body[k.vars[square_vars[d]].extent].ivalue &&
+                   k.body[k.vars[square_vars[d]].extent].op == ScalarOp::kConst;
+    const bool floating = sum.dtype == c10::ScalarType::Float || sum.dtype == c10::ScalarType::Double;
+    if (same_shape && floating && sum.loop != k.body[r].loop && k.body[mean.b].value == static_cast<double>(elements) &&
+        keys[deviation.a] == keys[sum.a] && k.body[r].dtype == sum.dtype)
+      pairs[static_cast<int>(r)] = mean.a;
+  }
+  return pairs;
+}
 
 int split_count(const Kernel& k) {
   if (k.tile > 0 || k.num_reduction_loops == 0 || !k.inner_vars().empty() || column_width(k) > 0 || !reductions_independent(k)) return 0;

@@ -69,6 +69,9 @@ class Printer {
   // ---- split reductions (codegen_cuda_split.cpp) ------------------------------------------------
   std::string split_row();
   void combine_partials(int r, const std::string& ty, const std::function<void(const std::string&, const std::string&)>& fold);
+  // A variance's two sums (welford_pairs) in one pass: slices into (count, mean, M2) in the partial pass,
+  // combined in slice order in the final one, where `sum` reads mean * count and `squares` M2.
+  void welford_reduction(int sum, int squares);
   std::pair<std::string, std::string> slice_bounds(const std::vector<int>& vars);
   std::string partial_slot(int r) const;
   int64_t rows() const;
@@ -94,6 +97,7 @@ class Printer {
   // split reductions
   Phase phase_;
   std::string split_row_, slice_;     // the row's flat index; the partial pass's slice of it
+  std::map<int, int> welford_squares_;  // a variance's sum of squared deviations -> its sum (split only)
   // rows side by side
   std::string live_;                  // this thread's row exists (empty: one row per block)
   // vector groups

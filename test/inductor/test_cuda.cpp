@@ -91,6 +91,12 @@ TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[c
   }
   check_parity("sum + argmax + amin", [](const at::Tensor& x) { return x.sum() + x.argmax() + x.amin(); }, at::randn({3000, 1000}, at::kCUDA));
   check_parity("mean of squares", [](const at::Tensor& x) { return (x * x).mean(); }, at::randn({4096, 1024}, at::kCUDA));
+  // Variances split over blocks (Welford partials): values far from zero, a whole tensor, var_mean.
+  const auto offset = at::randn({1 << 21}, at::kCUDA) + 1000;
+  check_parity("var of values near 1000", [](const at::Tensor& x) { return x.var(); }, offset);
+  check_parity("std of a whole matrix", [](const at::Tensor& x) { return x.std(); }, at::randn({2048, 1024}, at::kCUDA));
+  check_parity("var_mean of long rows", [](const at::Tensor& x) { auto [v, m] = at::var_mean(x, {1}, 0); return v * 10 + m; },
+               at::randn({3, 100003}, at::kCUDA) * 3 + 1);
 }
 
 TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {

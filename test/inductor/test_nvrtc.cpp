@@ -143,9 +143,13 @@ TEST_CASE("reductions of few long rows print as split kernels that NVRTC compile
     for (const auto& [name, fn] : graphs())
       if (std::string(name) == "reductions" || std::string(name) == "argmax" || std::string(name) == "prod any")
         check_kernels_compile(name, fn, {2, 40000}, dtype, &kernels);
-  int split = 0;
-  for (const auto& k : kernels) split += jitc::inductor::split_count(k) > 0;
-  CHECK(split >= 4);  // at least one split kernel per dtype
+  int split = 0, variances = 0;
+  for (const auto& k : kernels) {
+    split += jitc::inductor::split_count(k) > 0;
+    variances += jitc::inductor::split_count(k) > 0 && !jitc::inductor::welford_pairs(k).empty();
+  }
+  CHECK(split >= 4);      // at least one split kernel per dtype
+  CHECK(variances >= 2);  // var(-1) of "reductions" in float and half: Welford partials
 }
 
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
