@@ -163,6 +163,7 @@ std::vector<Workload> workloads() {
       {"bf16_silu", "bf16 sigmoid(x)*x 8192x8192", [] { return Args{randn({8192, 8192}, at::kBFloat16)}; },
        [](const Args& a) { return a[0].sigmoid() * a[0]; }},
       {"resnet_block", "ResNet basic block (eval) 32x64x56x56", resnet_block_inputs, resnet_block, false},
+      {"full_var", "x.var() 8192x4096", [] { return Args{randn({8192, 4096})}; }, [](const Args& a) { return a[0].var(); }},
   };
 }
 

@@ -63,4 +63,5 @@ def cuda_workloads(device, shrink=1):
         ("bf16_silu", "bf16 sigmoid(x)*x 8192x8192", 50, lambda: [randn(rows, rows, dtype=torch.bfloat16)],
          lambda x: x.sigmoid() * x),
         ("resnet_block", "ResNet basic block (eval) 32x64x56x56", 50, resnet_block_inputs, basic_block),
+        ("full_var", "x.var() 8192x4096", 50, lambda: [randn(rows, cols)], lambda x: x.var()),
     ]
