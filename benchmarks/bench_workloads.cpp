@@ -1,7 +1,6 @@
 // CPU workloads, eager vs jitc (issue 3). For every workload of workloads.h, in one run, under
 // c10::InferenceMode and LibTorch's default thread count:
-//   eager / jitc     time per call: warm-up, then the median of 9 batches of >= 20 ms each, eager's, jitc's
-//                    and the same-size copy's batches taken in turns (ratios survive a noisy neighbour)
+//   eager / jitc     time per call: warm-up, then the median of 9 batches of >= 20 ms each
 //   first call       jitc's first call (trace + compile), wall clock, with an empty compile cache: a fresh
 //                    JITC_CACHE_DIR unless the caller sets one (the peer script does the same for Inductor)
 //   GB/s, % copy bw  the workload's minimal bytes / jitc's time, against a 64 MiB copy_ timed in this run
@@ -39,7 +38,6 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -128,31 +126,6 @@ double seconds_per_call(F&& f) {
   return samples[kRepeats / 2];
 }
 
-// Several functions timed in turns (a batch of each, kRepeats rounds), each one's median batch: a slow
-// minute of a shared machine slows all of them alike, so the ratios between them hold.
-std::vector<double> seconds_per_call_in_turns(const std::vector<std::function<void()>>& fns) {
-  std::vector<int64_t> calls;
-  for (const auto& f : fns) {
-    for (int i = 0; i < 3; ++i) f();
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    calls.push_back(std::clamp<int64_t>(static_cast<int64_t>(kBatchSeconds / std::max(seconds_since(start), 1e-9)), 1, 1000000));
-  }
-  std::vector<std::vector<double>> samples(fns.size());
-  for (int r = 0; r < kRepeats; ++r)
-    for (size_t j = 0; j < fns.size(); ++j) {
-      const auto start = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < calls[j]; ++i) fns[j]();
-      samples[j].push_back(seconds_since(start) / calls[j]);
-    }
-  std::vector<double> medians;
-  for (auto& s : samples) {
-    std::nth_element(s.begin(), s.begin() + kRepeats / 2, s.end());
-    medians.push_back(s[kRepeats / 2]);
-  }
-  return medians;
-}
-
 // One-time set-up of the compiler (code generator initialisation) would otherwise land on the first
 // workload's first call; the peer script does the same for Inductor.
 double startup_compile_seconds() {
@@ -163,13 +136,11 @@ double startup_compile_seconds() {
 }
 
 // A copy_ that reads bytes / 2 and writes bytes / 2.
-struct Copy {
-  explicit Copy(int64_t bytes) : src(at::randn({std::max<int64_t>(bytes / 8, 1)})), dst(at::empty_like(src)) {}
-  void operator()() { dst.copy_(src); }
-  at::Tensor src, dst;
-};
-
-double copy_seconds(int64_t bytes) { return seconds_per_call(Copy(bytes)); }
+double copy_seconds(int64_t bytes) {
+  const at::Tensor src = at::randn({std::max<int64_t>(bytes / 8, 1)});
+  at::Tensor dst = at::empty_like(src);
+  return seconds_per_call([&] { dst.copy_(src); });
+}
 
 // A fresh JITC_CACHE_DIR makes first calls cold compiles, as the peer's fresh Inductor cache does; it is
 // removed when the run ends. A caller's JITC_CACHE_DIR is used as it is (warm-start measurements).
@@ -234,7 +205,6 @@ at::Tensor call_with(const F& f, const std::vector<at::Tensor>& inputs, std::ind
   return f(inputs[I]...);
 }
 
-// Compiles fn, checks it, then times eager, jitc and the same-size copy in turns.
 template <class Fn>
 void measure_jitc(Row& row, const Fn& fn, const std::vector<at::Tensor>& inputs, const at::Tensor& expected,
                   CountingAllocator& allocator) {
@@ -249,10 +219,7 @@ void measure_jitc(Row& row, const Fn& fn, const std::vector<at::Tensor>& inputs,
   const at::Tensor actual = call_with(compiled, inputs, indices);
   row.match = actual.sizes() == expected.sizes() && at::allclose(actual, expected, kRtol, kAtol);
   row.max_abs_diff = actual.sizes() == expected.sizes() ? (actual - expected).abs().max().item<double>() : INFINITY;
-  Copy copy(row.workload->min_bytes);
-  const auto times = seconds_per_call_in_turns({[&] { call_with(fn, inputs, indices); },
-                                                [&] { call_with(compiled, inputs, indices); }, std::ref(copy)});
-  row.eager_s = times[0], row.jitc_s = times[1], row.same_size_copy_s = times[2];
+  row.jitc_s = seconds_per_call([&] { return call_with(compiled, inputs, indices); });
   row.jitc_peak_bytes = peak_bytes_of_call(allocator, [&] { return call_with(compiled, inputs, indices); });
   row.stats = compiled.stats();
 }
@@ -264,6 +231,8 @@ Row measure(const Workload& workload, const Fn& fn, CountingAllocator& allocator
   row.workload = &workload;
   const ContentionMeter contention;
   const std::vector<at::Tensor> inputs = workload.make_inputs();
+  row.same_size_copy_s = copy_seconds(workload.min_bytes);
+  row.eager_s = seconds_per_call([&] { return call_with(fn, inputs, indices); });
   row.eager_peak_bytes = peak_bytes_of_call(allocator, [&] { return call_with(fn, inputs, indices); });
   const at::Tensor eager_result = call_with(fn, inputs, indices);
   row.eager_checksum = eager_result.to(at::kDouble).abs().sum().item<double>();
@@ -271,8 +240,6 @@ Row measure(const Workload& workload, const Fn& fn, CountingAllocator& allocator
     measure_jitc(row, fn, inputs, eager_result, allocator);
   } catch (const std::exception& e) {
     row.error = e.what();
-    row.eager_s = seconds_per_call([&] { return call_with(fn, inputs, indices); });
-    row.same_size_copy_s = copy_seconds(workload.min_bytes);
   }
   row.other_cores = contention.other_cores();
   return row;
