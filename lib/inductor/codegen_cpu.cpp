@@ -342,17 +342,15 @@ void Printer::plan_row_cache() {
     if (bytes + size > kRowCacheBytes) continue;
     bytes += size;
     const int array = static_cast<int>(row_cache_.size());
-    row_cache_.emplace(keys_[i], CachedValue{array, it->second.first});
+    row_cache_.emplace(keys_[i], CachedValue{array, it->second.first, compute_type(k_.body[i].dtype)});
   }
 }
 
 void Printer::row_cache_allocas() {
-  std::vector<std::pair<int, const char*>> arrays(row_cache_.size());
-  for (size_t i = 0; i < k_.body.size(); ++i)
-    if (auto it = row_cache_.find(keys_.empty() ? -1 : keys_[i]); it != row_cache_.end())
-      arrays[it->second.array] = {it->second.array, compute_type(k_.body[i].dtype)};
-  for (const auto& [array, type] : arrays)
-    line(fmt::format("%rowcache{} = alloca {}, i64 {}, align 64", array, type, row_elements_));
+  std::vector<const char*> types(row_cache_.size());  // in array order: the IR text is deterministic
+  for (const auto& [key, cached] : row_cache_) types[cached.array] = cached.type;
+  for (size_t array = 0; array < types.size(); ++array)
+    line(fmt::format("%rowcache{} = alloca {}, i64 {}, align 64", array, types[array], row_elements_));
 }
 
 std::string Printer::row_position() {
@@ -367,25 +365,31 @@ std::string Printer::row_position() {
   return position;
 }
 
-bool Printer::load_cached(int i) {
-  if (pass_ < 0 || (scope_[i] != Scope::kReduction && scope_[i] != Scope::kElement) || keys_.empty()) return false;
+const Printer::CachedValue* Printer::cached_value(int i) const {
+  if (pass_ < 0 || keys_.empty() || (scope_[i] != Scope::kReduction && scope_[i] != Scope::kElement)) return nullptr;
   auto it = row_cache_.find(keys_[i]);
-  if (it == row_cache_.end() || pass_ <= it->second.first_pass) return false;
-  const char* ty = compute_type(k_.body[i].dtype);
-  const std::string slot = fresh("cached");
-  line(fmt::format("{} = getelementptr {}, ptr %rowcache{}, i64 {}", slot, ty, it->second.array, row_position()));
-  line(fmt::format("{} = load {}, ptr {}", name(i), ty, slot));
+  return it == row_cache_.end() ? nullptr : &it->second;
+}
+
+std::string Printer::row_cache_element(const CachedValue& c, const char* stem) {
+  const std::string slot = fresh(stem);
+  line(fmt::format("{} = getelementptr {}, ptr %rowcache{}, i64 {}", slot, c.type, c.array, row_position()));
+  return slot;
+}
+
+bool Printer::load_cached(int i) {
+  const CachedValue* c = cached_value(i);
+  if (!c || pass_ <= c->first_pass) return false;
+  const std::string slot = row_cache_element(*c, "cached");
+  line(fmt::format("{} = load {}, ptr {}", name(i), c->type, slot));
   return true;
 }
 
 void Printer::store_if_cached(int i) {
-  if (pass_ < 0 || keys_.empty()) return;
-  auto it = row_cache_.find(keys_[i]);
-  if (it == row_cache_.end() || pass_ != it->second.first_pass) return;
-  const char* ty = compute_type(k_.body[i].dtype);
-  const std::string slot = fresh("keep");
-  line(fmt::format("{} = getelementptr {}, ptr %rowcache{}, i64 {}", slot, ty, it->second.array, row_position()));
-  line(fmt::format("store {} {}, ptr {}", ty, name(i), slot));
+  const CachedValue* c = cached_value(i);
+  if (!c || pass_ != c->first_pass) return;
+  const std::string slot = row_cache_element(*c, "keep");
+  line(fmt::format("store {} {}, ptr {}", c->type, name(i), slot));
 }
 
 }  // namespace llvm_ir

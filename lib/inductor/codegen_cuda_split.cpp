@@ -58,8 +58,10 @@ void Printer::welford_reduction(int sum, int squares) {
     line(fmt::format("if (threadIdx.x == 0) {{ *({0}*)(workspace + {1}) = {2}.mean; *({0}*)(workspace + {3} + {1}) = {2}.n; "
                      "*({0}*)(workspace + {4}) = {2}.m2; }}",
                      ty, sum_slot, total, positions_offset(), squares_slot));
-  line(fmt::format("const {} {} = ({})({}.mean * {}.n);", cuda::c_type(e.dtype), name(sum), cuda::c_type(e.dtype), total, total));
-  line(fmt::format("const {} {} = ({}){}.m2;", cuda::c_type(k_.body[squares].dtype), name(squares), cuda::c_type(k_.body[squares].dtype), total));
+  if (phase_ == Phase::kFinal) {  // the partial pass prints nothing that reads the row's results
+    line(fmt::format("const {} {} = ({})({}.mean * {}.n);", cuda::c_type(e.dtype), name(sum), cuda::c_type(e.dtype), total, total));
+    line(fmt::format("const {} {} = ({}){}.m2;", cuda::c_type(k_.body[squares].dtype), name(squares), cuda::c_type(k_.body[squares].dtype), total));
+  }
   emitted_[sum] = emitted_[squares] = true;
 }
 

@@ -99,7 +99,11 @@ class Printer : private Emitter {
   struct CachedValue {
     int array;
     int first_pass;
+    const char* type;  // its LLVM type
   };
+  // The cached value expression i reads in the current pass, if any; its element at this position.
+  const CachedValue* cached_value(int i) const;
+  std::string row_cache_element(const CachedValue& c, const char* stem);
   static constexpr int kElementPass = 1 << 30;
   int64_t row_elements_ = 0;
   std::vector<int> keys_;
