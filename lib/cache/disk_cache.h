@@ -16,7 +16,7 @@
 
 namespace jitc::cache {
 
-constexpr int kFormatVersion = 3;  // bump when the payload layout or what it depends on changes
+constexpr int kFormatVersion = 4;  // bump when the payload layout or what it depends on changes
 
 class DiskCache {
  public:

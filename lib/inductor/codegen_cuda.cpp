@@ -411,10 +411,17 @@ void Printer::store(const Expr& e) {
 using cuda_printer::Phase;
 using cuda_printer::Printer;
 
+std::vector<CudaFunctionSource> emit_cuda_functions(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function) {
+  if (config.split == 0) return {{function, Printer(kernel, index32, config, function).run()}};
+  const std::string final_pass = function + "_final";
+  return {{function, Printer(kernel, index32, config, function, Phase::kPartial).run()},
+          {final_pass, Printer(kernel, index32, config, final_pass, Phase::kFinal).run()}};
+}
+
 std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function) {
-  if (config.split == 0) return Printer(kernel, index32, config, function).run();
-  return Printer(kernel, index32, config, function, Phase::kPartial).run() +
-         Printer(kernel, index32, config, function + "_final", Phase::kFinal).run();
+  std::string out;
+  for (const auto& f : emit_cuda_functions(kernel, index32, config, function)) out += f.source;
+  return out;
 }
 
 std::string emit_cuda(const Kernel& kernel, bool index32) {

@@ -38,6 +38,12 @@ std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
 std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function);
 // The heuristic's configuration, named as the kernel.
 std::string emit_cuda(const Kernel& kernel, bool index32 = false);
+// emit_cuda's functions one by one (each needs the prelude before it): separate NVRTC programs, so that
+// a graph's functions compile at the same time on several threads.
+struct CudaFunctionSource {
+  std::string name, source;
+};
+std::vector<CudaFunctionSource> emit_cuda_functions(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function);
 // What a source of kernels starts with (once): helpers and the Symbols struct.
 std::string cuda_prelude();
 

@@ -15,9 +15,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace jitc::runtime {
@@ -111,23 +114,29 @@ std::string driver_error(CUresult r) {
   return name ? name : fmt::format("CUresult {}", static_cast<int>(r));
 }
 
+// One loaded module per image; a function is looked up in each until one has it.
 class DriverModule final : public CudaModule {
  public:
-  DriverModule(CUmodule module, std::string image) : module_(module), image_(std::move(image)) {}
+  explicit DriverModule(std::vector<std::string> images) : images_(std::move(images)) {}
   ~DriverModule() override {
-    if (Api::get().unload) Api::get().unload(module_);
+    if (Api::get().unload)
+      for (CUmodule m : modules_) Api::get().unload(m);
   }
+  void add(CUmodule module) { modules_.push_back(module); }
   void* function(const std::string& name) const override {
-    CUfunction f = nullptr;
-    const CUresult r = driver_api().get_function(&f, module_, name.c_str());
-    if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: cuModuleGetFunction({}) failed: {}", name, driver_error(r)));
-    return reinterpret_cast<void*>(f);
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    for (CUmodule m : modules_) {
+      CUfunction f = nullptr;
+      r = driver_api().get_function(&f, m, name.c_str());
+      if (r == CUDA_SUCCESS) return reinterpret_cast<void*>(f);
+    }
+    throw RuntimeError(fmt::format("jitc: cuModuleGetFunction({}) failed: {}", name, driver_error(r)));
   }
-  const std::string& image() const override { return image_; }
+  const std::vector<std::string>& images() const override { return images_; }
 
  private:
-  CUmodule module_;
-  std::string image_;
+  std::vector<CUmodule> modules_;
+  std::vector<std::string> images_;
 };
 
 }  // namespace
@@ -258,29 +267,54 @@ std::string nvrtc_compile(const std::string& source, const std::string& name, co
   return out;
 }
 
-std::unique_ptr<CudaModule> load_cuda_module(const std::string& image, const std::string& name, int device) {
+std::unique_ptr<CudaModule> load_cuda_modules(const std::vector<std::string>& images, const std::string& name, int device) {
   Api& api = driver_api();
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // its primary context is current
-  CUmodule module = nullptr;
-  const CUresult r = api.load(&module, image.data());
-  if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: cuModuleLoadData({}) failed: {}", name, driver_error(r)));
-  return std::make_unique<DriverModule>(module, image);
+  auto loaded = std::make_unique<DriverModule>(images);
+  for (const std::string& image : images) {
+    CUmodule module = nullptr;
+    const CUresult r = api.load(&module, image.data());
+    if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: cuModuleLoadData({}) failed: {}", name, driver_error(r)));
+    loaded->add(module);
+  }
+  return loaded;
 }
 
 // The target is chosen before compiling, so that a source NVRTC rejects is compiled (and kept) once.
-std::string compile_cuda_image(const std::string& source, const std::string& name, int device) {
+std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sources, const std::string& name, int device) {
   const std::string arch = cuda_arch(device);
   const auto supported = supported_archs();
-  if (!supported) return compile_unlisted(source, name, arch);
-  const auto target = choose_cuda_target(arch, *supported);
-  if (!target)
+  std::optional<CudaTarget> target;
+  if (supported && !(target = choose_cuda_target(arch, *supported)))
     throw CompileError(fmt::format("jitc: NVRTC {} cannot compile for {}: the oldest architecture it supports is sm_{}",
                                    nvrtc_version(), arch, *std::min_element(supported->begin(), supported->end())));
-  return nvrtc_compile(source, name, target->arch, target->cubin);
+  std::vector<std::string> images(sources.size());
+  std::vector<std::exception_ptr> errors(sources.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < sources.size();) {
+      const std::string unit = sources.size() > 1 ? name + "/" + sources[i].name : name;
+      try {
+        images[i] = target ? nvrtc_compile(sources[i].source, unit, target->arch, target->cubin)
+                           : compile_unlisted(sources[i].source, unit, arch);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  // NVRTC's programs are independent (its API is thread-safe): the sources compile at the same time.
+  const size_t helpers = std::min<size_t>(sources.size(), std::max(1u, std::thread::hardware_concurrency())) - 1;
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return images;
 }
 
 std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device) {
-  return load_cuda_module(compile_cuda_image(source, name, device), name, device);
+  return load_cuda_modules(compile_cuda_images({{name, source}}, name, device), name, device);
 }
 
 void* current_cuda_stream(int device) {

@@ -13,11 +13,12 @@
 
 namespace jitc::runtime {
 
+// Loaded images (cubins or PTX), one driver module each; function() finds a function in any of them.
 class CudaModule {
  public:
   virtual ~CudaModule() = default;
-  virtual void* function(const std::string& name) const = 0;  // a CUfunction
-  virtual const std::string& image() const = 0;               // the cubin (or PTX) loaded (the disk cache)
+  virtual void* function(const std::string& name) const = 0;      // a CUfunction
+  virtual const std::vector<std::string>& images() const = 0;     // what was loaded (the disk cache)
 };
 
 bool nvrtc_available();  // libnvrtc could be loaded
@@ -41,12 +42,19 @@ struct CudaTarget {
 };
 std::optional<CudaTarget> choose_cuda_target(const std::string& device, const std::vector<int>& supported);
 
-// Compiles for `device`'s architecture (choose_cuda_target): the cubin or PTX load_cuda_module takes.
-std::string compile_cuda_image(const std::string& source, const std::string& name, int device);
-// compile_cuda_image, then load_cuda_module (the current context).
+// Compiles each source for `device`'s architecture (choose_cuda_target), all at the same time on up to
+// one thread per core: a graph's functions, as separate NVRTC programs, cost about the slowest one's
+// compile instead of their sum. Returns the cubins (or PTX) in the sources' order; the first failure
+// throws its CompileError (the failing source kept as JITC_DEBUG_DIR/<name>/<source name>/kernels.cu
+// when there are several).
+struct CudaSource {
+  std::string name, source;
+};
+std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sources, const std::string& name, int device);
+// Loads images that compile_cuda_images made (in this process or an earlier one) into the current context.
+std::unique_ptr<CudaModule> load_cuda_modules(const std::vector<std::string>& images, const std::string& name, int device);
+// One source compiled and loaded.
 std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device);
-// Loads an image that compile_cuda_module made (in this process or an earlier one).
-std::unique_ptr<CudaModule> load_cuda_module(const std::string& image, const std::string& name, int device);
 
 // The current stream of a CUDA device (at::cuda::getCurrentCUDAStream), as a cudaStream_t.
 void* current_cuda_stream(int device);

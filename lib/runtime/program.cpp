@@ -64,20 +64,23 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   auto code = std::make_shared<ProgramCode>();
   code->plan = std::move(plan);
   Candidates candidates;
-  const auto gpu = timed(times, &CodegenStages::codegen, [&] { return code->emit(index32, tuning != nullptr, candidates); });
+  std::vector<CudaSource> cuda_units;
+  const auto gpu = timed(times, &CodegenStages::codegen, [&] { return code->emit(index32, tuning != nullptr, candidates, cuda_units); });
   if (!code->llvm_ir.empty())
     code->module = timed(times, &CodegenStages::llvm, [&] { return compile_cpu_module(code->llvm_ir, name, want_assembly); });
-  if (gpu) code->compile_cuda(name, gpu->index(), candidates, tuning, times);
+  if (gpu) code->compile_cuda(cuda_units, name, gpu->index(), candidates, tuning, times);
   code->link();
   return code;
 }
 
-// Prints every kernel: kernel IR, LLVM IR (CPU kernels, linked into llvm_ir), CUDA C (cuda_source). A
-// CUDA kernel gets the heuristic's configuration, or with `tuning` every candidate under its own name.
-// Returns the CUDA device, if any kernel runs on one.
-std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidates& candidates) {
+// Prints every kernel: kernel IR, LLVM IR (CPU kernels, linked into llvm_ir), CUDA C (each function with
+// the prelude into `cuda_units`, all of them after one prelude into cuda_source). A CUDA kernel gets the
+// heuristic's configuration, or with `tuning` every candidate under its own name. Returns the CUDA device,
+// if any kernel runs on one.
+std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidates& candidates, std::vector<CudaSource>& cuda_units) {
   std::vector<std::string> irs;
-  std::string cuda = inductor::cuda_prelude();
+  const std::string prelude = inductor::cuda_prelude();
+  std::string cuda = prelude;
   std::optional<c10::Device> gpu;
   candidates.assign(plan.kernels.size(), {});
   cuda_configs.assign(plan.kernels.size(), inductor::CudaConfig{0, 0, 0});
@@ -93,7 +96,10 @@ std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidat
     gpu = launch.device;
     candidates[k] = tuning ? inductor::cuda_config_candidates(launch.kernel) : std::vector{inductor::default_cuda_config(launch.kernel)};
     for (const auto& config : candidates[k])
-      cuda += inductor::emit_cuda(launch.kernel, index32, config, candidate_name(launch.kernel, config, candidates[k].size()));
+      for (auto& f : inductor::emit_cuda_functions(launch.kernel, index32, config, candidate_name(launch.kernel, config, candidates[k].size()))) {
+        cuda += f.source;
+        cuda_units.push_back({f.name, prelude + f.source});
+      }
     cuda_configs[k] = candidates[k].front();
     cuda_names[k] = candidate_name(launch.kernel, candidates[k].front(), candidates[k].size());
   }
@@ -102,11 +108,13 @@ std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidat
   return gpu;
 }
 
-// NVRTC, then the driver's load, timed apart: the first is most of a cold CUDA compile.
-void ProgramCode::compile_cuda(const std::string& name, int device, const Candidates& candidates, const TuningShapes* tuning,
-                               CompileTimes* times) {
-  const std::string image = timed(times, &CodegenStages::nvrtc, [&] { return compile_cuda_image(cuda_source, name, device); });
-  cuda_module = timed(times, &CodegenStages::load, [&] { return load_cuda_module(image, name, device); });
+// NVRTC, then the driver's load, timed apart: the first is most of a cold CUDA compile. Each function is
+// its own NVRTC program, compiled at the same time as the others (H100 host, x.var()'s partial and final
+// passes: XXX).
+void ProgramCode::compile_cuda(const std::vector<CudaSource>& units, const std::string& name, int device, const Candidates& candidates,
+                               const TuningShapes* tuning, CompileTimes* times) {
+  const auto images = timed(times, &CodegenStages::nvrtc, [&] { return compile_cuda_images(units, name, device); });
+  cuda_module = timed(times, &CodegenStages::load, [&] { return load_cuda_modules(images, name, device); });
   if (tuning) timed(times, &CodegenStages::autotune, [&] { keep_fastest(candidates, *tuning); });
 }
 
@@ -278,7 +286,10 @@ std::string ProgramCode::serialize() const {
   w.text(llvm_ir);
   w.text(module ? module->object() : std::string());
   w.text(cuda_source);
-  w.text(cuda_module ? cuda_module->image() : std::string());
+  const std::vector<std::string> no_images;
+  const auto& images = cuda_module ? cuda_module->images() : no_images;
+  w.number(static_cast<int64_t>(images.size()));
+  for (const auto& image : images) w.text(image);
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     w.number(cuda_configs[k].threads);
     w.number(cuda_configs[k].tile);
@@ -291,7 +302,8 @@ std::string ProgramCode::serialize() const {
 
 std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& payload, const std::string& name) {
   auto code = std::make_shared<ProgramCode>();
-  std::string object, cuda_image;
+  std::string object;
+  std::vector<std::string> cuda_images;
   std::optional<c10::Device> gpu;
   try {
     Reader r(payload);
@@ -316,7 +328,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
     code->llvm_ir = r.text();
     object = r.text();
     code->cuda_source = r.text();
-    cuda_image = r.text();
+    for (int64_t n = r.number(); n > 0; --n) cuda_images.push_back(r.text());
     for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
       inductor::CudaConfig config;
       config.threads = static_cast<int>(r.number());
@@ -331,7 +343,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
     return nullptr;
   }
   if (!object.empty()) code->module = load_cpu_object(object, name);
-  if (gpu) code->cuda_module = load_cuda_module(cuda_image, name, gpu->index());
+  if (gpu) code->cuda_module = load_cuda_modules(cuda_images, name, gpu->index());
   code->link();
   return code;
 }

@@ -25,6 +25,7 @@ class CpuModule;
 struct CompileTimes;
 struct TuningShapes;
 class CudaModule;
+struct CudaSource;
 
 struct ProgramCode {
   using KernelFn = void (*)(void* const* buffers, const int64_t* symbols, int64_t begin, int64_t end);
@@ -59,9 +60,9 @@ struct ProgramCode {
 
  private:
   using Candidates = std::vector<std::vector<inductor::CudaConfig>>;  // per kernel
-  std::optional<c10::Device> emit(bool index32, bool tuning, Candidates& candidates);
-  void compile_cuda(const std::string& name, int device, const Candidates& candidates, const TuningShapes* tuning,
-                    CompileTimes* times);
+  std::optional<c10::Device> emit(bool index32, bool tuning, Candidates& candidates, std::vector<CudaSource>& cuda_units);
+  void compile_cuda(const std::vector<CudaSource>& units, const std::string& name, int device, const Candidates& candidates,
+                    const TuningShapes* tuning, CompileTimes* times);
   void link();
   void keep_fastest(const std::vector<std::vector<inductor::CudaConfig>>& candidates, const TuningShapes& tuning);
   static std::string candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates);

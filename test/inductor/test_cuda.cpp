@@ -1,10 +1,15 @@
 // The CUDA backend on a GPU ([cuda]: skipped without one): parity with eager for the lowered ops across
 // dtypes, reductions and normalizations, non-contiguous inputs, dynamic dims, several threads and streams,
-// and the random differential test's programs (random_graphs.h).
+// the random differential test's programs (random_graphs.h), and programs whose functions compile apart.
+#include "graph/passes.h"
 #include "inductor/op_lists.h"
 #include "inductor/random_graphs.h"
+#include "inductor/scheduler.h"
+#include "runtime/cuda_jit.h"
+#include "runtime/program.h"
 #include "support/log_capture.h"
 #include "support/parity.h"
+#include "support/trace_of.h"
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -192,4 +197,30 @@ TEST_CASE("CUDA: max-autotune times candidate block sizes and keeps the fastest"
   }
   CHECK(logs.contains("AUTOTUNE "));
   CHECK(logs.contains("(kept "));
+}
+
+TEST_CASE("CUDA: a graph's functions compile as NVRTC programs of their own and load back from the payload", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  // Four functions: the row sums, x.var() of the whole tensor as a partial and a final pass, the add.
+  auto f = [](const at::Tensor& x) { return x.var() + (x * 2).sum(1); };
+  const at::Tensor x = at::randn({512, 4096}, at::kCUDA);
+  const auto outcome = jitc::testing::trace_of(f, x);
+  const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+  const auto code = jitc::runtime::ProgramCode::compile(jitc::inductor::schedule(g, "multi", {}), "multi", false, true);
+  CHECK(code->cuda_module->images().size() == 4);
+  const auto reloaded = jitc::runtime::ProgramCode::deserialize(code->serialize(), "multi");
+  REQUIRE(reloaded);
+  CHECK(reloaded->cuda_module->images() == code->cuda_module->images());
+  const at::Tensor expected = f(x);
+  for (const auto& program_code : {code, reloaded}) {
+    const jitc::runtime::Program program(g, program_code);
+    std::vector<at::Tensor> values(g.values.size());
+    for (const auto& in : g.inputs) values[in.value] = in.kind == jitc::graph::InputKind::kArgument ? x : in.constant;
+    std::string why;
+    REQUIRE(program.run(values, nullptr, &why));
+    CHECK(at::allclose(values[g.outputs.at(0)], expected, 1e-4, 1e-4));
+  }
 }
