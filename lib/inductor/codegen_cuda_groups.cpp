@@ -107,9 +107,8 @@ bool Printer::in_vector_group(const Expr& e) const {
 
 // The partial pass's groups: each thread takes group_ consecutive positions of its slice (slices and
 // the innermost extent are multiples of group_, so a group is whole and inside one innermost run);
-// contiguous loads move a group at once when aligned. `after_lanes` prints what follows a group's lanes.
-void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body,
-                             const std::function<void()>& after_lanes) {
+// contiguous loads move a group at once when aligned.
+void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
   const std::string g = fresh("g"), whole = fresh("whole");
   line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
   decompose(vars, g);
@@ -124,7 +123,6 @@ void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo
   body();
   line("}");
   group_lane_.clear();
-  if (after_lanes) after_lanes();
   line("}");
 }
 

@@ -71,21 +71,6 @@ template <class T> __device__ __forceinline__ void welford_add(Welford<T>& w, T 
   w.mean += d / w.n;
   w.m2 += d * (x - w.mean);
 }
-// G consecutive values at once: their own mean and M2 (exact, from registers), then combined with the
-// running triple: one division per group instead of one per value (the per-value update's division made
-// the partial pass compute-bound).
-template <class T, int G> __device__ __forceinline__ void welford_add_group(Welford<T>& w, const T (&v)[G]) {
-  T s = T(0), m2 = T(0);
-#pragma unroll
-  for (int l = 0; l < G; ++l) s += v[l];
-  const T mean = s * (T(1) / T(G));  // G is a power of two: exact
-#pragma unroll
-  for (int l = 0; l < G; ++l) m2 += (v[l] - mean) * (v[l] - mean);
-  const T n = w.n + T(G), d = mean - w.mean, r = T(G) / n;
-  w.mean += d * r;
-  w.m2 += m2 + d * d * w.n * r;
-  w.n = n;
-}
 template <class T> __device__ __forceinline__ Welford<T> welford_combine(Welford<T> a, Welford<T> b) {
   if (b.n == T(0)) return a;
   if (a.n == T(0)) return b;

@@ -40,23 +40,11 @@ void Printer::welford_reduction(int sum, int squares) {
     const auto vars = k_.loop_vars(e.loop);
     const auto [lo, hi] = slice_bounds(vars);
     plan_partial_groups(sum, vars);
-    auto loop_body = [&] {
+    block_loop(vars, lo, hi, [&] {
       for (int i = 0; i < sum; ++i)
         if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
-    };
-    if (vector_access_.empty()) {
-      block_loop(vars, lo, hi, [&] {
-        loop_body();
-        line(fmt::format("welford_add<{}>({}, {});", ty, w, name(e.a)));
-      });
-    } else {  // a group's values into registers, then added at once
-      const std::string values = fresh("wv");
-      line(fmt::format("{} {}[{}];", ty, values, group_));
-      partial_groups(vars, lo, hi, [&] {
-        loop_body();
-        line(fmt::format("{}[{}] = {};", values, group_lane_, name(e.a)));
-      }, [&] { line(fmt::format("welford_add_group<{}, {}>({}, {});", ty, group_, w, values)); });
-    }
+      line(fmt::format("welford_add<{}>({}, {});", ty, w, name(e.a)));
+    });
   } else {  // the final pass: this row's slices, in slice order (count in the sum's position slot)
     const std::string s = fresh("s");
     line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x)", s, config_.split));

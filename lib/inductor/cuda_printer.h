@@ -63,8 +63,7 @@ class Printer {
   std::vector<std::string> load_group(const std::string& g, const std::string& hi, const std::string& whole, const std::string& inside);
   size_t group_bytes(const Expr& access) const;
   bool in_vector_group(const Expr& e) const;
-  void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body,
-                      const std::function<void()>& after_lanes = {});
+  void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
   void plan_partial_groups(int r, const std::vector<int>& vars);
 
   // ---- split reductions (codegen_cuda_split.cpp) ------------------------------------------------
