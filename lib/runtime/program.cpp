@@ -110,8 +110,7 @@ std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidat
 
 // NVRTC, then the driver's load, timed apart: the first is most of a cold CUDA compile. Each function is
 // its own NVRTC program, compiled at the same time as the others (H100 host, in-process, fresh caches:
-// x.var()'s partial and final passes 172 ms as one program, 155 ms as two; max-autotune's candidates gain
-// most).
+// x.var()'s partial and final passes 172 ms as one program, 155 ms as two).
 void ProgramCode::compile_cuda(const std::vector<CudaSource>& units, const std::string& name, int device, const Candidates& candidates,
                                const TuningShapes* tuning, CompileTimes* times) {
   const auto images = timed(times, &CodegenStages::nvrtc, [&] { return compile_cuda_images(units, name, device); });
