@@ -59,6 +59,19 @@ template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
   __syncthreads();
   return shared[0];
 }
+// Programmatic dependent launch (sm_90+; no-ops on older GPUs): a split reduction's partial pass lets
+// its final pass launch before it ends, and the final pass waits until the partial pass has completed and
+// its writes are visible. The final pass's launch latency then hides behind the partial pass's last blocks.
+__device__ __forceinline__ void let_dependents_launch() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 // Welford's running (count, mean, M2) for variances split over blocks: one element at a time, and two
 // partial results combined (Chan et al.); block_welford combines a block's in a fixed order, as
 // block_reduce does. Its shuffle loops stay rolled: unrolled, the ten inlined divisions doubled NVRTC's

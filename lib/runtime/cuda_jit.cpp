@@ -47,6 +47,7 @@ struct Api {
   decltype(&cuModuleUnload) unload = nullptr;
   decltype(&cuModuleGetFunction) get_function = nullptr;
   decltype(&cuLaunchKernel) launch = nullptr;
+  decltype(&cuLaunchKernelEx) launch_ex = nullptr;  // CUDA 12+: launch attributes
   decltype(&cuGetErrorName) error_name = nullptr;
   decltype(&cuDeviceGetAttribute) attribute = nullptr;
   decltype(&cuDeviceGet) device = nullptr;
@@ -87,6 +88,7 @@ struct Api {
     bind(driver, unload, "cuModuleUnload");
     bind(driver, get_function, "cuModuleGetFunction");
     bind(driver, launch, "cuLaunchKernel");
+    bind(driver, launch_ex, "cuLaunchKernelEx");
     bind(driver, error_name, "cuGetErrorName");
     bind(driver, attribute, "cuDeviceGetAttribute");
     bind(driver, device, "cuDeviceGet");
@@ -322,7 +324,7 @@ void* current_cuda_stream(int device) {
 }
 
 void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers,
-                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name) {
+                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name, bool overlap_previous) {
   // Parameters by value: the Buffers struct (pointers), the Symbols struct (16 values), the tile count.
   c10::SmallVector<void*, 32> pointers(buffers, buffers + num_buffers);
   if (pointers.empty()) pointers.push_back(nullptr);
@@ -330,13 +332,30 @@ void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const*
   std::copy(symbols, symbols + std::min(num_symbols, 16), values.begin());
   int64_t count = tiles;
   void* args[] = {pointers.data(), values.data(), &count};
-  launch_cuda(function, tiles, threads, args, stream, name);
+  launch_cuda(function, tiles, threads, args, stream, name, overlap_previous);
 }
 
-void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name) {
+void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name, bool overlap_previous) {
+  Api& api = driver_api();
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(grid, 1 << 20));
-  const CUresult r = driver_api().launch(reinterpret_cast<CUfunction>(function), blocks, 1, 1, static_cast<unsigned>(block), 1, 1, 0,
-                                         reinterpret_cast<CUstream>(stream), args, nullptr);
+  CUresult r;
+  if (overlap_previous && api.launch_ex) {
+    CUlaunchAttribute programmatic{};
+    programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    programmatic.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = blocks;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = static_cast<unsigned>(block);
+    config.blockDimY = config.blockDimZ = 1;
+    config.hStream = reinterpret_cast<CUstream>(stream);
+    config.attrs = &programmatic;
+    config.numAttrs = 1;
+    r = api.launch_ex(&config, reinterpret_cast<CUfunction>(function), args, nullptr);
+  } else {
+    r = api.launch(reinterpret_cast<CUfunction>(function), blocks, 1, 1, static_cast<unsigned>(block), 1, 1, 0,
+                   reinterpret_cast<CUstream>(stream), args, nullptr);
+  }
   if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: launching {} failed: {}", name, driver_error(r)));
 }
 

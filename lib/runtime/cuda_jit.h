@@ -60,7 +60,11 @@ std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const
 void* current_cuda_stream(int device);
 
 // Launches `function` with a 1-D grid on `stream` (a cudaStream_t); `args` as cuLaunchKernel takes them.
-void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name);
+// overlap_previous (programmatic dependent launch, sm_90+): the launch may start while the stream's
+// previous kernel still runs; the function must wait for it (griddepcontrol.wait) before reading what it
+// wrote. Where the driver has no cuLaunchKernelEx, an ordinary launch.
+void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name,
+                 bool overlap_previous = false);
 
 // Launches a kernel printed by inductor::emit_cuda: its parameters are the buffer pointers, the values of
 // up to 16 symbols and the tile count (one block per tile, up to 2^20 blocks in a grid-stride loop).
@@ -69,6 +73,7 @@ void launch_cuda(void* function, int64_t grid, int block, void** args, void* str
 // (sin+cos).relu 92% of the roofline -> 85 / 88 / 91%, softmax 95% -> 87 / 89 / 92%, x.sum(0) and
 // (x*x).mean() unchanged. A block per tile keeps more independent loads in flight.
 void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers,
-                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name);
+                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name,
+                        bool overlap_previous = false);
 
 }  // namespace jitc::runtime

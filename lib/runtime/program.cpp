@@ -414,8 +414,11 @@ void Program::launch_split(size_t k, const c10::SmallVector<void*, 16>& pointers
   const int num_symbols = graph_.num_symbols;
   launch_cuda_kernel(entry.cuda_function, entry.cuda_config.threads, inductor::tile_count(launch.kernel, symbols, entry.cuda_config),
                      buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name);
+  // The final pass launches while the partial pass runs and waits for it inside (griddepcontrol.wait):
+  // its launch latency hides behind the partial pass's last blocks.
   launch_cuda_kernel(entry.cuda_final_function, entry.cuda_config.threads, inductor::tile_count(launch.kernel, symbols, rows_only),
-                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name + "_final");
+                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name + "_final",
+                     /*overlap_previous=*/true);
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {
