@@ -72,17 +72,28 @@ __device__ __forceinline__ void wait_for_previous_grid() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// Welford's running (count, mean, M2) for variances split over blocks: one element at a time, and two
-// partial results combined (Chan et al.); block_welford combines a block's in a fixed order, as
-// block_reduce does. Its shuffle loops stay rolled: unrolled, the ten inlined divisions doubled NVRTC's
-// time for x.var()'s two kernels (about 300 ms -> 160-210 ms on the 2-core machine), for no measurable
-// gain in a step taken once per block.
+// Welford's (count, mean, M2) for variances split over blocks: two partial results combined (Chan et
+// al.); block_welford combines a block's in a fixed order, as block_reduce does. Its shuffle loops stay
+// rolled: unrolled, the ten inlined divisions doubled NVRTC's time for x.var()'s two kernels (about 300
+// ms -> 160-210 ms on the 2-core machine), for no measurable gain in a step taken once per block.
 template <class T> struct Welford { T n, mean, m2; };
-template <class T> __device__ __forceinline__ void welford_add(Welford<T>& w, T x) {
-  w.n += T(1);
-  const T d = x - w.mean;
-  w.mean += d / w.n;
-  w.m2 += d * (x - w.mean);
+// A thread's share of a split variance: its values' deviations from the first of them, summed and
+// squared (the shifted-data algorithm: three operations per value where Welford's update divides).
+// Since the shift is one of the values, n (mean - shift)^2 <= n M2: the cancellation in
+// M2 = squares - sum^2 / n costs at most about n + 1 roundings relative to M2, the order of a float
+// sum of n values. Converted to a Welford triple once per thread.
+template <class T> struct ShiftedSums { T shift, sum, squares, n; };
+template <class T> __device__ __forceinline__ void shifted_add(ShiftedSums<T>& s, T x) {
+  if (s.n == T(0)) s.shift = x;
+  const T d = x - s.shift;
+  s.sum += d;
+  s.squares += d * d;
+  s.n += T(1);
+}
+template <class T> __device__ __forceinline__ Welford<T> to_welford(ShiftedSums<T> s) {
+  if (s.n == T(0)) return Welford<T>{T(0), T(0), T(0)};
+  const T mean = s.sum / s.n, m2 = s.squares - s.sum * mean;
+  return Welford<T>{s.n, s.shift + mean, m2 > T(0) ? m2 : T(0)};
 }
 template <class T> __device__ __forceinline__ Welford<T> welford_combine(Welford<T> a, Welford<T> b) {
   if (b.n == T(0)) return a;

@@ -34,19 +34,22 @@ void Printer::welford_reduction(int sum, int squares) {
   const Expr& e = k_.body[sum];
   const std::string ty = cuda::c_type(k_.body[e.a].dtype), w = fresh("w"), total = fresh("wtotal");
   const std::string sum_slot = partial_slot(sum), squares_slot = partial_slot(squares);
-  line(fmt::format("Welford<{}> {}{{0, 0, 0}};", ty, w));
   auto saved = emitted_;
-  if (phase_ == Phase::kPartial) {
+  if (phase_ == Phase::kPartial) {  // this thread's values as shifted sums, then as a Welford triple
     const auto vars = k_.loop_vars(e.loop);
     const auto [lo, hi] = slice_bounds(vars);
+    const std::string sums = fresh("sums");
+    line(fmt::format("ShiftedSums<{}> {}{{0, 0, 0, 0}};", ty, sums));
     plan_partial_groups(sum, vars);
     block_loop(vars, lo, hi, [&] {
       for (int i = 0; i < sum; ++i)
         if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
-      line(fmt::format("welford_add<{}>({}, {});", ty, w, name(e.a)));
+      line(fmt::format("shifted_add<{}>({}, {});", ty, sums, name(e.a)));
     });
+    line(fmt::format("const Welford<{}> {} = to_welford<{}>({});", ty, w, ty, sums));
   } else {  // the final pass: this row's slices, in slice order (count in the sum's position slot)
     const std::string s = fresh("s");
+    line(fmt::format("Welford<{}> {}{{0, 0, 0}};", ty, w));
     line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x)", s, config_.split));
     line(fmt::format("  {0} = welford_combine<{1}>({0}, Welford<{1}>{{*(const {1}*)(workspace + {2} + {3} + {4}), "
                      "*(const {1}*)(workspace + {3} + {4}), *(const {1}*)(workspace + {5} + {4})}});",

@@ -99,6 +99,11 @@ TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[c
   // Variances split over blocks (Welford partials): values far from zero, a whole tensor, var_mean.
   const auto offset = at::randn({1 << 21}, at::kCUDA) + 1000;
   check_parity("var of values near 1000", [](const at::Tensor& x) { return x.var(); }, offset);
+  // A thread's shifted sums (shifted_add) take its first value as the shift: some of them outliers here.
+  const at::Tensor outliers = offset.clone();
+  outliers.slice(0, 0, outliers.size(0), 2048).fill_(1e4);
+  check_parity("var of values near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers);
+  check_parity("var of doubles near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers.to(at::kDouble));
   check_parity("std of a whole matrix", [](const at::Tensor& x) { return x.std(); }, at::randn({2048, 1024}, at::kCUDA));
   check_parity("var_mean of long rows", [](const at::Tensor& x) { auto [v, m] = at::var_mean(x, {1}, 0); return v * 10 + m; },
                at::randn({3, 100003}, at::kCUDA) * 3 + 1);
