@@ -25,6 +25,7 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
 }
 // Full-range division within 2 ulp (what Triton emits for float division); for values rounded to 16 bits.
 __device__ __forceinline__ float fast_div(float a, float b) { float q; asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; }
+__device__ __forceinline__ double fast_div(double a, double b) { return a / b; }
 template <class T> __device__ __forceinline__ T max_nan(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T min_nan(T a, T b) { return (a < b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T safe_divisor(T b) { return b == 0 ? T(1) : b; }
@@ -98,7 +99,9 @@ template <class T> __device__ __forceinline__ Welford<T> to_welford(ShiftedSums<
 template <class T> __device__ __forceinline__ Welford<T> welford_combine(Welford<T> a, Welford<T> b) {
   if (b.n == T(0)) return a;
   if (a.n == T(0)) return b;
-  const T n = a.n + b.n, d = b.mean - a.mean, w = b.n / n;
+  // The weight to 2 ulps (Triton's division, which Inductor's welford_combine uses): it only scales a
+  // difference of means, and the exact division inlines a slow path into each of the ten combines.
+  const T n = a.n + b.n, d = b.mean - a.mean, w = fast_div(b.n, n);
   return Welford<T>{n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
 }
 template <class T> __device__ __forceinline__ Welford<T> welford_down(Welford<T> v, int o) {
