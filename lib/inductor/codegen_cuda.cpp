@@ -340,10 +340,11 @@ void Printer::expr(int i, const Expr& e) {
   auto define = [&](const std::string& value) { line(fmt::format("const {} {} = {};", ty, name(i), value)); };
   if (f && (e.op == ScalarOp::kSin || e.op == ScalarOp::kCos)) {
     if (auto partner = sincos_partner_.find(i); partner != sincos_partner_.end()) {
-      // sin and cos of one value: sincos shares the argument reduction (the expensive part).
+      // sin and cos of one value: sincos shares the argument reduction (the expensive part); out of line
+      // (see the prelude).
       const int sin = e.op == ScalarOp::kSin ? i : partner->second, cos = e.op == ScalarOp::kSin ? partner->second : i;
       line(fmt::format("{} {}, {};", ty, name(sin), name(cos)));
-      line(fmt::format("sincos{}({}, &{}, &{});", t == ScalarType::Float ? "f" : "", a, name(sin), name(cos)));
+      line(fmt::format("sincos_out_of_line({}, &{}, &{});", a, name(sin), name(cos)));
       emitted_[partner->second] = true;
       return;
     }

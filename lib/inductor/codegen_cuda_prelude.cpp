@@ -60,6 +60,11 @@ template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
   __syncthreads();
   return shared[0];
 }
+// sincos out of line: its slow path (the reduction of huge arguments) is large, and a vector group's
+// lanes would inline it once each. H100 host, cold NVRTC (no driver cache) of (sin+cos).relu: 141-147
+// ms inlined, 86-105 ms out of line; its speed did not change (0.0491 ms either way, session 5).
+__device__ __noinline__ void sincos_out_of_line(float x, float* s, float* c) { sincosf(x, s, c); }
+__device__ __noinline__ void sincos_out_of_line(double x, double* s, double* c) { sincos(x, s, c); }
 // Programmatic dependent launch (sm_90+; no-ops on older GPUs): a split reduction's partial pass lets
 // its final pass launch before it ends, and the final pass waits until the partial pass has completed and
 // its writes are visible. The final pass's launch latency then hides behind the partial pass's last blocks.
