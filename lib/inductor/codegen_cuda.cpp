@@ -343,8 +343,9 @@ void Printer::expr(int i, const Expr& e) {
       // sin and cos of one value: sincos shares the argument reduction (the expensive part); out of line
       // (see the prelude).
       const int sin = e.op == ScalarOp::kSin ? i : partner->second, cos = e.op == ScalarOp::kSin ? partner->second : i;
-      line(fmt::format("{} {}, {};", ty, name(sin), name(cos)));
-      line(fmt::format("sincos_out_of_line({}, &{}, &{});", a, name(sin), name(cos)));
+      const std::string pair = fresh("sincos");
+      line(fmt::format("const auto {} = sincos_out_of_line({});", pair, a));
+      line(fmt::format("const {} {} = {}.s, {} = {}.c;", ty, name(sin), pair, name(cos), pair));
       emitted_[partner->second] = true;
       return;
     }
