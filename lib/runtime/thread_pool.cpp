@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -94,6 +96,23 @@ class Pool {
 
 std::mutex g_run_mutex;  // one parallel loop at a time uses the pool; others run inline
 
+// LibTorch's own OpenMP runtime (the wheel's libgomp), when the process has one: GOMP_parallel is what
+// `#pragma omp parallel` compiles to, so kernels run on ATen's thread team. A pool of jitc's own beside
+// it oversubscribed the cores: after an ATen op, OpenMP's workers spin for milliseconds (GOMP_SPINCOUNT),
+// and a jitc kernel launched then shared a core between its second thread and a spinning worker.
+using GompParallel = void (*)(void (*)(void*), void*, unsigned, unsigned);
+GompParallel openmp_parallel() {
+  static const auto f = reinterpret_cast<GompParallel>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
+  return f;
+}
+
+void run_share(void* job) {  // each thread of the OpenMP team; loops inside run inline
+  const bool was_inside = t_inside;
+  t_inside = true;
+  static_cast<Job*>(job)->work();
+  t_inside = was_inside;
+}
+
 }  // namespace
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
@@ -104,20 +123,24 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
-  std::unique_lock<std::mutex> exclusive(g_run_mutex, std::try_to_lock);
-  if (!exclusive.owns_lock()) {  // another thread's loop holds the pool: this one runs inline
-    fn(0, n);
-    return;
-  }
   Job job;
   job.fn = &fn;
   job.n = n;
   // A few chunks per thread balance uneven rows without much contention on the counter.
   job.chunk = std::max(grain, (n + 4 * threads - 1) / (4 * threads));
   const int helpers = static_cast<int>(std::min<int64_t>(threads - 1, (n + job.chunk - 1) / job.chunk - 1));
-  t_inside = true;
-  Pool::get().run(job, helpers);
-  t_inside = false;
+  if (const GompParallel parallel = openmp_parallel()) {
+    parallel(run_share, &job, static_cast<unsigned>(helpers + 1), 0);
+  } else {
+    std::unique_lock<std::mutex> exclusive(g_run_mutex, std::try_to_lock);
+    if (!exclusive.owns_lock()) {  // another thread's loop holds the pool: this one runs inline
+      fn(0, n);
+      return;
+    }
+    t_inside = true;
+    Pool::get().run(job, helpers);
+    t_inside = false;
+  }
   if (job.error) std::rethrow_exception(job.error);
 }
 
