@@ -137,8 +137,8 @@ std::string Printer::tiles_per_row() {
 
 void Printer::row() {
   std::string rest = "t", column_tile = "0ll";
-  if (config_.columns > 0) rest = column_row();
   if (phase_ != Phase::kWhole) rest = split_row();
+  else if (config_.columns > 0) rest = column_row("t");
   if (tile_ > 0) {
     rest = fresh("row");
     column_tile = fresh("ctile");
@@ -161,14 +161,14 @@ void Printer::row() {
   element_loop(column_tile);
 }
 
-// Side-by-side rows: this thread's row, clamped to the last one so that threads past the end compute
+// Side-by-side rows: this thread's row in the group of rows `group`, clamped to the last one so that threads past the end compute
 // (and never store) a valid row and still take part in the block's reductions.
-std::string Printer::column_row() {
+std::string Printer::column_row(const std::string& group) {
   std::string rows = "((idx_t)1)";
   for (int v : k_.outer_vars()) rows = fmt::format("({} * {})", rows, name(k_.vars[v].extent));
   const std::string wanted = fresh("wanted"), row = fresh("row");
   live_ = fresh("live");
-  line(fmt::format("const idx_t {} = t * {} + threadIdx.x % {};", wanted, config_.columns, config_.columns));
+  line(fmt::format("const idx_t {} = {} * {} + threadIdx.x % {};", wanted, group, config_.columns, config_.columns));
   line(fmt::format("const bool {} = {} < {};", live_, wanted, rows));
   line(fmt::format("const idx_t {} = {} ? {} : {} - 1;", row, live_, wanted, rows));
   return row;
@@ -183,9 +183,9 @@ void Printer::block_loop(const std::vector<int>& vars, const std::string& lo, co
   const std::string i = fresh("i");
   if (config_.columns > 0) {
     // Unrolled so that several strided loads are in flight per thread.
+    const std::string first = fmt::format("{}threadIdx.x / {}", lo.empty() ? "" : lo + " + ", config_.columns);
     line("#pragma unroll 4");
-    line(fmt::format("for (idx_t {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", i, config_.columns, total,
-                     config_.threads / config_.columns));
+    line(fmt::format("for (idx_t {0} = {1}; {0} < {2}; {0} += {3}) {{", i, first, lo.empty() ? total : hi, config_.threads / config_.columns));
     decompose(vars, i);
   } else if (!lo.empty() && !vector_access_.empty()) {
     return partial_groups(vars, lo, hi, body);
@@ -317,7 +317,7 @@ void Printer::reduction(int r) {
     line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", ty, combined, scope, types,
                      acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
     line(fmt::format("const {} {} = ({}){};", c_type(e.dtype), name(r), c_type(e.dtype), combined));
-    if (phase_ == Phase::kPartial) line(fmt::format("if (threadIdx.x == 0) *({}*)(workspace + {}) = {};", ty, slot, combined));
+    if (phase_ == Phase::kPartial) line(fmt::format("{}*({}*)(workspace + {}) = {};", row_writer(), ty, slot, combined));
   }
   emitted_[r] = true;
 }
@@ -382,6 +382,12 @@ void Printer::load(int i, const Expr& e) {
   }
 }
 
+// The condition under which a thread writes its row's value: the first thread of the row (of a live row,
+// when rows lie side by side).
+std::string Printer::row_writer() const {
+  return live_.empty() ? "if (threadIdx.x == 0) " : fmt::format("if (threadIdx.x < {} && {}) ", config_.columns, live_);
+}
+
 int Printer::register_array_of(int i) const {
   if (lane_.empty()) return -1;
   auto it = register_array_.find(analysis_.positional_keys()[i]);
@@ -404,9 +410,7 @@ void Printer::store(const Expr& e) {
   }
   // A value stored once per row is written by one thread (the first of its row's).
   const bool per_row = placement_.scope[&e - k_.body.data()] == Scope::kRow;
-  std::string writer;
-  if (per_row)
-    writer = live_.empty() ? "if (threadIdx.x == 0) " : fmt::format("if (threadIdx.x < {} && {}) ", config_.columns, live_);
+  std::string writer = per_row ? row_writer() : "";
   if (!group_live_.empty()) writer = fmt::format("if ({}) ", group_live_);  // a lane past the tile's end
   line(fmt::format("{}buf{}[{}] = {};", writer, e.buffer, name(e.a), value));
 }

@@ -25,7 +25,8 @@ struct CudaConfig {
 // The heuristic's choice: tiled pointwise kernels 512 threads over 4096-element tiles (128 over 1024 when
 // no buffer is wider than 2 bytes); other pointwise kernels 256 threads; reduction kernels enough threads
 // that a row held in registers takes about 8 per thread (32 to 1024); reductions whose rows lie side by
-// side in memory (x.sum(0)) 1024 threads over 64 bytes' worth of rows (see column_width).
+// side in memory (x.sum(0)) 1024 threads over 64 bytes' worth of rows (see column_width), or split over
+// blocks, 256 threads over 128 bytes' worth (column_split_width).
 CudaConfig default_cuda_config(const Kernel& kernel);
 // What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block (and tile) sizes.
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
@@ -57,12 +58,18 @@ int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
 // not (a reduction over an outer dim): how many rows a block takes side by side so that each step of its
 // threads reads 64 contiguous bytes of each row it visits (8 to 32 rows). 0 for every other kernel.
 int column_width(const Kernel& kernel);
+// Column kernels split over blocks (see split_count) take twice column_width's rows side by side (128
+// bytes' worth, at most 64 rows) with this many threads.
+int column_split_width(const Kernel& kernel);
+constexpr int kColumnSplitThreads = 256;
 
 // Reductions of few long rows (x.sum(), a loss's mean) would leave most of the GPU idle with a block per
 // row, so each row is split over this many blocks: <function> reduces slices of rows into a workspace
 // (tiles = rows * split) and <function>_final combines each row's partial results and runs the rest of
 // the row (tiles = rows), as Inductor's split reductions do. Needs constant sizes, reductions that do not
-// read each other's results and no element loop; 0 otherwise.
+// read each other's results and no element loop; 0 otherwise. Column kernels (column_width) with many
+// reduced elements split too, their blocks taking column_split_width rows side by side (tiles = groups
+// of rows * split, then groups), except for variances and arg reductions.
 int split_count(const Kernel& kernel);
 // Variances in a split kernel: for each reduction that sums (x - m)^2 where m = (sum of x) / n is another
 // reduction's mean over a loop of the same shape (lower_reduction's two-pass variance), that sum's

@@ -8,22 +8,33 @@
 
 namespace jitc::inductor::cuda_printer {
 
-// A split kernel's row (and, in the partial pass, which of its slices this block reduces).
+// A split kernel's row (and, in the partial pass, which of its slices this block reduces). Column
+// kernels take a group of rows side by side: neighbouring blocks read neighbouring groups' slices (the
+// same rows of the input), others neighbouring slices of a row.
 std::string Printer::split_row() {
-  split_row_ = fresh("row");
-  if (phase_ == Phase::kFinal) {
-    line(fmt::format("const idx_t {} = t;", split_row_));
-    return split_row_;
+  std::string tile = "t";
+  if (phase_ == Phase::kPartial) {
+    tile = fresh("tile");
+    slice_ = fresh("slice");
+    if (config_.columns > 0) {
+      const int64_t groups = (rows() + config_.columns - 1) / config_.columns;
+      line(fmt::format("const idx_t {} = t % {}, {} = t / {};", tile, groups, slice_, groups));
+    } else {
+      line(fmt::format("const idx_t {} = t / {}, {} = t % {};", tile, config_.split, slice_, config_.split));
+    }
   }
-  slice_ = fresh("slice");
-  line(fmt::format("const idx_t {} = t / {}, {} = t % {};", split_row_, config_.split, slice_, config_.split));
+  split_row_ = config_.columns > 0 ? column_row(tile) : tile;
   return split_row_;
 }
 
 // The final pass: a row's partial results, in slice order, folded like the elements they stand for.
 void Printer::combine_partials(int r, const std::string& ty, const std::function<void(const std::string&, const std::string&)>& fold) {
   const std::string slot = partial_slot(r), s = fresh("s"), v = fresh("part");
-  line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x) {{", s, config_.split));
+  if (config_.columns > 0)  // the threads of a row: every columns-th
+    line(fmt::format("for (int {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", s, config_.columns, config_.split,
+                     config_.threads / config_.columns));
+  else
+    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x) {{", s, config_.split));
   line(fmt::format("const {} {} = *(const {}*)(workspace + {} + {});", ty, v, ty, slot, s));
   const bool arg = k_.body[r].reduce == ReduceKind::kArgMax || k_.body[r].reduce == ReduceKind::kArgMin;
   fold(v, arg ? fmt::format("workspace[{} + {} + {}]", positions_offset(), slot, s) : "");

@@ -70,6 +70,8 @@ bool reductions_independent(const Kernel& k) {
   return true;
 }
 
+constexpr int64_t kSplitBlocks = 1024;  // enough to fill a GPU of 132 SMs several times over
+
 bool is_sum(const Kernel& k, int e) { return k.body[e].op == ScalarOp::kReduce && k.body[e].reduce == ReduceKind::kSum; }
 
 }  // namespace
@@ -100,8 +102,34 @@ std::map<int, int> welford_pairs(const Kernel& k) {
   return pairs;
 }
 
+namespace {
+
+bool has_arg_reduction(const Kernel& k) {
+  return std::any_of(k.body.begin(), k.body.end(), [](const Expr& e) {
+    return e.op == ScalarOp::kReduce && (e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin);
+  });
+}
+
+// Column kernels split over blocks (rows side by side, each block a slice of their reduced elements):
+// 1024 blocks of 256 threads, each reading 128 bytes of a row per step. H100, x.sum(0) of 8192x4096
+// floats (prof colsum microbenchmark, session 7): 32 columns, 256 threads, 8 slices 0.0481 ms; 64 columns,
+// 512 threads, 8 slices 0.0482; unsplit 16 columns, 1024 threads 0.0503; 16-byte loads of 4 columns per
+// thread gained under 1% more. Slices keep 16 positions or more per thread.
+int column_split_count(const Kernel& k, int64_t rows, int64_t elements) {
+  // The column printer has no Welford or arg-reduce partials.
+  if (!welford_pairs(k).empty() || has_arg_reduction(k)) return 0;
+  const int columns = column_split_width(k);
+  const int64_t groups = (rows + columns - 1) / columns, threads_per_row = kColumnSplitThreads / columns;
+  const int64_t split = std::min(kSplitBlocks / groups, elements / (16 * threads_per_row));
+  return split >= 2 ? static_cast<int>(split) : 0;
+}
+
+}  // namespace
+
+int column_split_width(const Kernel& k) { return std::min(64, 2 * column_width(k)); }
+
 int split_count(const Kernel& k) {
-  if (k.tile > 0 || k.num_reduction_loops == 0 || !k.inner_vars().empty() || column_width(k) > 0 || !reductions_independent(k)) return 0;
+  if (k.tile > 0 || k.num_reduction_loops == 0 || !k.inner_vars().empty() || !reductions_independent(k)) return 0;
   const int64_t rows = constant_elements(k, k.outer_vars());
   int64_t elements = -1;  // of the shortest reduction loop
   for (int loop = 0; loop < k.num_reduction_loops; ++loop) {
@@ -109,10 +137,10 @@ int split_count(const Kernel& k) {
     elements = loop == 0 ? n : std::min(elements, n);
   }
   if (rows <= 0 || elements <= 0) return 0;
+  if (column_width(k) > 0) return column_split_count(k, rows, elements);
   // H100, (x*x).mean() of 8192x4096: 512 blocks 0.0671 ms, 1024 blocks 0.0665-0.0673, 4096 blocks 0.0718.
-  constexpr int64_t kBlocks = 1024;      // enough to fill a GPU of 132 SMs several times over
-  constexpr int64_t kMinSlice = 8192;    // elements per block: 16 per thread of 512, worth a second kernel
-  const int64_t split = std::min(kBlocks / rows, elements / kMinSlice);
+  constexpr int64_t kMinSlice = 8192;  // elements per block: 16 per thread of 512, worth a second kernel
+  const int64_t split = std::min(kSplitBlocks / rows, elements / kMinSlice);
   return split >= 2 ? static_cast<int>(split) : 0;
 }
 
@@ -121,7 +149,8 @@ int64_t split_workspace_slots(const Kernel& k, const CudaConfig& config) {
 }
 
 CudaConfig default_cuda_config(const Kernel& kernel) {
-  if (const int split = split_count(kernel)) return {512, 0, 0, split};
+  if (const int split = split_count(kernel))
+    return column_width(kernel) > 0 ? CudaConfig{kColumnSplitThreads, 0, column_split_width(kernel), split} : CudaConfig{512, 0, 0, split};
   // max-autotune's H100 timings of x.sum(0) on 8192x4096 floats: 1024 threads over 16 rows 0.0513 ms,
   // 512 over 16 0.0547, 512 over 8 0.0554, 1024 over 8 0.0619, 256 over 8 0.0559, 256 over 16 0.0770.
   if (const int columns = column_width(kernel)) return {1024, 0, columns};
@@ -181,8 +210,9 @@ int64_t tile_count(const Kernel& k, const int64_t* symbols, const CudaConfig& co
   const int64_t tile = k.tile > 0 && config.tile > 0 ? config.tile : k.tile;
   int64_t tiles = 1;
   for (int v : k.outer_vars()) tiles *= evaluate_size(k, k.vars[v].extent, symbols);
-  if (config.columns > 0) return (tiles + config.columns - 1) / config.columns;
+  if (config.columns > 0) tiles = (tiles + config.columns - 1) / config.columns;
   if (config.split > 0) return tiles * config.split;
+  if (config.columns > 0) return tiles;
   if (tile > 0) {
     const int64_t inner = evaluate_size(k, k.vars[k.inner_vars().at(0)].extent, symbols);
     tiles *= (inner + tile - 1) / tile;

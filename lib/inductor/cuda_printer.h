@@ -40,7 +40,7 @@ class Printer {
   void plan_persistent_rows();
   std::string tiles_per_row();
   void row();
-  std::string column_row();
+  std::string column_row(const std::string& group);
   void block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
   void decompose(const std::vector<int>& vars, std::string flat);
   void persistent_loop(const std::vector<int>& vars, const std::function<void()>& body);
@@ -53,6 +53,7 @@ class Printer {
   void load(int i, const Expr& e);
   int register_array_of(int i) const;
   void store(const Expr& e);
+  std::string row_writer() const;
 
   // ---- vector groups (codegen_cuda_groups.cpp) --------------------------------------------------
   void plan_vector_groups();

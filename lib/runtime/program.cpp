@@ -51,8 +51,11 @@ c10::SmallVector<int64_t, 6> evaluate(const graph::SymShape& shape, const int64_
 }
 
 std::string describe(const inductor::CudaConfig& config) {
-  if (config.columns > 0) return fmt::format("{} threads over {} rows", config.threads, config.columns);
-  return config.tile > 0 ? fmt::format("{} threads tile {}", config.threads, config.tile) : fmt::format("{} threads", config.threads);
+  std::string text = config.columns > 0 ? fmt::format("{} threads over {} rows", config.threads, config.columns)
+                     : config.tile > 0  ? fmt::format("{} threads tile {}", config.threads, config.tile)
+                                        : fmt::format("{} threads", config.threads);
+  if (config.split > 0) text += fmt::format(", rows split over {} blocks", config.split);
+  return text;
 }
 
 constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chunk (Inductor: 4096+ per thread)

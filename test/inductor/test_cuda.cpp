@@ -94,6 +94,13 @@ TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[c
       check_parity(std::string(name) + " 64 long rows " + c10::toString(dtype), op, rows);
     }
   }
+  // Column kernels split over blocks: rows side by side in each block (300 rows: a last group partly
+  // filled), slices of 20000 reduced elements; mean's division and any's bools after the slices combine.
+  for (auto dtype : {at::kFloat, at::kHalf, at::kDouble}) {
+    const auto tall = long_rows({20000, 300}, dtype, 10);
+    check_parity(std::string("column mean + amax ") + c10::toString(dtype), [](const at::Tensor& x) { return x.mean(0) + x.amax(0); }, tall);
+    check_parity(std::string("column any ") + c10::toString(dtype), [](const at::Tensor& x) { return (x > 1.49).any(0); }, tall);
+  }
   check_parity("sum + argmax + amin", [](const at::Tensor& x) { return x.sum() + x.argmax() + x.amin(); }, at::randn({3000, 1000}, at::kCUDA));
   check_parity("mean of squares", [](const at::Tensor& x) { return (x * x).mean(); }, at::randn({4096, 1024}, at::kCUDA));
   // Variances split over blocks (Welford partials): values far from zero, a whole tensor, var_mean.

@@ -152,6 +152,25 @@ TEST_CASE("reductions of few long rows print as split kernels that NVRTC compile
   CHECK(variances >= 2);  // var(-1) of "reductions" in float and half: Welford partials
 }
 
+TEST_CASE("column reductions of tall inputs print as split kernels that NVRTC compiles", "[inductor][nvrtc]") {
+  if (!jitc::runtime::nvrtc_available()) {
+    WARN("libnvrtc not found: skipped");
+    return;
+  }
+  std::vector<jitc::inductor::Kernel> kernels;
+  const Fn column_sums = [](const at::Tensor& a, const at::Tensor&) { return a.sum(0) + a.amin(0); };
+  for (auto dtype : {at::kFloat, at::kHalf, at::kDouble, at::kLong}) check_kernels_compile("column sums", column_sums, {20000, 100}, dtype, &kernels);
+  int split = 0;
+  for (const auto& k : kernels) {
+    const auto config = jitc::inductor::default_cuda_config(k);
+    if (config.split == 0) continue;
+    ++split;
+    CHECK(config.columns == jitc::inductor::column_split_width(k));
+    CHECK(config.columns * jitc::inductor::column_width(k) > 0);
+  }
+  CHECK(split == 4);  // one per dtype
+}
+
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
 // the line it points at), for the cubin and the PTX NVRTC is asked for.
 TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[inductor][nvrtc]") {
