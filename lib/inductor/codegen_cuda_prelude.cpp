@@ -25,7 +25,6 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
 }
 // Full-range division within 2 ulp (what Triton emits for float division); for values rounded to 16 bits.
 __device__ __forceinline__ float fast_div(float a, float b) { float q; asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; }
-__device__ __forceinline__ double fast_div(double a, double b) { return a / b; }
 template <class T> __device__ __forceinline__ T max_nan(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T min_nan(T a, T b) { return (a < b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T safe_divisor(T b) { return b == 0 ? T(1) : b; }
@@ -82,56 +81,49 @@ __device__ __forceinline__ void wait_for_previous_grid() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// Welford's (count, mean, M2) for variances split over blocks: two partial results combined (Chan et
-// al.); block_welford combines a block's in a fixed order, as block_reduce does. Its shuffle loops stay
-// rolled: unrolled, the ten inlined divisions doubled NVRTC's time for x.var()'s two kernels (about 300
-// ms -> 160-210 ms on the 2-core machine), for no measurable gain in a step taken once per block.
+// Welford's (count, mean, M2) for variances split over blocks.
 template <class T> struct Welford { T n, mean, m2; };
-// A thread's share of a split variance: its values' deviations from the first of them, summed and
-// squared (the shifted-data algorithm: three operations per value where Welford's update divides).
+// A thread's share of a split variance: its values' deviations from the first of them (the shift, read
+// before the loop), summed and squared (the shifted-data algorithm: three operations per value where
+// Welford's update divides; the count is an integer, which the unrolled group loop adds up at once).
 // Since the shift is one of the values, n (mean - shift)^2 <= n M2: the cancellation in
 // M2 = squares - sum^2 / n costs at most about n + 1 roundings relative to M2, the order of a float
 // sum of n values. Converted to a Welford triple once per thread.
-template <class T> struct ShiftedSums { T shift, sum, squares, n; };
+template <class T> struct ShiftedSums { T shift, sum, squares; int n; };
 template <class T> __device__ __forceinline__ void shifted_add(ShiftedSums<T>& s, T x) {
-  if (s.n == T(0)) s.shift = x;
   const T d = x - s.shift;
   s.sum += d;
   s.squares += d * d;
-  s.n += T(1);
+  s.n += 1;
 }
 template <class T> __device__ __forceinline__ Welford<T> to_welford(ShiftedSums<T> s) {
-  if (s.n == T(0)) return Welford<T>{T(0), T(0), T(0)};
-  const T mean = s.sum / s.n, m2 = s.squares - s.sum * mean;
-  return Welford<T>{s.n, s.shift + mean, m2 > T(0) ? m2 : T(0)};
+  if (s.n == 0) return Welford<T>{T(0), T(0), T(0)};
+  const T n = T(s.n), mean = s.sum / n, m2 = s.squares - s.sum * mean;
+  return Welford<T>{n, s.shift + mean, m2 > T(0) ? m2 : T(0)};
 }
-template <class T> __device__ __forceinline__ Welford<T> welford_combine(Welford<T> a, Welford<T> b) {
-  if (b.n == T(0)) return a;
-  if (a.n == T(0)) return b;
-  // The weight to 2 ulps (Triton's division, which Inductor's welford_combine uses): it only scales a
-  // difference of means, and the exact division inlines a slow path into each of the ten combines.
-  const T n = a.n + b.n, d = b.mean - a.mean, w = fast_div(b.n, n);
-  return Welford<T>{n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
+// Triples combined, their total count n known (a slice's length, a row's): the mean from the sum of
+// n * mean, then the M2s plus each triple's count times its mean's squared deviation from that mean
+// (Chan et al.'s formula with the combined mean known; exact in exact arithmetic like the pairwise
+// combine). Two plain block sums in a fixed order, where a tree of pairwise combines takes a division and
+// three shuffles per level.
+template <class T> __device__ Welford<T> block_welford(Welford<T> v, T n) {
+  const auto add = [](const T a, const T b) { return a + b; };
+  const T mean = n > T(0) ? block_reduce(v.n * v.mean, add, T(0)) / n : T(0), d = v.mean - mean;
+  return Welford<T>{n, mean, block_reduce(v.m2 + v.n * d * d, add, T(0))};
 }
-template <class T> __device__ __forceinline__ Welford<T> welford_down(Welford<T> v, int o) {
-  return Welford<T>{__shfl_down_sync(0xffffffffu, v.n, o), __shfl_down_sync(0xffffffffu, v.mean, o), __shfl_down_sync(0xffffffffu, v.m2, o)};
-}
-template <class T> __device__ Welford<T> block_welford(Welford<T> v) {
-  __shared__ Welford<T> shared[32];
-#pragma unroll 1
-  for (int o = 16; o > 0; o >>= 1) v = welford_combine(v, welford_down(v, o));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < (blockDim.x >> 5) ? shared[lane] : Welford<T>{T(0), T(0), T(0)};
-  if (warp == 0) {
-#pragma unroll 1
-    for (int o = 16; o > 0; o >>= 1) v = welford_combine(v, welford_down(v, o));
+// The final pass of a split variance: a row's slices (mean, count and M2 of slice s at means[s],
+// counts[s], m2s[s], workspace slots of 8 bytes), n elements in all, combined as block_welford does.
+template <class T> __device__ Welford<T> combine_slices(const long long* means, const long long* counts, const long long* m2s, int slices, T n) {
+  const auto add = [](const T a, const T b) { return a + b; };
+  const auto at = [](const long long* slots, int s) { return *(const T*)(slots + s); };
+  T total = T(0), m2 = T(0);
+  for (int s = threadIdx.x; s < slices; s += blockDim.x) total += at(counts, s) * at(means, s);
+  const T mean = n > T(0) ? block_reduce(total, add, T(0)) / n : T(0);
+  for (int s = threadIdx.x; s < slices; s += blockDim.x) {
+    const T d = at(means, s) - mean;
+    m2 += at(m2s, s) + at(counts, s) * d * d;
   }
-  if (threadIdx.x == 0) shared[0] = v;
-  __syncthreads();
-  return shared[0];
+  return Welford<T>{n, mean, block_reduce(m2, add, T(0))};
 }
 // argmax / argmin: (value, position) pairs; a strictly better value or a first NaN wins, ties keep the
 // lower position (ATen's first occurrence).

@@ -43,31 +43,30 @@ void Printer::combine_partials(int r, const std::string& ty, const std::function
 
 void Printer::welford_reduction(int sum, int squares) {
   const Expr& e = k_.body[sum];
-  const std::string ty = cuda::c_type(k_.body[e.a].dtype), w = fresh("w"), total = fresh("wtotal");
+  const std::string ty = cuda::c_type(k_.body[e.a].dtype), total = fresh("wtotal");
   const std::string sum_slot = partial_slot(sum), squares_slot = partial_slot(squares);
   auto saved = emitted_;
   if (phase_ == Phase::kPartial) {  // this thread's values as shifted sums, then as a Welford triple
     const auto vars = k_.loop_vars(e.loop);
     const auto [lo, hi] = slice_bounds(vars);
-    const std::string sums = fresh("sums");
-    line(fmt::format("ShiftedSums<{}> {}{{0, 0, 0, 0}};", ty, sums));
+    const std::string sums = fresh("sums"), w = fresh("w");
     plan_partial_groups(sum, vars);
+    const std::string shift = first_value(sum, lo, hi);
+    line(fmt::format("ShiftedSums<{}> {}{{{}, 0, 0, 0}};", ty, sums, shift));
     block_loop(vars, lo, hi, [&] {
       for (int i = 0; i < sum; ++i)
         if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
       line(fmt::format("shifted_add<{}>({}, {});", ty, sums, name(e.a)));
     });
     line(fmt::format("const Welford<{}> {} = to_welford<{}>({});", ty, w, ty, sums));
-  } else {  // the final pass: this row's slices, in slice order (count in the sum's position slot)
-    const std::string s = fresh("s");
-    line(fmt::format("Welford<{}> {}{{0, 0, 0}};", ty, w));
-    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x)", s, config_.split));
-    line(fmt::format("  {0} = welford_combine<{1}>({0}, Welford<{1}>{{*(const {1}*)(workspace + {2} + {3} + {4}), "
-                     "*(const {1}*)(workspace + {3} + {4}), *(const {1}*)(workspace + {5} + {4})}});",
-                     w, ty, positions_offset(), sum_slot, s, squares_slot));
+    line(fmt::format("const Welford<{}> {} = block_welford<{}>({}, ({})({} - {}));", ty, total, ty, w, ty, hi, lo));
+  } else {  // the final pass: this row's slices (count in the sum's position slot), over all its elements
+    int64_t elements = 1;
+    for (int v : k_.loop_vars(e.loop)) elements *= k_.body[k_.vars[v].extent].ivalue;
+    line(fmt::format("const Welford<{0}> {1} = combine_slices<{0}>(workspace + {2}, workspace + {3} + {2}, workspace + {4}, {5}, ({0}){6});",
+                     ty, total, sum_slot, positions_offset(), squares_slot, config_.split, elements));
   }
   emitted_ = std::move(saved);
-  line(fmt::format("const Welford<{}> {} = block_welford<{}>({});", ty, total, ty, w));
   if (phase_ == Phase::kPartial)
     line(fmt::format("if (threadIdx.x == 0) {{ *({0}*)(workspace + {1}) = {2}.mean; *({0}*)(workspace + {3} + {1}) = {2}.n; "
                      "*({0}*)(workspace + {4}) = {2}.m2; }}",
@@ -77,6 +76,25 @@ void Printer::welford_reduction(int sum, int squares) {
     line(fmt::format("const {} {} = ({}){}.m2;", cuda::c_type(k_.body[squares].dtype), name(squares), cuda::c_type(k_.body[squares].dtype), total));
   }
   emitted_[sum] = emitted_[squares] = true;
+}
+
+// Reduction r's operand at this thread's first position of the slice [lo, hi) (the last one for a thread
+// past its end), computed in a scope of its own before the loop: the shift of its shifted sums.
+std::string Printer::first_value(int r, const std::string& lo, const std::string& hi) {
+  const Expr& e = k_.body[r];
+  const std::string value = fresh("shift"), at = fresh("first");
+  line(fmt::format("{} {};", cuda::c_type(k_.body[e.a].dtype), value));
+  line("{");
+  const int step = vector_access_.empty() ? 1 : group_;  // the loop's first position: see partial_groups
+  line(fmt::format("const idx_t {} = min({} + (idx_t)threadIdx.x * {}, {} - 1);", at, lo, step, hi));
+  const auto saved = emitted_;
+  decompose(k_.loop_vars(e.loop), at);
+  for (int i = 0; i < r; ++i)
+    if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
+  line(fmt::format("{} = {};", value, name(e.a)));
+  emitted_ = saved;
+  line("}");
+  return value;
 }
 
 // This block's slice [lo, hi) of the row's flattened reduction space (constant size: see split_count).

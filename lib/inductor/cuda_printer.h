@@ -73,6 +73,7 @@ class Printer {
   // A variance's two sums (welford_pairs) in one pass: slices into (count, mean, M2) in the partial pass,
   // combined in slice order in the final one, where `sum` reads mean * count and `squares` M2.
   void welford_reduction(int sum, int squares);
+  std::string first_value(int r, const std::string& lo, const std::string& hi);
   std::pair<std::string, std::string> slice_bounds(const std::vector<int>& vars);
   std::string partial_slot(int r) const;
   int64_t rows() const;
