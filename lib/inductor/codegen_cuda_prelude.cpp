@@ -111,17 +111,26 @@ template <class T> __device__ Welford<T> block_welford(Welford<T> v, T n) {
   const T mean = n > T(0) ? block_reduce(v.n * v.mean, add, T(0)) / n : T(0), d = v.mean - mean;
   return Welford<T>{n, mean, block_reduce(v.m2 + v.n * d * d, add, T(0))};
 }
-// The final pass of a split variance: a row's slices (mean, count and M2 of slice s at means[s],
+// The final pass of a split variance: a row's S slices (mean, count and M2 of slice s at means[s],
 // counts[s], m2s[s], workspace slots of 8 bytes), n elements in all, combined as block_welford does.
-template <class T> __device__ Welford<T> combine_slices(const long long* means, const long long* counts, const long long* m2s, int slices, T n) {
+// Each of the THREADS threads loads its slices at once (one memory latency before the block sums).
+template <class T, int S, int THREADS>
+__device__ Welford<T> combine_slices(const long long* means, const long long* counts, const long long* m2s, T n) {
+  constexpr int kPerThread = (S + THREADS - 1) / THREADS;
   const auto add = [](const T a, const T b) { return a + b; };
-  const auto at = [](const long long* slots, int s) { return *(const T*)(slots + s); };
-  T total = T(0), m2 = T(0);
-  for (int s = threadIdx.x; s < slices; s += blockDim.x) total += at(counts, s) * at(means, s);
+  const auto at = [](const long long* slots, int s) { return s < S ? *(const T*)(slots + s) : T(0); };
+  T count[kPerThread], mean_of[kPerThread], m2_of[kPerThread], total = T(0), m2 = T(0);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int s = threadIdx.x + j * THREADS;
+    count[j] = at(counts, s), mean_of[j] = at(means, s), m2_of[j] = at(m2s, s);
+    total += count[j] * mean_of[j];
+  }
   const T mean = n > T(0) ? block_reduce(total, add, T(0)) / n : T(0);
-  for (int s = threadIdx.x; s < slices; s += blockDim.x) {
-    const T d = at(means, s) - mean;
-    m2 += at(m2s, s) + at(counts, s) * d * d;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const T d = mean_of[j] - mean;
+    m2 += m2_of[j] + count[j] * d * d;
   }
   return Welford<T>{n, mean, block_reduce(m2, add, T(0))};
 }

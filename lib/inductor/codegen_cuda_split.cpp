@@ -30,11 +30,13 @@ std::string Printer::split_row() {
 // The final pass: a row's partial results, in slice order, folded like the elements they stand for.
 void Printer::combine_partials(int r, const std::string& ty, const std::function<void(const std::string&, const std::string&)>& fold) {
   const std::string slot = partial_slot(r), s = fresh("s"), v = fresh("part");
+  // Unrolled (the step is a constant): a thread's loads of its slices are in flight at once.
+  line("#pragma unroll");
   if (config_.columns > 0)  // the threads of a row: every columns-th
     line(fmt::format("for (int {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", s, config_.columns, config_.split,
                      config_.threads / config_.columns));
   else
-    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += blockDim.x) {{", s, config_.split));
+    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += {2}) {{", s, config_.split, config_.threads));
   line(fmt::format("const {} {} = *(const {}*)(workspace + {} + {});", ty, v, ty, slot, s));
   const bool arg = k_.body[r].reduce == ReduceKind::kArgMax || k_.body[r].reduce == ReduceKind::kArgMin;
   fold(v, arg ? fmt::format("workspace[{} + {} + {}]", positions_offset(), slot, s) : "");
@@ -63,8 +65,8 @@ void Printer::welford_reduction(int sum, int squares) {
   } else {  // the final pass: this row's slices (count in the sum's position slot), over all its elements
     int64_t elements = 1;
     for (int v : k_.loop_vars(e.loop)) elements *= k_.body[k_.vars[v].extent].ivalue;
-    line(fmt::format("const Welford<{0}> {1} = combine_slices<{0}>(workspace + {2}, workspace + {3} + {2}, workspace + {4}, {5}, ({0}){6});",
-                     ty, total, sum_slot, positions_offset(), squares_slot, config_.split, elements));
+    line(fmt::format("const Welford<{0}> {1} = combine_slices<{0}, {5}, {6}>(workspace + {2}, workspace + {3} + {2}, workspace + {4}, ({0}){7});",
+                     ty, total, sum_slot, positions_offset(), squares_slot, config_.split, config_.threads, elements));
   }
   emitted_ = std::move(saved);
   if (phase_ == Phase::kPartial)
