@@ -86,9 +86,6 @@ template <class T> struct Welford { T n, mean, m2; };
 // A thread's share of a split variance: its values' deviations from the first of them (the shift, read
 // before the loop), summed and squared (the shifted-data algorithm: three operations per value where
 // Welford's update divides; the count is an integer, which the unrolled group loop adds up at once).
-// Since the shift is one of the values, n (mean - shift)^2 <= n M2: the cancellation in
-// M2 = squares - sum^2 / n costs at most about n + 1 roundings relative to M2, the order of a float
-// sum of n values. Converted to a Welford triple once per thread.
 template <class T> struct ShiftedSums { T shift, sum, squares; int n; };
 template <class T> __device__ __forceinline__ void shifted_add(ShiftedSums<T>& s, T x) {
   const T d = x - s.shift;
@@ -96,23 +93,21 @@ template <class T> __device__ __forceinline__ void shifted_add(ShiftedSums<T>& s
   s.squares += d * d;
   s.n += 1;
 }
-template <class T> __device__ __forceinline__ Welford<T> to_welford(ShiftedSums<T> s) {
-  if (s.n == 0) return Welford<T>{T(0), T(0), T(0)};
-  const T n = T(s.n), mean = s.sum / n, m2 = s.squares - s.sum * mean;
-  return Welford<T>{n, s.shift + mean, m2 > T(0) ? m2 : T(0)};
-}
-// Triples combined, their total count n known (a slice's length, a row's): the mean from the sum of
-// n * mean, then the M2s plus each triple's count times its mean's squared deviation from that mean
-// (Chan et al.'s formula with the combined mean known; exact in exact arithmetic like the pairwise
-// combine). Two plain block sums in a fixed order, where a tree of pairwise combines takes a division and
-// three shuffles per level.
-template <class T> __device__ Welford<T> block_welford(Welford<T> v, T n) {
+// A block's shifted sums combined into its (count, mean, M2), the count n known (the slice's length): the
+// mean from the sum of n * shift + sum, then each thread's squared deviations re-centred on that mean,
+// squares + 2 (shift - mean) sum + n (shift - mean)^2 (no division per thread). Since a thread's shift
+// is one of its values, each term is at most about 2n times that thread's share of M2: the cancellation
+// costs about as many roundings as a float sum of n values. Two plain block sums in a fixed order.
+template <class T> __device__ Welford<T> block_variance(ShiftedSums<T> s, T n) {
   const auto add = [](const T a, const T b) { return a + b; };
-  const T mean = n > T(0) ? block_reduce(v.n * v.mean, add, T(0)) / n : T(0), d = v.mean - mean;
-  return Welford<T>{n, mean, block_reduce(v.m2 + v.n * d * d, add, T(0))};
+  const T count = T(s.n), mean = n > T(0) ? block_reduce(count * s.shift + s.sum, add, T(0)) / n : T(0), d = s.shift - mean;
+  const T m2 = block_reduce(s.squares + T(2) * d * s.sum + count * d * d, add, T(0));
+  return Welford<T>{n, mean, m2 > T(0) ? m2 : T(0)};
 }
 // The final pass of a split variance: a row's S slices (mean, count and M2 of slice s at means[s],
-// counts[s], m2s[s], workspace slots of 8 bytes), n elements in all, combined as block_welford does.
+// counts[s], m2s[s], workspace slots of 8 bytes), n elements in all: the mean from the sum of
+// count * mean, then the M2s plus each slice's count times its mean's squared deviation from that mean
+// (Chan et al.'s formula with the combined mean known). Two plain block sums in a fixed order.
 // Each of the THREADS threads loads its slices at once (one memory latency before the block sums).
 template <class T, int S, int THREADS>
 __device__ Welford<T> combine_slices(const long long* means, const long long* counts, const long long* m2s, T n) {

@@ -51,7 +51,7 @@ void Printer::welford_reduction(int sum, int squares) {
   if (phase_ == Phase::kPartial) {  // this thread's values as shifted sums, then as a Welford triple
     const auto vars = k_.loop_vars(e.loop);
     const auto [lo, hi] = slice_bounds(vars);
-    const std::string sums = fresh("sums"), w = fresh("w");
+    const std::string sums = fresh("sums");
     plan_partial_groups(sum, vars);
     const std::string shift = first_value(sum, lo, hi);
     line(fmt::format("ShiftedSums<{}> {}{{{}, 0, 0, 0}};", ty, sums, shift));
@@ -60,8 +60,7 @@ void Printer::welford_reduction(int sum, int squares) {
         if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
       line(fmt::format("shifted_add<{}>({}, {});", ty, sums, name(e.a)));
     });
-    line(fmt::format("const Welford<{}> {} = to_welford<{}>({});", ty, w, ty, sums));
-    line(fmt::format("const Welford<{}> {} = block_welford<{}>({}, ({})({} - {}));", ty, total, ty, w, ty, hi, lo));
+    line(fmt::format("const Welford<{}> {} = block_variance<{}>({}, ({})({} - {}));", ty, total, ty, sums, ty, hi, lo));
   } else {  // the final pass: this row's slices (count in the sum's position slot), over all its elements
     int64_t elements = 1;
     for (int v : k_.loop_vars(e.loop)) elements *= k_.body[k_.vars[v].extent].ivalue;
