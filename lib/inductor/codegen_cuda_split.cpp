@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace jitc::inductor::cuda_printer {
 
 // A split kernel's row (and, in the partial pass, which of its slices this block reduces). Column
@@ -30,11 +32,11 @@ std::string Printer::split_row() {
 // The final pass: a row's partial results, in slice order, folded like the elements they stand for.
 void Printer::combine_partials(int r, const std::string& ty, const std::function<void(const std::string&, const std::string&)>& fold) {
   const std::string slot = partial_slot(r), s = fresh("s"), v = fresh("part");
-  // Unrolled (the step is a constant): a thread's loads of its slices are in flight at once.
-  line("#pragma unroll");
+  // Unrolled as many times as a thread has slices: its loads of them are in flight at once.
+  const int threads_per_row = config_.columns > 0 ? config_.threads / config_.columns : config_.threads;
+  line(fmt::format("#pragma unroll {}", std::min(8, (config_.split + threads_per_row - 1) / threads_per_row)));
   if (config_.columns > 0)  // the threads of a row: every columns-th
-    line(fmt::format("for (int {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", s, config_.columns, config_.split,
-                     config_.threads / config_.columns));
+    line(fmt::format("for (int {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", s, config_.columns, config_.split, threads_per_row));
   else
     line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += {2}) {{", s, config_.split, config_.threads));
   line(fmt::format("const {} {} = *(const {}*)(workspace + {} + {});", ty, v, ty, slot, s));
