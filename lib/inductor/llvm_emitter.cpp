@@ -117,19 +117,26 @@ void Emitter::cast(const std::string& v, const std::string& a, ScalarType from, 
 }
 
 // exp for float in plain arithmetic, so that loops calling it vectorize (a libm call does not: LLVM 16
-// does not vectorize calls to libmvec here). Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, a degree-7
-// polynomial for e^r (truncation error < 1e-8), and 2^n applied in two halves so that results down to
-// the denormals and up to FLT_MAX are exact powers. Within 2 ulp of expf; NaN and infinities as expf.
+// does not vectorize calls to libmvec here). The argument is clamped to [-104, 89] (past either end expf
+// is 0 or infinity; a NaN passes the clamps and the arithmetic), n = round(x log2 e) by adding and
+// subtracting 1.5 * 2^23 (whose bits then hold n: no conversion, defined for NaN), Cody-Waite reduction
+// x = n ln2 + r, |r| <= ln2/2, through FMAs, a degree-7 polynomial for e^r (truncation error < 1e-8), and
+// 2^n applied in two halves so that results down to the denormals and up to the overflow are exact
+// powers. Within 2 ulp of expf; NaN and infinities as expf. (The clamps compile to min/max, where tests
+// and selects of the special cases took six instructions per vector.)
 void Emitter::exp_float(const std::string& v, const std::string& a) {
   auto f = [&](double x) { return float_literal(x, ScalarType::Float); };
   const std::string p = v + ".x";
-  line(fmt::format("{}.t = fmul float {}, {}", p, a, f(1.4426950408889634)));
-  line(fmt::format("{}.n = call float @llvm.roundeven.f32(float {}.t)", p, p));
-  declare("float @llvm.roundeven.f32(float)");
-  line(fmt::format("{}.h = fmul float {}.n, {}", p, p, f(0.693145751953125)));
-  line(fmt::format("{}.r0 = fsub float {}, {}.h", p, a, p));
-  line(fmt::format("{}.l = fmul float {}.n, {}", p, p, f(1.428606765330187e-06)));
-  line(fmt::format("{}.r = fsub float {}.r0, {}.l", p, p, p));
+  declare("float @llvm.fma.f32(float, float, float)");
+  line(fmt::format("{}.lo = fcmp olt float {}, {}", p, a, f(-104.0)));
+  line(fmt::format("{}.c0 = select i1 {}.lo, float {}, float {}", p, p, f(-104.0), a));
+  line(fmt::format("{}.hi = fcmp ogt float {}.c0, {}", p, p, f(89.0)));
+  line(fmt::format("{}.c = select i1 {}.hi, float {}, float {}.c0", p, p, f(89.0), p));
+  line(fmt::format("{}.t = fmul float {}.c, {}", p, p, f(1.4426950408889634)));
+  line(fmt::format("{}.tm = fadd float {}.t, {}", p, p, f(12582912.0)));  // 1.5 * 2^23
+  line(fmt::format("{}.n = fsub float {}.tm, {}", p, p, f(12582912.0)));
+  line(fmt::format("{}.r0 = call float @llvm.fma.f32(float {}.n, float {}, float {}.c)", p, p, f(-0.693145751953125), p));
+  line(fmt::format("{}.r = call float @llvm.fma.f32(float {}.n, float {}, float {}.r0)", p, p, f(-1.428606765330187e-06), p));
   const double c[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
   std::string acc = f(c[0]);
   for (int i = 1; i < 8; ++i) {
@@ -137,7 +144,8 @@ void Emitter::exp_float(const std::string& v, const std::string& a) {
     line(fmt::format("{}.a{} = fadd contract float {}.m{}, {}", p, i, p, i, f(c[i])));
     acc = fmt::format("{}.a{}", p, i);
   }
-  line(fmt::format("{}.ni = fptosi float {}.n to i32", p, p));
+  line(fmt::format("{}.bits = bitcast float {}.tm to i32", p, p));
+  line(fmt::format("{}.ni = sub i32 {}.bits, 1262485504", p, p));  // the bits of 1.5 * 2^23
   line(fmt::format("{}.n1 = ashr i32 {}.ni, 1", p, p));
   line(fmt::format("{}.n2 = sub i32 {}.ni, {}.n1", p, p, p));
   for (const char* half : {"1", "2"}) {
@@ -146,13 +154,7 @@ void Emitter::exp_float(const std::string& v, const std::string& a) {
     line(fmt::format("{}.s{} = bitcast i32 {}.e{} to float", p, half, p, half));
   }
   line(fmt::format("{}.v1 = fmul float {}, {}.s1", p, acc, p));
-  line(fmt::format("{}.v = fmul float {}.v1, {}.s2", p, p, p));
-  line(fmt::format("{}.big = fcmp ogt float {}, {}", p, a, f(88.72283935546875)));
-  line(fmt::format("{}.small = fcmp olt float {}, {}", p, a, f(-103.97208404541016)));
-  line(fmt::format("{}.nan = fcmp uno float {}, {}", p, a, a));
-  line(fmt::format("{}.o = select i1 {}.big, float {}, float {}.v", p, p, f(INFINITY), p));
-  line(fmt::format("{}.u = select i1 {}.small, float 0.0, float {}.o", p, p, p));
-  line(fmt::format("{} = select i1 {}.nan, float {}, float {}.u", v, p, a, p));
+  line(fmt::format("{} = fmul float {}.v1, {}.s2", v, p, p));
 }
 
 // erf for float: Abramowitz and Stegun 7.1.26 (absolute error < 1.5e-7), the formula ATen's vectorized

@@ -116,6 +116,20 @@ TEST_CASE("reductions over the outer dim propagate NaN and keep the first of equ
   check("prod0", [](const at::Tensor& x) { return (x.to(at::kFloat) * 0.01 + 1).prod(0); }, ties);
 }
 
+// exp's clamps and two-step scaling, erf (through exp) and softmax at the edges of float's range:
+// overflow to inf, results in the denormals, underflow to 0, infinities and NaN. 21 values: the
+// vectorized loop and its scalar remainder both run.
+TEST_CASE("exp erf and softmax at the edges of the float range match eager", "[inductor][ops]") {
+  const auto x = at::tensor({-INFINITY, -1000.f, -104.5f, -103.98f, -103.9f, -100.f, -87.5f, -10.f, -1e-8f, 0.f, 1e-8f, 0.34f, 1.f,
+                             50.f, 88.7f, 88.72f, 88.73f, 89.5f, 1000.f, INFINITY, NAN});
+  check("exp edges", [](const at::Tensor& x) { return x.exp(); }, x);
+  check("exp edges as double", [](const at::Tensor& x) { return x.exp(); }, x.to(at::kDouble));
+  check("erf edges", [](const at::Tensor& x) { return at::erf(x); }, x);
+  // Eager's gelu(inf) is NaN (jitc's inf): +inf left out.
+  check("gelu edges", [](const at::Tensor& x) { return at::gelu(x); }, x.clamp_max(1000.f));
+  check("softmax with -inf", [](const at::Tensor& x) { return at::softmax(x, -1); }, x.slice(0, 0, 20).reshape({4, 5}));
+}
+
 TEST_CASE("normalizations match eager", "[inductor][ops]") {
   const auto x = at::randn({6, 40}), w = at::randn({40}), b = at::randn({40});
   check("layer_norm", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {40}, w, b); }, x, w, b);
