@@ -50,7 +50,7 @@ void Printer::welford_reduction(int sum, int squares) {
   const std::string ty = cuda::c_type(k_.body[e.a].dtype), total = fresh("wtotal");
   const std::string sum_slot = partial_slot(sum), squares_slot = partial_slot(squares);
   auto saved = emitted_;
-  if (phase_ == Phase::kPartial) {  // this thread's values as shifted sums, then as a Welford triple
+  if (phase_ == Phase::kPartial) {  // this thread's values as shifted sums, then the block's (count, mean, M2)
     const auto vars = k_.loop_vars(e.loop);
     const auto [lo, hi] = slice_bounds(vars);
     const std::string sums = fresh("sums");
