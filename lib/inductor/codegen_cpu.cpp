@@ -31,6 +31,7 @@ Printer::Printer(const Kernel& k) : k_(k), emitted_(k.body.size()), lane_array_(
 std::string Printer::run() {
   lanes_ = column_lanes();
   plan_row_cache();
+  plan_row_prefetch();
   std::string bodies;
   if (lanes_ == 0 || guarded_) bodies += body_function(false);
   if (lanes_ > 0) bodies += body_function(true);
@@ -220,10 +221,12 @@ void Printer::element_loop(const std::string& column_tile) {
   }
   auto saved = emitted_;
   pass_ = kElementPass, pass_vars_ = inner;
-  loop_nest(inner, lo, hi, [&] {
+  auto body = [&] {
     for (size_t i = 0; i < k_.body.size(); ++i)
       if (scope_[i] == Scope::kElement) emit(static_cast<int>(i));
-  });
+  };
+  if (lo.empty()) pass_loop(kElementLoop, inner, body);
+  else loop_nest(inner, lo, hi, body);
   pass_ = -1;
   emitted_ = std::move(saved);
 }
@@ -252,7 +255,7 @@ void Printer::reduction(int r) {
   }
   auto saved = emitted_;
   pass_ = r, pass_vars_ = k_.loop_vars(e.loop);
-  loop_nest(pass_vars_, "", "", [&] {
+  pass_loop(e.loop, pass_vars_, [&] {
     for (int i = 0; i < r; ++i)
       if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
     const std::string old = fresh("old");

@@ -1,6 +1,7 @@
-// The CPU code generator's printer, shared by its three files: codegen_cpu.cpp (functions, rows, loops,
+// The CPU code generator's printer, shared by its four files: codegen_cpu.cpp (functions, rows, loops,
 // reductions one row at a time), cpu_expressions.cpp (scalar expressions, loads, stores, reduction
-// combiners) and codegen_cpu_columns.cpp (reductions over outer dims, rows side by side). Internal to
+// combiners), codegen_cpu_columns.cpp (reductions over outer dims, rows side by side) and
+// codegen_cpu_prefetch.cpp (prefetch of the next row in row kernels). Internal to
 // lib/inductor: emit_llvm_ir (codegen_cpu.h) is the interface.
 #pragma once
 #include "inductor/kernel_ir.h"
@@ -42,6 +43,12 @@ class Printer : private Emitter {
   bool load_cached(int i);
   void store_if_cached(int i);  // after computing i: the first loop computing it keeps it
   std::string row_position();  // the current loop's position in the row, 0 .. row_elements_ - 1
+
+  // ---- prefetch of the next row (codegen_cpu_prefetch.cpp) ---------------------------------------
+  void plan_row_prefetch();
+  // The loop nest of reduction loop `loop` (kElementLoop: the element loop) over `vars`.
+  void pass_loop(int loop, const std::vector<int>& vars, const std::function<void()>& body);
+  void prefetch_next_row(const std::string& position);
 
   // ---- expressions (cpu_expressions.cpp) ----------------------------------------------------------
   // The name of expression e: entry values have one name; the others carry the current context's suffix,
@@ -110,6 +117,19 @@ class Printer : private Emitter {
   std::unordered_map<int, CachedValue> row_cache_;
   int pass_ = -1;
   std::vector<int> pass_vars_;
+
+  // Prefetch of the next row: the first loop's loads to prefetch (buffer, index expression, elements
+  // between rows), the loop that prefetches them (-1: none) and the first loop's variable.
+  struct RowPrefetch {
+    int buffer;
+    int index;
+    int64_t row_step;
+  };
+  static constexpr int kElementLoop = -2;
+  std::vector<RowPrefetch> prefetch_;
+  int prefetch_pass_loop_ = -1;
+  int prefetch_first_var_ = -1;
+  int64_t prefetch_row_elements_ = 0;
 };
 
 }  // namespace jitc::inductor::llvm_ir

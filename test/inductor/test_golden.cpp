@@ -74,6 +74,23 @@ TEST_CASE("softmax computes exp once per element: the element loop reads it from
   CHECK(exps == 1);
 }
 
+// Rows of 4 KB: the second loop runs in chunks of 256 positions, each first prefetching the next row's
+// (16 cache lines), and still vectorizes. Rows of 128 bytes (the golden softmax) take no prefetches.
+TEST_CASE("row kernels prefetch the next row during their second loop", "[inductor][cpu]") {
+  auto softmax = [](const at::Tensor& x) { return at::softmax(x, -1); };
+  const auto long_rows = kernels_of(softmax, at::randn({4, 1024})), short_rows = kernels_of(softmax, at::randn({4, 32}));
+  REQUIRE(long_rows.size() == 1);
+  const std::string ir = jitc::inductor::emit_llvm_ir(long_rows[0].kernel);
+  INFO(ir);
+  size_t prefetches = 0;
+  for (size_t at = ir.find("call void @llvm.prefetch"); at != std::string::npos; at = ir.find("call void @llvm.prefetch", at + 1)) ++prefetches;
+  CHECK(prefetches == 16);
+  CHECK(ir.find("chunk.") != std::string::npos);
+  auto module = jitc::runtime::compile_cpu_module(ir, "prefetch");
+  CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
+  CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find("@llvm.prefetch") == std::string::npos);
+}
+
 namespace {
 
 // The extent of a kernel's inner dim, and the product of its outer extents (constants in these tests).
