@@ -181,28 +181,39 @@ void Printer::loop_nest(const std::vector<int>& vars, const std::string& lo, con
   for (size_t d = 0; d < vars.size(); ++d) {
     const bool innermost = d + 1 == vars.size();
     const std::string tag = fresh("l").substr(1);
-    const std::string slot = "%" + tag + ".i";
-    line(fmt::format("{} = alloca i64", slot));
-    line(fmt::format("store i64 {}, ptr {}", innermost && !lo.empty() ? lo : "0", slot));
-    line(fmt::format("br label %{}.head", tag));
-    label(tag + ".head");
-    const std::string v = "%" + tag + ".v";
-    line(fmt::format("{} = load i64, ptr {}", v, slot));
     const std::string bound = innermost && !hi.empty() ? hi : name(k_.vars[vars[d]].extent);
-    line(fmt::format("%{}.more = icmp slt i64 {}, {}", tag, v, bound));
-    line(fmt::format("br i1 %{}.more, label %{}.body, label %{}.end", tag, tag, tag));
-    label(tag + ".body");
-    var_value_[vars[d]] = v;
+    var_value_[vars[d]] = open_loop(tag, innermost && !lo.empty() ? lo : "0", bound);
     tails.push_back(tag);
   }
   body();
-  for (size_t d = tails.size(); d-- > 0;) {
-    const std::string& tag = tails[d];
-    line(fmt::format("%{}.n = add nsw i64 %{}.v, 1", tag, tag));
-    line(fmt::format("store i64 %{}.n, ptr %{}.i", tag, tag));
-    line(fmt::format("br label %{}.head", tag));
-    label(tag + ".end");
+  for (size_t d = tails.size(); d-- > 0;) close_loop(tails[d]);
+}
+
+// A counted loop in allocas: %<tag>.i holds the counter, %<tag>.v its value in the body, which runs while
+// it is below `bound`. Returns the value's name.
+std::string Printer::open_loop(const std::string& tag, const std::string& start, const std::string& bound) {
+  const std::string slot = "%" + tag + ".i", v = "%" + tag + ".v";
+  line(fmt::format("{} = alloca i64", slot));
+  line(fmt::format("store i64 {}, ptr {}", start, slot));
+  line(fmt::format("br label %{}.head", tag));
+  label(tag + ".head");
+  line(fmt::format("{} = load i64, ptr {}", v, slot));
+  line(fmt::format("%{}.more = icmp slt i64 {}, {}", tag, v, bound));
+  line(fmt::format("br i1 %{}.more, label %{}.body, label %{}.end", tag, tag, tag));
+  label(tag + ".body");
+  return v;
+}
+
+// The end of open_loop's body: the counter moves to `next` (empty: the value plus one).
+void Printer::close_loop(const std::string& tag, const std::string& next) {
+  std::string moved = next;
+  if (moved.empty()) {
+    moved = "%" + tag + ".n";
+    line(fmt::format("{} = add nsw i64 %{}.v, 1", moved, tag));
   }
+  line(fmt::format("store i64 {}, ptr %{}.i", moved, tag));
+  line(fmt::format("br label %{}.head", tag));
+  label(tag + ".end");
 }
 
 void Printer::element_loop(const std::string& column_tile) {

@@ -161,23 +161,12 @@ void Printer::lane_loop(const std::string& lo, const std::function<void(const st
   const std::string tag = fresh("lane").substr(1);
   suffix_ = "." + tag;  // names unique to this loop
   for (size_t i = 0; i < k_.body.size(); ++i) emitted_[i] = scope_[i] == Scope::kEntry;
-  const std::string slot = "%" + tag + ".i", lane = "%" + tag + ".v", column = "%" + tag + ".c";
-  line(fmt::format("{} = alloca i64", slot));
-  line(fmt::format("store i64 {}, ptr {}", lo, slot));
-  line(fmt::format("br label %{}.head", tag));
-  label(tag + ".head");
-  line(fmt::format("{} = load i64, ptr {}", lane, slot));
-  line(fmt::format("%{}.more = icmp slt i64 {}, {}", tag, lane, lanes_));
-  line(fmt::format("br i1 %{}.more, label %{}.body, label %{}.end", tag, tag, tag));
-  label(tag + ".body");
+  const std::string lane = open_loop(tag, lo, std::to_string(lanes_)), column = "%" + tag + ".c";
   line(fmt::format("{} = add nsw i64 {}, {}", column, first_column_, lane));
   var_value_[k_.outer_vars().back()] = column;
   lane_ = lane;
   body(lane);
-  line(fmt::format("%{}.n = add nsw i64 {}, 1", tag, lane));
-  line(fmt::format("store i64 %{}.n, ptr {}", tag, slot));
-  line(fmt::format("br label %{}.head", tag));
-  label(tag + ".end");
+  close_loop(tag);
   emitted_ = std::move(saved);
   suffix_ = saved_suffix;
 }

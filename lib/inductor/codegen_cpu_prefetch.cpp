@@ -86,24 +86,14 @@ void Printer::plan_row_prefetch() {
 // The loop of a pass: chunked, with the next row's prefetches, when it is the planned pass.
 void Printer::pass_loop(int loop, const std::vector<int>& vars, const std::function<void()>& body) {
   if (loop != prefetch_pass_loop_ || prefetch_.empty()) return loop_nest(vars, "", "", body);
-  const std::string tag = fresh("chunk").substr(1), slot = "%" + tag + ".i", at = "%" + tag + ".v";
-  const std::string extent = name(k_.vars[vars[0]].extent);
-  line(fmt::format("{} = alloca i64", slot));
-  line(fmt::format("store i64 0, ptr {}", slot));
-  line(fmt::format("br label %{}.head", tag));
-  label(tag + ".head");
-  line(fmt::format("{} = load i64, ptr {}", at, slot));
-  line(fmt::format("%{}.more = icmp slt i64 {}, {}", tag, at, extent));
-  line(fmt::format("br i1 %{}.more, label %{}.body, label %{}.end", tag, tag, tag));
-  label(tag + ".body");
+  const std::string tag = fresh("chunk").substr(1), extent = name(k_.vars[vars[0]].extent);
+  const std::string at = open_loop(tag, "0", extent);
   prefetch_next_row(at);
   line(fmt::format("%{}.next = add nsw i64 {}, {}", tag, at, kChunk));
   line(fmt::format("%{}.over = icmp slt i64 {}, %{}.next", tag, extent, tag));
   line(fmt::format("%{}.hi = select i1 %{}.over, i64 {}, i64 %{}.next", tag, tag, extent, tag));
   loop_nest(vars, at, "%" + tag + ".hi", body);
-  line(fmt::format("store i64 %{}.next, ptr {}", tag, slot));
-  line(fmt::format("br label %{}.head", tag));
-  label(tag + ".end");
+  close_loop(tag, "%" + tag + ".next");
 }
 
 // Prefetches of the next row's positions [position, position + kChunk) of each planned load: its index

@@ -30,6 +30,8 @@ class Printer : private Emitter {
   void row();
   // A loop nest over `vars`; the innermost is bounded by [lo, hi) when given. Calls body() inside.
   void loop_nest(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
+  std::string open_loop(const std::string& tag, const std::string& start, const std::string& bound);
+  void close_loop(const std::string& tag, const std::string& next = "");
   void element_loop(const std::string& column_tile);
   void reduction(int r);
 
