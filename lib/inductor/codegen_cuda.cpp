@@ -161,8 +161,8 @@ void Printer::row() {
   element_loop(column_tile);
 }
 
-// Side-by-side rows: this thread's row in the group of rows `group`, clamped to the last one so that threads past the end compute
-// (and never store) a valid row and still take part in the block's reductions.
+// Side-by-side rows: this thread's row in the group of rows `group`, clamped to the last one so that
+// threads past the end compute (and never store) a valid row and still take part in the block's reductions.
 std::string Printer::column_row(const std::string& group) {
   std::string rows = "((idx_t)1)";
   for (int v : k_.outer_vars()) rows = fmt::format("({} * {})", rows, name(k_.vars[v].extent));
@@ -294,8 +294,7 @@ void Printer::reduction(int r) {
     if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
     if (phase_ == Phase::kPartial) plan_partial_groups(r, vars);
     block_loop(vars, lo, hi, [&] {
-      for (int i = 0; i < r; ++i)
-        if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
+      emit_reduction_operand(r);
       fold(name(e.a), arg ? name(e.b) : "");
     });
   }
@@ -320,6 +319,12 @@ void Printer::reduction(int r) {
     if (phase_ == Phase::kPartial) line(fmt::format("{}*({}*)(workspace + {}) = {};", row_writer(), ty, slot, combined));
   }
   emitted_[r] = true;
+}
+
+// What reduction r's loop computes per position before folding it in: its operand and what that needs.
+void Printer::emit_reduction_operand(int r) {
+  for (int i = 0; i < r; ++i)
+    if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == k_.body[r].loop) emit(i);
 }
 
 std::string Printer::emit(int i) {

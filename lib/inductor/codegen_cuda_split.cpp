@@ -58,8 +58,7 @@ void Printer::welford_reduction(int sum, int squares) {
     const std::string shift = first_value(sum, lo, hi);
     line(fmt::format("ShiftedSums<{}> {}{{{}, 0, 0, 0}};", ty, sums, shift));
     block_loop(vars, lo, hi, [&] {
-      for (int i = 0; i < sum; ++i)
-        if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
+      emit_reduction_operand(sum);
       line(fmt::format("shifted_add<{}>({}, {});", ty, sums, name(e.a)));
     });
     line(fmt::format("const Welford<{}> {} = block_variance<{}>({}, ({})({} - {}));", ty, total, ty, sums, ty, hi, lo));
@@ -92,8 +91,7 @@ std::string Printer::first_value(int r, const std::string& lo, const std::string
   line(fmt::format("const idx_t {} = min({} + (idx_t)threadIdx.x * {}, {} - 1);", at, lo, step, hi));
   const auto saved = emitted_;
   decompose(k_.loop_vars(e.loop), at);
-  for (int i = 0; i < r; ++i)
-    if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == e.loop) emit(i);
+  emit_reduction_operand(r);
   line(fmt::format("{} = {};", value, name(e.a)));
   emitted_ = saved;
   line("}");

@@ -48,6 +48,7 @@ class Printer {
   void element_loop(const std::string& column_tile);
   void element_body();
   void reduction(int r);
+  void emit_reduction_operand(int r);
   std::string emit(int i);
   void expr(int i, const Expr& e);
   void load(int i, const Expr& e);
