@@ -117,6 +117,7 @@ void Printer::plan_persistent_rows() {
   if (items > kMaxItemsPerThread) return;
   row_elements_ = elements;
   items_ = static_cast<int>(items);
+  plan_persistent_groups();
   const auto& keys = analysis_.positional_keys();
   std::map<int, std::set<int>> loops_reading;  // positional key of a load -> loops (-1: element loop)
   for (size_t i = 0; i < k_.body.size(); ++i)
@@ -176,8 +177,8 @@ std::string Printer::column_row(const std::string& group) {
 
 // A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block (over the
 // threads of a row when rows lie side by side).
-void Printer::block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
-  if (items_ > 0 && lo.empty()) return persistent_loop(vars, body);
+void Printer::block_loop(int loop, const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
+  if (items_ > 0 && lo.empty()) return group_ > 1 ? persistent_groups(loop, vars, body) : persistent_loop(vars, body);
   std::string total = "((idx_t)1)";
   for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
   const std::string i = fresh("i");
@@ -256,7 +257,7 @@ void Printer::element_loop(const std::string& column_tile) {
   auto saved = emitted_;
   if (!live_.empty()) line(fmt::format("if ({}) {{", live_));  // no reduction inside: no barrier skipped
   if (!vector_access_.empty()) vector_groups(inner[0], lo, hi);
-  else block_loop(inner, lo, hi, [&] { element_body(); });
+  else block_loop(kElementLoop, inner, lo, hi, [&] { element_body(); });
   if (!live_.empty()) line("}");
   emitted_ = std::move(saved);
 }
@@ -293,7 +294,7 @@ void Printer::reduction(int r) {
     std::string lo, hi;
     if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
     if (phase_ == Phase::kPartial) plan_partial_groups(r, vars);
-    block_loop(vars, lo, hi, [&] {
+    block_loop(e.loop, vars, lo, hi, [&] {
       emit_reduction_operand(r);
       fold(name(e.a), arg ? name(e.b) : "");
     });
@@ -375,7 +376,7 @@ void Printer::load(int i, const Expr& e) {
     return;
   }
   const ScalarType dtype = k_.buffers[e.buffer].dtype;
-  const std::string raw = in_vector_group(e) ? fmt::format("v{}[{}]", i, group_lane_) : fmt::format("buf{}[{}]", e.buffer, name(e.a));
+  const std::string raw = in_vector_group(e) ? group_element(i) : fmt::format("buf{}[{}]", e.buffer, name(e.a));
   std::string value = raw;
   if (dtype == ScalarType::Half) value = fmt::format("half_to_float({})", raw);
   if (dtype == ScalarType::BFloat16) value = fmt::format("bf16_to_float({})", raw);
@@ -410,7 +411,7 @@ void Printer::store(const Expr& e) {
   if (dtype == ScalarType::BFloat16) value = fmt::format("float_to_bf16({})", value);
   if (dtype == ScalarType::Bool) value = fmt::format("(unsigned char){}", value);
   if (in_vector_group(e)) {
-    line(fmt::format("v{}[{}] = {};", &e - k_.body.data(), group_lane_, value));
+    line(fmt::format("{} = {};", group_element(static_cast<int>(&e - k_.body.data())), value));
     return;
   }
   // A value stored once per row is written by one thread (the first of its row's).

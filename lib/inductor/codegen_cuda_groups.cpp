@@ -60,27 +60,42 @@ void Printer::vector_groups(int var, const std::string& lo, const std::string& h
 
 std::vector<std::string> Printer::load_group(const std::string& g, const std::string& hi, const std::string& whole, const std::string& inside) {
   const auto before = emitted_;  // the addresses' index arithmetic is printed again for each lane
-  std::vector<std::string> address;
-  std::string condition = inside;
-  for (int i : vector_access_) {
-    const Expr& e = k_.body[i];
-    address.push_back(fmt::format("(buf{} + {})", e.buffer, emit(e.a)));
-    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address.back(), group_bytes(e) - 1);
-  }
-  line(fmt::format("const bool {} = {};", whole, condition));
+  const std::vector<std::string> address = group_addresses();
+  line(fmt::format("const bool {} = {};", whole, aligned(inside, address)));
+  declare_group_arrays("");
   move_group(g, hi, whole, address, ScalarOp::kLoad);
   emitted_ = before;
   return address;
 }
 
-// The group's loads into (op kLoad: declaring the register arrays) or stores from its register arrays.
+// The first address of each vector access of the group being printed.
+std::vector<std::string> Printer::group_addresses() {
+  std::vector<std::string> address;
+  for (int i : vector_access_) address.push_back(fmt::format("(buf{} + {})", k_.body[i].buffer, emit(k_.body[i].a)));
+  return address;
+}
+
+// `inside` and every vector access at its address aligned for a group-wide access.
+std::string Printer::aligned(const std::string& inside, const std::vector<std::string>& address) const {
+  std::string condition = inside;
+  for (size_t j = 0; j < vector_access_.size(); ++j)
+    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address[j], group_bytes(k_.body[vector_access_[j]]) - 1);
+  return condition;
+}
+
+// The register arrays of the vector accesses: v<access>[group_], after `dims` (persistent rows: one per group).
+void Printer::declare_group_arrays(const std::string& dims) {
+  for (int i : vector_access_)
+    line(fmt::format("__align__(16) {} v{}{}[{}];", storage_type(k_.buffers[k_.body[i].buffer].dtype), i, dims, group_));
+}
+
+// The group's loads into (op kLoad) or stores from its register arrays (v<access><group_slot_>).
 void Printer::move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op) {
   std::string at_once, one_by_one;
   for (size_t j = 0; j < vector_access_.size(); ++j) {
     const Expr& e = k_.body[vector_access_[j]];
-    const std::string type = storage_type(k_.buffers[e.buffer].dtype), v = fmt::format("v{}", vector_access_[j]);
-    if (op == ScalarOp::kLoad) line(fmt::format("__align__(16) {} {}[{}];", type, v, group_));
     if (e.op != op) continue;
+    const std::string type = storage_type(k_.buffers[e.buffer].dtype), v = fmt::format("v{}{}", vector_access_[j], group_slot_);
     const std::string vector = vector_type(group_bytes(e));
     if (op == ScalarOp::kLoad) {
       at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, v, address[j]);
@@ -97,12 +112,112 @@ void Printer::move_group(const std::string& g, const std::string& hi, const std:
   line("}");
 }
 
+// Where the group being printed keeps element `lane` of vector access i.
+std::string Printer::group_element(int i) const { return fmt::format("v{}{}[{}]", i, group_slot_, group_lane_); }
+
 size_t Printer::group_bytes(const Expr& access) const { return group_ * c10::elementSize(k_.buffers[access.buffer].dtype); }
 
 bool Printer::in_vector_group(const Expr& e) const {
   if (group_lane_.empty()) return false;
   const int i = static_cast<int>(&e - k_.body.data());
   return std::find(vector_access_.begin(), vector_access_.end(), i) != vector_access_.end();
+}
+
+// Persistent rows in groups: when a row's loops read or write buffers contiguously along their innermost
+// variable (constant, a multiple of the group), a thread's positions come in groups of group_ neighbours,
+// (thread + k * threads) * group_ + l, so that each such access moves 16 bytes at once. H100, rows of
+// 4096 floats (prof/rows.cu): softmax 0.0929 -> 0.0925 ms, layer_norm 0.0922 -> 0.0918.
+void Printer::plan_persistent_groups() {
+  std::vector<std::vector<int>> loops;  // each loop's variables
+  if (!k_.inner_vars().empty()) loops.push_back(k_.inner_vars());
+  for (int loop = 0; loop < k_.num_reduction_loops; ++loop) loops.push_back(k_.loop_vars(loop));
+  size_t widest = 0;
+  for (size_t j = 0; j < loops.size(); ++j) {
+    const int loop = k_.inner_vars().empty() ? static_cast<int>(j) : static_cast<int>(j) - 1;
+    for (int i : persistent_group_accesses(loop, loops[j].back())) widest = std::max(widest, c10::elementSize(k_.buffers[k_.body[i].buffer].dtype));
+  }
+  if (widest == 0) return;
+  const int group = static_cast<int>(std::min<size_t>(8, 16 / widest));
+  for (const auto& vars : loops) {
+    const Expr& extent = k_.body[k_.vars[vars.back()].extent];
+    if (extent.op != ScalarOp::kConst || extent.ivalue % group != 0) return;
+  }
+  const int64_t groups = (row_elements_ + config_.threads * group - 1) / (config_.threads * group);
+  if (groups * group > kMaxItemsPerThread) return;
+  group_ = group;
+  items_ = static_cast<int>(groups * group);
+}
+
+// Loop `loop`'s loads (and the element loop's stores) that step by one element along `innermost`; loads
+// an earlier loop of the row keeps in registers are read from there instead.
+std::vector<int> Printer::persistent_group_accesses(int loop, int innermost) const {
+  std::vector<int> out;
+  const auto& keys = analysis_.positional_keys();
+  for (size_t i = 0; i < k_.body.size(); ++i) {
+    const Expr& e = k_.body[i];
+    const bool in_loop = loop == kElementLoop ? placement_.scope[i] == Scope::kElement
+                                              : placement_.scope[i] == Scope::kReduction && placement_.loop[i] == loop;
+    if (!in_loop || (e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) || !analysis_.unit_stride(e.a, innermost)) continue;
+    if (auto array = register_array_.find(keys[i]); e.op == ScalarOp::kLoad && array != register_array_.end() && filled_.count(array->second))
+      continue;
+    out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+// A persistent loop over groups, in two unrolled passes: every group's contiguous loads into its register
+// arrays (at once when aligned, as in vector_groups), then each group's positions and its stores. (Loads,
+// arithmetic, then the next group's loads: each group waits for its own loads, and (x*x).sum(1) of
+// 8192x4096 floats took 0.0470 ms instead of 0.0455 on the H100.) A row's last groups may lie past its end.
+void Printer::persistent_groups(int loop, const std::vector<int>& vars, const std::function<void()>& body) {
+  vector_access_ = persistent_group_accesses(loop, vars.back());
+  const int groups = items_ / group_;
+  const std::string whole = fresh("whole"), end = std::to_string(row_elements_);
+  declare_group_arrays(fmt::format("[{}]", groups));
+  line(fmt::format("bool {}[{}];", whole, groups));
+  each_group(vars, [&](const std::string& k, const std::string& g) {
+    const auto address = group_addresses();
+    line(fmt::format("{}[{}] = {};", whole, k, aligned("true", address)));
+    move_group(g, end, fmt::format("{}[{}]", whole, k), address, ScalarOp::kLoad);
+  });
+  each_group(vars, [&](const std::string& k, const std::string& g) {
+    const auto before = emitted_;
+    const auto address = group_addresses();
+    emitted_ = before;  // printed again for each lane
+    const std::string first = var_value_[vars.back()];
+    group_lane_ = fresh("l");
+    lane_ = fresh("lane");
+    line("#pragma unroll");
+    line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", group_lane_, group_));
+    line(fmt::format("const int {} = {} * {} + {};", lane_, k, group_, group_lane_));
+    var_value_[vars.back()] = fresh("c");
+    line(fmt::format("const idx_t {} = {} + {};", var_value_[vars.back()], first, group_lane_));
+    body();
+    line("}");
+    group_lane_.clear();
+    lane_.clear();
+    move_group(g, end, fmt::format("{}[{}]", whole, k), address, ScalarOp::kStore);
+  });
+  vector_access_.clear();
+}
+
+// An unrolled loop over a thread's groups of a persistent row: `body` gets the group's number and first
+// position, with the row's variables at that position; groups past the row's end are skipped.
+void Printer::each_group(const std::vector<int>& vars, const std::function<void(const std::string&, const std::string&)>& body) {
+  const auto before = emitted_;
+  const std::string k = fresh("k"), g = fresh("g");
+  const bool ragged = row_elements_ % (config_.threads * group_) != 0;
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", k, items_ / group_));
+  line(fmt::format("const idx_t {} = (threadIdx.x + {} * {}) * {};", g, k, config_.threads, group_));
+  if (ragged) line(fmt::format("if ({} < {}) {{", g, row_elements_));
+  decompose(vars, g);
+  group_slot_ = fmt::format("[{}]", k);
+  body(k, g);
+  group_slot_.clear();
+  if (ragged) line("}");
+  line("}");
+  emitted_ = before;
 }
 
 // The partial pass's groups: each thread takes group_ consecutive positions of its slice (slices and

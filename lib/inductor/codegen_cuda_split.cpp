@@ -57,7 +57,7 @@ void Printer::welford_reduction(int sum, int squares) {
     plan_partial_groups(sum, vars);
     const std::string shift = first_value(sum, lo, hi);
     line(fmt::format("ShiftedSums<{}> {}{{{}, 0, 0, 0}};", ty, sums, shift));
-    block_loop(vars, lo, hi, [&] {
+    block_loop(e.loop, vars, lo, hi, [&] {
       emit_reduction_operand(sum);
       line(fmt::format("shifted_add<{}>({}, {});", ty, sums, name(e.a)));
     });

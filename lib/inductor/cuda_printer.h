@@ -25,6 +25,8 @@ namespace jitc::inductor::cuda_printer {
 // (each row's partial results combined, then the rest of the row).
 enum class Phase { kWhole, kPartial, kFinal };
 
+constexpr int kElementLoop = -1;  // block_loop's loop: the element loop (else a reduction loop's index)
+
 class Printer {
  public:
   Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase = Phase::kWhole);
@@ -41,7 +43,8 @@ class Printer {
   std::string tiles_per_row();
   void row();
   std::string column_row(const std::string& group);
-  void block_loop(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
+  // A loop over `vars` spread over the block: reduction loop `loop`'s, or the element loop's (kElementLoop).
+  void block_loop(int loop, const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
   void decompose(const std::vector<int>& vars, std::string flat);
   void persistent_loop(const std::vector<int>& vars, const std::function<void()>& body);
   void declare_register_arrays();
@@ -63,8 +66,16 @@ class Printer {
   // The group's first address per vector access, `whole` (`inside` and every address aligned for a
   // group-wide access) and the group's loads into its register arrays; returns the addresses.
   std::vector<std::string> load_group(const std::string& g, const std::string& hi, const std::string& whole, const std::string& inside);
+  std::vector<std::string> group_addresses();
+  std::string aligned(const std::string& inside, const std::vector<std::string>& address) const;
+  void declare_group_arrays(const std::string& dims);
+  std::string group_element(int i) const;
+  void each_group(const std::vector<int>& vars, const std::function<void(const std::string&, const std::string&)>& body);
   size_t group_bytes(const Expr& access) const;
   bool in_vector_group(const Expr& e) const;
+  void plan_persistent_groups();
+  void persistent_groups(int loop, const std::vector<int>& vars, const std::function<void()>& body);
+  std::vector<int> persistent_group_accesses(int loop, int innermost) const;
   void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
   void plan_partial_groups(int r, const std::vector<int>& vars);
 
@@ -108,6 +119,7 @@ class Printer {
                                       // pass's reduction loop being printed, in a split kernel)
   int group_ = 1;                     // elements per group
   std::string group_lane_;            // the element inside a group while its body is printed
+  std::string group_slot_;            // persistent rows: the group's register arrays ("[k]")
   std::string group_live_;            // that element is inside the tile
   std::unordered_map<int, std::string> var_value_;
   std::string out_, tiles_per_row_;

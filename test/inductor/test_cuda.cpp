@@ -68,6 +68,30 @@ TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
   check_parity("softmax bf16", [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
 }
 
+// Persistent rows move groups of 16 bytes when a group's addresses are aligned and element by element
+// otherwise: rows at odd offsets (narrow), rows alternately aligned (a row stride of 1026), a ragged row
+// ([16, 1000]: a thread's last group past the row's end); groups of 4 floats, 8 halves, 2 doubles.
+TEST_CASE("CUDA: persistent rows read aligned and unaligned rows alike", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto softmax = [](const at::Tensor& x) { return at::softmax(x * 0.5, -1); };
+  const auto norm = [](const at::Tensor& x, const at::Tensor& w) { return at::layer_norm(x, {x.size(-1)}, w) + x; };
+  for (auto dtype : {at::kFloat, at::kHalf, at::kDouble}) {
+    const std::string type = c10::toString(dtype);
+    const auto wide = cuda_sample({64, 1030}, dtype, 11), w = cuda_sample({1024}, dtype, 12);
+    for (int64_t offset : {0, 1, 2, 3}) {
+      check_parity("softmax at offset " + std::to_string(offset) + " " + type, softmax, wide.narrow(1, offset, 1024));
+      check_parity("layer_norm at offset " + std::to_string(offset) + " " + type, norm, wide.narrow(1, offset, 1024), w);
+    }
+    const auto alternate = cuda_sample({64, 1026}, dtype, 13).narrow(1, 0, 1024);
+    check_parity("softmax of rows alternately aligned " + type, softmax, alternate);
+    check_parity("layer_norm of rows alternately aligned " + type, norm, alternate, w);
+    check_parity("softmax of ragged rows " + type, softmax, cuda_sample({16, 1000}, dtype, 14));
+  }
+}
+
 TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[cuda]") {
   if (!have_gpu()) {
     WARN("no CUDA device: skipped");
@@ -170,6 +194,38 @@ TEST_CASE("CUDA: kernels run on the caller's current stream, from several thread
     });
   for (auto& th : threads) th.join();
   CHECK(mismatches == 0);
+}
+
+// Inputs on either GPU of a two-GPU host, while the other one is current: kernels load into the inputs'
+// device's context and launch on its current stream (a pool stream of device 1 included); a split
+// reduction's workspace and reduce-overhead's CUDA graphs on device 1 too. The device is guarded: each
+// one gets a program of its own.
+TEST_CASE("CUDA: programs run on their inputs' device, whichever device is current", "[cuda][multi_gpu]") {
+  if (!have_gpu() || c10::cuda::device_count() < 2) {
+    WARN("fewer than two CUDA devices: skipped");
+    return;
+  }
+  const auto fn = [](const at::Tensor& x, const at::Tensor& w) { return at::layer_norm(x, {512}, w) + x.sum(0).sin() + x.mean(); };
+  jitc::Options graphs;
+  graphs.mode = jitc::Mode::kReduceOverhead;
+  for (const auto& options : {jitc::Options{}, graphs}) {
+    auto f = jitc::compile(fn, options);
+    for (int index : {1, 0, 1}) {
+      const c10::Device device(at::kCUDA, index);
+      const auto x = at::randn({300, 512}, device), w = at::randn({512}, device);
+      const c10::cuda::CUDAStreamGuard on_pool(c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index)));
+      const c10::cuda::CUDAGuard other_current(static_cast<c10::DeviceIndex>(1 - index));  // after: the stream guard sets it
+      const auto want = fn(x, w);
+      for (int call = 0; call < 3; ++call) {
+        const auto got = f(x, w);
+        INFO("device " << index << ", call " << call << ", mode " << jitc::to_string(options.mode));
+        CHECK(got.device() == device);
+        CHECK(jitc::testing::difference(got, want, {1e-5, 1e-4}) == "");
+      }
+    }
+    CHECK(f.stats().programs_compiled == 2);
+    CHECK(f.stats().eager_fallbacks == 0);
+  }
 }
 
 // The CPU random test's programs, on the same input values moved to the GPU: compiled vs eager on CUDA,

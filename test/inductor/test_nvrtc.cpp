@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <filesystem>
@@ -169,6 +170,34 @@ TEST_CASE("column reductions of tall inputs print as split kernels that NVRTC co
     CHECK(config.columns * jitc::inductor::column_width(k) > 0);
   }
   CHECK(split == 4);  // one per dtype
+}
+
+// Persistent rows (softmax, layer_norm) read and write 16 bytes at once: groups of 4 floats, 8 halves,
+// 2 doubles per access; rows whose innermost extent is not a multiple of the group stay element-wise.
+TEST_CASE("persistent rows of contiguous accesses print 16-byte groups", "[inductor][nvrtc]") {
+  const auto source_of = [](const Fn& fn, const at::Tensor& a) {
+    auto f = fn;
+    auto outcome = jitc::testing::trace_of(f, a, a);
+    const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+    std::string source;
+    for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels) source += jitc::inductor::emit_cuda(k.kernel, true);
+    return source;
+  };
+  const auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  // softmax reads its row once into registers; layer_norm its row and its weight
+  for (const auto& [graph, reads] : {std::make_pair("softmax", 1), std::make_pair("layer_norm", 2)})
+    for (auto dtype : {at::kFloat, at::kHalf, at::kDouble}) {
+      const auto fn = std::find_if(graphs().begin(), graphs().end(), [&](const auto& g) { return std::string(g.first) == graph; })->second;
+      INFO(graph << " " << c10::toString(dtype));
+      const std::string grouped = source_of(fn, at::ones({64, 1024}, dtype));
+      CHECK(count(grouped, "= *(const uint4*)(buf") == reads);
+      CHECK(count(grouped, "*(uint4*)(buf") == 1);  // the output's store
+      CHECK(count(source_of(fn, at::ones({64, 1021}, dtype)), "uint4") == 0);
+    }
 }
 
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
