@@ -89,20 +89,23 @@ void Printer::declare_group_arrays(const std::string& dims) {
     line(fmt::format("__align__(16) {} v{}{}[{}];", storage_type(k_.buffers[k_.body[i].buffer].dtype), i, dims, group_));
 }
 
-// The group's loads into (op kLoad) or stores from its register arrays (v<access><group_slot_>).
+// The group's loads into (op kLoad) or stores from its register arrays (v<access><group_slot_>). A
+// persistent row's group lies inside its row: its element-by-element path needs no bounds (NVRTC of
+// layer_norm over rows of 4096 floats: 150 ms with bounds, 125 without, 113 without groups).
 void Printer::move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op) {
+  const bool inside = !group_slot_.empty();
   std::string at_once, one_by_one;
   for (size_t j = 0; j < vector_access_.size(); ++j) {
     const Expr& e = k_.body[vector_access_[j]];
     if (e.op != op) continue;
     const std::string type = storage_type(k_.buffers[e.buffer].dtype), v = fmt::format("v{}{}", vector_access_[j], group_slot_);
-    const std::string vector = vector_type(group_bytes(e));
+    const std::string vector = vector_type(group_bytes(e)), bound = fmt::format("{} + l < {}", g, hi);
     if (op == ScalarOp::kLoad) {
       at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, v, address[j]);
-      one_by_one += fmt::format("{}[l] = {} + l < {} ? {}[l] : ({})0; ", v, g, hi, address[j], type);
+      one_by_one += inside ? fmt::format("{}[l] = {}[l]; ", v, address[j]) : fmt::format("{}[l] = {} ? {}[l] : ({})0; ", v, bound, address[j], type);
     } else {
       at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, address[j], v);
-      one_by_one += fmt::format("if ({} + l < {}) {}[l] = {}[l]; ", g, hi, address[j], v);
+      one_by_one += fmt::format("{}{}[l] = {}[l]; ", inside ? "" : "if (" + bound + ") ", address[j], v);
     }
   }
   if (at_once.empty()) return;
