@@ -70,7 +70,10 @@ class Printer {
   std::string aligned(const std::string& inside, const std::vector<std::string>& address) const;
   void declare_group_arrays(const std::string& dims);
   std::string group_element(int i) const;
-  void each_group(const std::vector<int>& vars, const std::function<void(const std::string&, const std::string&)>& body);
+  void group_passes(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end, bool bounded, bool row_lanes,
+                    const std::function<void()>& body);
+  void each_group(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end,
+                  const std::function<void(const std::string&, const std::string&)>& body);
   size_t group_bytes(const Expr& access) const;
   bool in_vector_group(const Expr& e) const;
   void plan_persistent_groups();
