@@ -70,7 +70,7 @@ class Printer {
   std::string aligned(const std::string& inside, const std::vector<std::string>& address) const;
   void declare_group_arrays(const std::string& dims);
   std::string group_element(int i) const;
-  void group_passes(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end, bool bounded, bool row_lanes,
+  void group_passes(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end, bool row_lanes,
                     const std::function<void()>& body);
   void each_group(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end,
                   const std::function<void(const std::string&, const std::string&)>& body);
