@@ -32,6 +32,7 @@ std::string Printer::run() {
   lanes_ = column_lanes();
   plan_row_cache();
   plan_row_prefetch();
+  plan_streaming_stores();
   std::string bodies;
   if (lanes_ == 0 || guarded_) bodies += body_function(false);
   if (lanes_ > 0) bodies += body_function(true);
@@ -51,8 +52,12 @@ std::string Printer::body_function(bool columns) {
   for (size_t i = 0; i < k_.body.size(); ++i)
     if (scope_[i] == Scope::kEntry) emit(static_cast<int>(i));
   // here: an alloca inside the tile loop would take stack per tile
-  if (columns) column_allocas();
-  else row_cache_allocas();
+  if (columns) {
+    column_allocas();
+  } else {
+    row_cache_allocas();
+    stage_allocas();
+  }
   tiles_per_row_ = tiles_per_row();
   line("%tile = alloca i64");
   line("store i64 %tile_begin, ptr %tile");
@@ -68,6 +73,7 @@ std::string Printer::body_function(bool columns) {
   line("store i64 %t.next, ptr %tile");
   line("br label %tile.head");
   label("exit");
+  if (!columns) fence_streaming_stores();
   line("ret void");
   out_ += "}\n";
   return std::exchange(out_, "");
@@ -221,7 +227,7 @@ void Printer::element_loop(const std::string& column_tile) {
   bool any = false;
   for (size_t i = 0; i < k_.body.size(); ++i) any |= scope_[i] == Scope::kElement;
   if (!any) return;
-  std::string lo, hi;
+  std::string lo = "0", hi = inner.empty() ? "" : name(k_.vars[inner[0]].extent);
   if (k_.tile > 0) {
     lo = fresh("jlo"), hi = fresh("jhi");
     const std::string end = fresh("jend"), over = fresh("jover");
@@ -231,15 +237,16 @@ void Printer::element_loop(const std::string& column_tile) {
     line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", hi, over, name(k_.vars[inner[0]].extent), end));
   }
   auto saved = emitted_;
-  pass_ = kElementPass, pass_vars_ = inner;
+  pass_ = kElementPass, pass_vars_ = inner, stage_lo_ = lo;
   auto body = [&] {
     for (size_t i = 0; i < k_.body.size(); ++i)
       if (scope_[i] == Scope::kElement) emit(static_cast<int>(i));
   };
-  if (lo.empty()) pass_loop(kElementLoop, inner, body);
+  if (k_.tile == 0) pass_loop(kElementLoop, inner, body);
   else loop_nest(inner, lo, hi, body);
   pass_ = -1;
   emitted_ = std::move(saved);
+  flush_staged(lo, hi);
 }
 
 // ---- reductions -------------------------------------------------------------------------------

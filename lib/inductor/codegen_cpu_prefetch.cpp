@@ -100,26 +100,21 @@ void Printer::pass_loop(int loop, const std::vector<int>& vars, const std::funct
 // at this position (computed in a context of its own), moved by the row stride, one per cache line.
 // Prefetches never fault, so the last row's (past the tensor) are harmless.
 void Printer::prefetch_next_row(const std::string& position) {
-  auto saved = emitted_;
-  const std::string saved_suffix = suffix_, saved_value = var_value_[prefetch_first_var_];
-  suffix_ = "." + fresh("pf").substr(1);
-  for (size_t i = 0; i < k_.body.size(); ++i) emitted_[i] = scope_[i] == Scope::kEntry;
-  var_value_[prefetch_first_var_] = position;
   declare("void @llvm.prefetch.p0(ptr, i32, i32, i32)");
-  for (const RowPrefetch& p : prefetch_) {
-    const std::string index = emit(p.index);
+  std::vector<int> indices;
+  for (const RowPrefetch& p : prefetch_) indices.push_back(p.index);
+  const std::vector<std::string> at_position = emit_with(indices, prefetch_first_var_, position);
+  for (size_t i = 0; i < prefetch_.size(); ++i) {
+    const RowPrefetch& p = prefetch_[i];
     const char* type = storage_type(k_.buffers[p.buffer].dtype);
     const int64_t per_line = std::max<int64_t>(1, kLineBytes / static_cast<int64_t>(c10::elementSize(k_.buffers[p.buffer].dtype)));
     for (int64_t offset = 0; offset < std::min(kChunk, prefetch_row_elements_); offset += per_line) {
       const std::string at = fresh("pfi"), address = fresh("pfp");
-      line(fmt::format("{} = add i64 {}, {}", at, index, p.row_step + offset));
+      line(fmt::format("{} = add i64 {}, {}", at, at_position[i], p.row_step + offset));
       line(fmt::format("{} = getelementptr {}, ptr %buf{}, i64 {}", address, type, p.buffer, at));
       line(fmt::format("call void @llvm.prefetch.p0(ptr {}, i32 0, i32 3, i32 1)", address));
     }
   }
-  emitted_ = std::move(saved);
-  suffix_ = saved_suffix;
-  var_value_[prefetch_first_var_] = saved_value;
 }
 
 }  // namespace jitc::inductor::llvm_ir

@@ -96,6 +96,20 @@ std::string Printer::emit(int i) {
   return name(i);
 }
 
+std::vector<std::string> Printer::emit_with(const std::vector<int>& exprs, int var, const std::string& value) {
+  auto saved = emitted_;
+  const std::string saved_suffix = suffix_, saved_value = var_value_[var];
+  suffix_ = "." + fresh("at").substr(1);
+  for (size_t i = 0; i < k_.body.size(); ++i) emitted_[i] = scope_[i] == Scope::kEntry;
+  var_value_[var] = value;
+  std::vector<std::string> values;
+  for (int e : exprs) values.push_back(emit(e));
+  emitted_ = std::move(saved);
+  suffix_ = saved_suffix;
+  var_value_[var] = saved_value;
+  return values;
+}
+
 void Printer::expr(int i, const Expr& e) {
   const std::string v = name(i);
   const ScalarType t = e.dtype;
@@ -277,7 +291,9 @@ void Printer::store(const Expr& e) {
       break;
     default: break;
   }
-  line(fmt::format("store {} {}, ptr {}", storage_type(dtype), raw, address(e)));
+  std::string to = stage_address(e);
+  if (to.empty()) to = address(e);
+  line(fmt::format("store {} {}, ptr {}", storage_type(dtype), raw, to));
 }
 
 }  // namespace jitc::inductor::llvm_ir

@@ -1,8 +1,9 @@
-// The CPU code generator's printer, shared by its four files: codegen_cpu.cpp (functions, rows, loops,
+// The CPU code generator's printer, shared by its five files: codegen_cpu.cpp (functions, rows, loops,
 // reductions one row at a time), cpu_expressions.cpp (scalar expressions, loads, stores, reduction
-// combiners), codegen_cpu_columns.cpp (reductions over outer dims, rows side by side) and
-// codegen_cpu_prefetch.cpp (prefetch of the next row in row kernels). Internal to
-// lib/inductor: emit_llvm_ir (codegen_cpu.h) is the interface.
+// combiners), codegen_cpu_columns.cpp (reductions over outer dims, rows side by side),
+// codegen_cpu_prefetch.cpp (prefetch of the next row in row kernels) and codegen_cpu_streaming.cpp
+// (non-temporal stores of large outputs). Internal to lib/inductor: emit_llvm_ir (codegen_cpu.h) is the
+// interface.
 #pragma once
 #include "inductor/kernel_ir.h"
 #include "inductor/llvm_emitter.h"
@@ -52,11 +53,21 @@ class Printer : private Emitter {
   void pass_loop(int loop, const std::vector<int>& vars, const std::function<void()>& body);
   void prefetch_next_row(const std::string& position);
 
+  // ---- streaming stores of large outputs (codegen_cpu_streaming.cpp) -----------------------------
+  void plan_streaming_stores();
+  void stage_allocas();
+  std::string stage_address(const Expr& e);  // empty: the store goes straight to its buffer
+  void flush_staged(const std::string& lo, const std::string& hi);
+  void fence_streaming_stores();
+
   // ---- expressions (cpu_expressions.cpp) ----------------------------------------------------------
   // The name of expression e: entry values have one name; the others carry the current context's suffix,
   // so that a value computed once per lane loop (rows side by side) gets a name per loop.
   std::string name(int e) const;
   std::string emit(int i);
+  // The values of `exprs` where variable `var` takes `value`, emitted in a context of their own (the
+  // current loop's values stay as they are).
+  std::vector<std::string> emit_with(const std::vector<int>& exprs, int var, const std::string& value);
   void expr(int i, const Expr& e);
   std::string address(const Expr& e);
   void load(const std::string& v, const Expr& e);
@@ -132,6 +143,17 @@ class Printer : private Emitter {
   int prefetch_pass_loop_ = -1;
   int prefetch_first_var_ = -1;
   int64_t prefetch_row_elements_ = 0;
+
+  // Streaming stores: per staged store its buffer, index expression, stage array and the array's
+  // elements (a row, or a tile); stage_lo_ is the element loop's first position in the current tile.
+  struct StagedStore {
+    int buffer;
+    int index;
+    int array;
+    int64_t elements;
+  };
+  std::vector<StagedStore> staged_;
+  std::string stage_lo_;
 };
 
 }  // namespace jitc::inductor::llvm_ir

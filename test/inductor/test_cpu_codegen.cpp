@@ -155,3 +155,20 @@ TEST_CASE("pointwise kernels over merged and unmerged dims match eager", "[induc
   check_parity("an index-dependent value", [](const at::Tensor& x) { return x + at::arange(6, x.options()); }, x);
   check_parity("expanded rows", [](const at::Tensor& x, const at::Tensor& y) { return x + y.expand({2, 3, 5, 6}); }, x, at::randn({1, 3, 5, 6}));
 }
+
+// Outputs of 8 MiB and more leave through streaming stores (codegen_cpu_streaming.cpp): rows and tiles
+// staged on the stack, 64-byte non-temporal stores where the output row is 64-byte aligned, memcpy where it
+// is not (rows of 1001 floats: one row in 16 starts on a line) and for the rest of a row.
+TEST_CASE("kernels with large outputs match eager through streaming stores", "[inductor][cpu]") {
+  using jitc::testing::compiled_vs_eager;
+  const auto x = at::randn({2048, 1024}), b = at::randn({1024}), w = at::randn({1024});
+  CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1); }, x) == "");
+  CHECK(compiled_vs_eager([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {1024}, w, b); }, x, w, b) == "");
+  CHECK(compiled_vs_eager([](const at::Tensor& x, const at::Tensor& b) { return at::gelu(x + b); }, x, b) == "");
+  CHECK(compiled_vs_eager([](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); }, x.reshape({-1})) == "");
+  CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x * 2, -1); }, at::randn({2100, 1001})) == "");
+  CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1); }, at::randn({4096, 1024}).to(at::kHalf)) == "");
+  CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1); }, x.t().contiguous().t()) == "");
+  // Two staging kernels in one module (softmax, then the transposed copy): each has its own copy function.
+  CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1).t().contiguous(); }, x) == "");
+}

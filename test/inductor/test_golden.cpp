@@ -91,6 +91,28 @@ TEST_CASE("row kernels prefetch the next row during their second loop", "[induct
   CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find("@llvm.prefetch") == std::string::npos);
 }
 
+// Rows of 4 KB leave through a stage array and @<kernel>.stream, whose 64-byte stores are non-temporal when
+// the kernel stores 8 MiB or more (here a constant: O3 keeps them for 2048 rows, drops them for 4); the
+// element loop still vectorizes. Rows of 128 bytes store straight to the output.
+TEST_CASE("row kernels stage long output rows for streaming stores", "[inductor][cpu]") {
+  auto softmax = [](const at::Tensor& x) { return at::softmax(x, -1); };
+  const auto long_rows = kernels_of(softmax, at::randn({2048, 1024})), short_rows = kernels_of(softmax, at::randn({4, 32}));
+  const auto few_rows = kernels_of(softmax, at::randn({4, 1024}));
+  REQUIRE(long_rows.size() == 1);
+  const std::string ir = jitc::inductor::emit_llvm_ir(long_rows[0].kernel);
+  INFO(ir);
+  CHECK(ir.find("%stage0 = alloca float, i64 1024, align 64") != std::string::npos);
+  CHECK(ir.find(".stream(ptr %sdst") != std::string::npos);
+  CHECK(ir.find("store <16 x float> %line, ptr %to, align 64, !nontemporal") != std::string::npos);
+  CHECK(ir.find("fence seq_cst") != std::string::npos);
+  auto module = jitc::runtime::compile_cpu_module(ir, "streaming");
+  CHECK(module->optimized_ir().find("store <16 x float>") != std::string::npos);
+  CHECK(module->optimized_ir().find("!nontemporal") != std::string::npos);
+  CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find(".stream(") == std::string::npos);
+  auto small = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(few_rows.at(0).kernel), "small");
+  CHECK(small->optimized_ir().find("!nontemporal") == std::string::npos);
+}
+
 namespace {
 
 // The extent of a kernel's inner dim, and the product of its outer extents (constants in these tests).
