@@ -66,7 +66,8 @@ rest:
 }  // namespace
 
 // Stores of the element loop whose index steps by one element along its single inner variable, into a
-// buffer the kernel neither reads nor stores to elsewhere, of a row (or tile) of known length between 1 KB and the stack budget.
+// buffer the kernel neither reads nor stores to elsewhere, of a row (or tile) of known length between
+// 1 KB and the stack budget.
 void Printer::plan_streaming_stores() {
   const auto inner = k_.inner_vars();
   if (lanes_ > 0 || inner.size() != 1) return;
