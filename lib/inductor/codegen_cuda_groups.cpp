@@ -129,7 +129,8 @@ bool Printer::in_vector_group(const Expr& e) const {
 // Persistent rows in groups: when a row's loops read or write buffers contiguously along their innermost
 // variable (constant, a multiple of the group), a thread's positions come in groups of group_ neighbours,
 // (thread + k * threads) * group_ + l, so that each such access moves 16 bytes at once. H100, rows of
-// 4096 floats (prof/rows.cu): softmax 0.0929 -> 0.0925 ms, layer_norm 0.0922 -> 0.0918.
+// 4096 floats (a standalone microbenchmark; benchmarks/RESULTS.md, session 8): softmax 0.0929 -> 0.0925
+// ms, layer_norm 0.0922 -> 0.0918.
 void Printer::plan_persistent_groups() {
   std::vector<std::pair<int, std::vector<int>>> loops;  // (loop, its variables)
   if (!k_.inner_vars().empty()) loops.emplace_back(kElementLoop, k_.inner_vars());
@@ -234,7 +235,7 @@ void Printer::each_group(const std::vector<int>& vars, int count, const std::str
 // The partial pass's groups: each thread takes group_ consecutive positions of its slice (slices and
 // the innermost extent are multiples of group_, so a group is whole and inside one innermost run),
 // kPartialUnroll groups per step, their loads issued together. H100, (x*x).sum() of 8192x4096 floats
-// into 1024 slices (prof/full.cu): one group per step 0.0475 ms, four 0.0461.
+// into 1024 slices (a standalone microbenchmark; RESULTS.md, session 8): one group per step 0.0475 ms, four 0.0461.
 void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
   constexpr int kPartialUnroll = 4;
   const std::string g = fresh("g");

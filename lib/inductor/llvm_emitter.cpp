@@ -177,9 +177,12 @@ void Emitter::erf_float(const std::string& v, const std::string& a) {
     std::string acc;
     int i = 0;
     for (double c : coefficients) {
+      if (acc.empty()) {
+        acc = f(c);
+        continue;
+      }
       const std::string next = fmt::format("{}.{}{}", p, stem, i++);
-      if (acc.empty()) line(fmt::format("{} = fadd float {}, 0.0", next, f(c)));
-      else line(fmt::format("{} = call float @llvm.fma.f32(float {}.x2, float {}, float {})", next, p, acc, f(c)));
+      line(fmt::format("{} = call float @llvm.fma.f32(float {}.x2, float {}, float {})", next, p, acc, f(c)));
       acc = next;
     }
     return acc;
