@@ -29,27 +29,36 @@ void Printer::plan_vector_groups() {
   }
   if (vector_access_.empty()) return;
   group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
+  group_var_ = u;
   if (tile_ % group_ != 0) vector_access_.clear();
+  const Expr& extent = k_.body[k_.vars[u].extent];
+  whole_groups_ = extent.op == ScalarOp::kConst && extent.ivalue % group_ == 0;
 }
 
 // Each thread takes groups of group_ consecutive elements, whose contiguous accesses go through
 // register arrays: moved at once (one 16-byte access) when the whole group is in the tile and every
 // such address is aligned, element by element otherwise (the tile's last group, views at odd offsets).
+// Where the sizes prove both (whole_groups_, accesses_aligned), only the 16-byte path is printed.
 // The body is printed once, unrolled over the group; past the tile's end a lane computes on the last
 // element's indices and stores nothing. (One body, not a second scalar copy for the tail: NVRTC's
 // time grows with the code, and the first call of a graph waits for it.)
 void Printer::vector_groups(int var, const std::string& lo, const std::string& hi) {
-  const std::string g = fresh("g"), whole = fresh("whole");
+  const std::string g = fresh("g");
+  std::string whole = fresh("whole");
   line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
   var_value_[var] = g;
-  const std::vector<std::string> address = load_group(g, hi, whole, fmt::format("{} + {} <= {}", g, group_, hi));
+  const std::vector<std::string> address = load_group(g, hi, whole, whole_groups_ ? "true" : fmt::format("{} + {} <= {}", g, group_, hi));
   group_lane_ = fresh("l");
-  group_live_ = fresh("live");
   line("#pragma unroll");
   line(fmt::format("for (int {} = 0; {} < {}; ++{}) {{", group_lane_, group_lane_, group_, group_lane_));
-  line(fmt::format("const bool {} = {} + {} < {};", group_live_, g, group_lane_, hi));
   var_value_[var] = fresh("c");
-  line(fmt::format("const idx_t {} = {} ? {} + {} : {} - 1;", var_value_[var], group_live_, g, group_lane_, hi));
+  if (whole_groups_) {
+    line(fmt::format("const idx_t {} = {} + {};", var_value_[var], g, group_lane_));
+  } else {
+    group_live_ = fresh("live");
+    line(fmt::format("const bool {} = {} + {} < {};", group_live_, g, group_lane_, hi));
+    line(fmt::format("const idx_t {} = {} ? {} + {} : {} - 1;", var_value_[var], group_live_, g, group_lane_, hi));
+  }
   element_body();
   line("}");
   group_lane_.clear();
@@ -58,10 +67,12 @@ void Printer::vector_groups(int var, const std::string& lo, const std::string& h
   line("}");
 }
 
-std::vector<std::string> Printer::load_group(const std::string& g, const std::string& hi, const std::string& whole, const std::string& inside) {
+std::vector<std::string> Printer::load_group(const std::string& g, const std::string& hi, std::string& whole, const std::string& inside) {
   const auto before = emitted_;  // the addresses' index arithmetic is printed again for each lane
   const std::vector<std::string> address = group_addresses();
-  line(fmt::format("const bool {} = {};", whole, aligned(inside, address)));
+  const std::string condition = aligned(inside, address);
+  if (condition == "true") whole = condition;
+  else line(fmt::format("const bool {} = {};", whole, condition));
   declare_group_arrays("");
   move_group(g, hi, whole, address, ScalarOp::kLoad);
   emitted_ = before;
@@ -75,13 +86,22 @@ std::vector<std::string> Printer::group_addresses() {
   return address;
 }
 
-// `inside` and every vector access at its address aligned for a group-wide access.
+// `inside` and every vector access at its address aligned for a group-wide access; "true" when that
+// holds for every group.
 std::string Printer::aligned(const std::string& inside, const std::vector<std::string>& address) const {
   std::string condition = inside;
   for (size_t j = 0; j < vector_access_.size(); ++j)
-    condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address[j], group_bytes(k_.body[vector_access_[j]]) - 1);
+    if (!access_aligned(vector_access_[j]))
+      condition += fmt::format(" && ((unsigned long long){} & {}) == 0", address[j], group_bytes(k_.body[vector_access_[j]]) - 1);
   return condition;
 }
+
+// Vector access i is aligned for a group-wide access at every group's start: its index is a multiple of
+// the group whenever the grouped variable is (as it is at a group's start), and its buffer starts at a
+// 16-byte boundary, which the runtime ensures (Program::launch copies an input view that starts
+// elsewhere). The unaligned path then need not be printed: on the H100 host, NVRTC took 77-84 ms for
+// `a + 1` with it and 56-60 without (benchmarks/RESULTS.md, session 9).
+bool Printer::access_aligned(int i) const { return analysis_.multiple_of(k_.body[i].a, group_var_, group_); }
 
 // The register arrays of the vector accesses: v<access>[group_], after `dims` (persistent rows: one per group).
 void Printer::declare_group_arrays(const std::string& dims) {
@@ -109,6 +129,10 @@ void Printer::move_group(const std::string& g, const std::string& hi, const std:
     }
   }
   if (at_once.empty()) return;
+  if (whole == "true") {
+    line(at_once);
+    return;
+  }
   line(fmt::format("if ({}) {{ {}}} else {{", whole, at_once));
   line("#pragma unroll");  // constant indices: the register arrays stay in registers
   line(fmt::format("  for (int l = 0; l < {}; ++l) {{ {}}}", group_, one_by_one));
@@ -170,6 +194,7 @@ std::vector<int> Printer::persistent_group_accesses(int loop, int innermost) con
 // A persistent loop over groups: a thread's groups of the row (a row's last groups may lie past its end).
 void Printer::persistent_groups(int loop, const std::vector<int>& vars, const std::function<void()>& body) {
   vector_access_ = persistent_group_accesses(loop, vars.back());
+  group_var_ = vars.back();
   const bool ragged = row_elements_ % (config_.threads * group_) != 0;
   group_passes(vars, items_ / group_, fmt::format("threadIdx.x * {}", group_), ragged ? std::to_string(row_elements_) : "", true, body);
   vector_access_.clear();
@@ -184,12 +209,14 @@ void Printer::persistent_groups(int loop, const std::vector<int>& vars, const st
 void Printer::group_passes(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end, bool row_lanes,
                            const std::function<void()>& body) {
   const std::string whole = fresh("whole");
+  const bool tested = !std::all_of(vector_access_.begin(), vector_access_.end(), [&](int i) { return access_aligned(i); });
+  const auto whole_of = [&](const std::string& k) { return tested ? fmt::format("{}[{}]", whole, k) : std::string("true"); };
   declare_group_arrays(fmt::format("[{}]", count));
-  line(fmt::format("bool {}[{}];", whole, count));
+  if (tested) line(fmt::format("bool {}[{}];", whole, count));
   each_group(vars, count, origin, end, [&](const std::string& k, const std::string& g) {
     const auto address = group_addresses();
-    line(fmt::format("{}[{}] = {};", whole, k, aligned("true", address)));
-    move_group(g, end, fmt::format("{}[{}]", whole, k), address, ScalarOp::kLoad);
+    if (tested) line(fmt::format("{} = {};", whole_of(k), aligned("true", address)));
+    move_group(g, end, whole_of(k), address, ScalarOp::kLoad);
   });
   each_group(vars, count, origin, end, [&](const std::string& k, const std::string& g) {
     const auto before = emitted_;
@@ -209,7 +236,7 @@ void Printer::group_passes(const std::vector<int>& vars, int count, const std::s
     line("}");
     group_lane_.clear();
     lane_.clear();
-    move_group(g, end, fmt::format("{}[{}]", whole, k), address, ScalarOp::kStore);
+    move_group(g, end, whole_of(k), address, ScalarOp::kStore);
   });
 }
 
@@ -262,6 +289,7 @@ void Printer::plan_partial_groups(int r, const std::vector<int>& vars) {
   }
   if (vector_access_.empty()) return;
   group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
+  group_var_ = u;
   int64_t elements = 1;
   for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
   const int64_t chunk = (elements + config_.split - 1) / config_.split;

@@ -65,9 +65,11 @@ class Printer {
   void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op);
   // The group's first address per vector access, `whole` (`inside` and every address aligned for a
   // group-wide access) and the group's loads into its register arrays; returns the addresses.
-  std::vector<std::string> load_group(const std::string& g, const std::string& hi, const std::string& whole, const std::string& inside);
+  // `whole` becomes "true" when every group is known to be whole and aligned.
+  std::vector<std::string> load_group(const std::string& g, const std::string& hi, std::string& whole, const std::string& inside);
   std::vector<std::string> group_addresses();
   std::string aligned(const std::string& inside, const std::vector<std::string>& address) const;
+  bool access_aligned(int i) const;
   void declare_group_arrays(const std::string& dims);
   std::string group_element(int i) const;
   void group_passes(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end, bool row_lanes,
@@ -121,6 +123,8 @@ class Printer {
   std::vector<int> vector_access_;    // contiguous loads and stores of the element loop (of the partial
                                       // pass's reduction loop being printed, in a split kernel)
   int group_ = 1;                     // elements per group
+  int group_var_ = -1;                // the variable whose consecutive values a group holds
+  bool whole_groups_ = false;         // pointwise: the element loop's extent is a multiple of the group
   std::string group_lane_;            // the element inside a group while its body is printed
   std::string group_slot_;            // persistent rows: the group's register arrays ("[k]")
   std::string group_live_;            // that element is inside the tile

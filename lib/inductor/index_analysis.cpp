@@ -31,6 +31,31 @@ bool IndexAnalysis::unit_stride(int index, int var) const {
   return (unit_stride(e.a, var) && !depends_on(e.b, var)) || (unit_stride(e.b, var) && !depends_on(e.a, var));
 }
 
+bool IndexAnalysis::multiple_of(int index, int var, int64_t factor) const {
+  return power_of_two_factor(index, var, factor) % factor == 0;
+}
+
+// The largest power of two (up to 2^20) that divides expression `expr` for every value of the variables
+// and symbols, `var` taking only multiples of var_factor. Products and sums of such powers wrap around
+// 2^64 (or 2^32) exactly, so the answer holds in the kernel's index type too.
+int64_t IndexAnalysis::power_of_two_factor(int expr, int var, int64_t var_factor) const {
+  constexpr int64_t kCap = int64_t{1} << 20;
+  const Expr& e = k_.body[expr];
+  const auto of = [&](int operand) { return power_of_two_factor(operand, var, var_factor); };
+  switch (e.op) {
+    case ScalarOp::kConst: {
+      if (c10::isFloatingType(e.dtype) || e.dtype == c10::ScalarType::Bool) return 1;
+      const uint64_t v = static_cast<uint64_t>(e.ivalue);
+      return v == 0 ? kCap : static_cast<int64_t>(std::min<uint64_t>(kCap, v & (~v + 1)));
+    }
+    case ScalarOp::kVar: return e.var == var ? var_factor : 1;
+    case ScalarOp::kAdd:
+    case ScalarOp::kSub: return std::min(of(e.a), of(e.b));
+    case ScalarOp::kMul: return std::min(kCap, of(e.a) * of(e.b));
+    default: return 1;  // symbols, divisions, remainders...: nothing known
+  }
+}
+
 namespace {
 
 bool commutative(ScalarOp op) {

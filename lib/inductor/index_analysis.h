@@ -16,12 +16,16 @@ class IndexAnalysis {
   bool depends_on(int expr, int var) const;
   // index == (an expression independent of var) + var
   bool unit_stride(int index, int var) const;
+  // index is a multiple of `factor` (a power of two) whenever var is, whatever the other variables and
+  // the symbols: what lets a vector group's 16-byte access go without an alignment test.
+  bool multiple_of(int index, int var, int64_t factor) const;
   // A number per expression, equal for two expressions that compute the same value when the d-th
   // variable of every reduction loop and of the element loop take the same value (loops of one shape).
   const std::vector<int>& positional_keys() const { return keys_; }
 
  private:
   void number_positionally();
+  int64_t power_of_two_factor(int expr, int var, int64_t var_factor) const;
 
   const Kernel& k_;
   std::vector<std::vector<bool>> deps_;  // per expression, per variable

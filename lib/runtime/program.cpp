@@ -354,6 +354,26 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
 std::string Program::optimized_llvm_ir() const { return code_->module ? code_->module->optimized_ir() : std::string(); }
 std::string Program::assembly() const { return code_->module ? code_->module->assembly() : std::string(); }
 
+namespace {
+
+// CUDA kernels take every buffer to start at a 16-byte boundary: their vector groups move 16 bytes at
+// once without testing the addresses that the sizes prove aligned (cuda_printer::Printer::access_aligned).
+// What jitc allocates always does; an input view that starts elsewhere (x[:, 1:] of floats) is read from
+// a copy of the memory it spans, with the same strides, made on the current stream before the kernel
+// (Inductor copies misaligned inputs for the same reason).
+constexpr uintptr_t kCudaBufferAlignment = 16;
+
+at::Tensor aligned_copy(const at::Tensor& t) {
+  int64_t span = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return t;  // no element is read
+    span += (t.size(d) - 1) * t.stride(d);
+  }
+  return t.as_strided({span}, {1}).clone().as_strided(t.sizes(), t.strides(), 0);
+}
+
+}  // namespace
+
 at::Tensor Program::allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
   const auto& m = graph_.values[v].meta;
   const auto sizes = evaluate(m.sizes, symbols), strides = evaluate(m.strides, symbols);
@@ -374,10 +394,17 @@ void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* s
   const auto& launch = code_->plan.kernels[k];
   for (graph::ValueId v : launch.outputs) values[v] = allocate(v, symbols, pool);
   c10::SmallVector<void*, 16> pointers;
+  c10::SmallVector<at::Tensor, 2> copies;  // aligned copies of misaligned CUDA inputs, alive until launched
   int64_t largest = 1;
-  for (graph::ValueId v : launch.buffers) {
-    pointers.push_back(values[v].data_ptr());
-    largest = std::max<int64_t>(largest, values[v].numel());
+  for (size_t b = 0; b < launch.buffers.size(); ++b) {
+    const at::Tensor& t = values[launch.buffers[b]];
+    void* pointer = t.data_ptr();
+    if (launch.device.is_cuda() && reinterpret_cast<uintptr_t>(pointer) % kCudaBufferAlignment != 0) {
+      if (launch.kernel.buffers[b].written) throw InternalError("a CUDA kernel's output buffer is not 16-byte aligned");
+      pointer = copies.emplace_back(aligned_copy(t)).data_ptr();
+    }
+    pointers.push_back(pointer);
+    largest = std::max<int64_t>(largest, t.numel());
   }
   static const int64_t no_symbols = 0;
   const int64_t* syms = symbols ? symbols : &no_symbols;

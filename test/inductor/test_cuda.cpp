@@ -92,6 +92,29 @@ TEST_CASE("CUDA: persistent rows read aligned and unaligned rows alike", "[cuda]
   }
 }
 
+// Kernels whose sizes prove their 16-byte groups aligned test no address (test_nvrtc.cpp checks the
+// source); an input that starts off a 16-byte boundary is then read from an aligned copy. One program
+// serves inputs at any offset: a view at an odd offset, an expanded row at one, then aligned ones again.
+TEST_CASE("CUDA: inputs that start off a 16-byte boundary are read from aligned copies", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto fn = [](const at::Tensor& x, const at::Tensor& bias) { return at::softmax((x * 2 + bias).relu(), -1) + x; };
+  for (auto dtype : {at::kFloat, at::kHalf}) {
+    const auto base = cuda_sample({64 * 1024 + 8}, dtype, 21), bias_base = cuda_sample({1024 + 8}, dtype, 22);
+    auto compiled = jitc::compile(fn);
+    for (int64_t offset : {0, 1, 3, 0, 5}) {
+      INFO(c10::toString(dtype) << " at offset " << offset);
+      const auto x = base.narrow(0, offset, 64 * 1024).view({64, 1024});
+      const auto bias = bias_base.narrow(0, 8 - offset, 1024).expand({64, 1024});
+      const at::Tensor got = compiled(x, bias);
+      CHECK(jitc::testing::difference(got, fn(x, bias), jitc::testing::tolerance_for(dtype)) == "");
+    }
+    CHECK(compiled.stats().programs_compiled == 1);
+  }
+}
+
 TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[cuda]") {
   if (!have_gpu()) {
     WARN("no CUDA device: skipped");

@@ -200,6 +200,41 @@ TEST_CASE("persistent rows of contiguous accesses print 16-byte groups", "[induc
     }
 }
 
+// A vector group's 16-byte access tests its address only where the sizes do not prove it aligned (the
+// runtime copies inputs that start off a 16-byte boundary), and tests that the group is whole only
+// where the element count is not a multiple of it: no test for contiguous [64, 1024] inputs, the
+// whole-group test alone for 21 elements, the alignment test for a slice at an odd offset inside the graph.
+TEST_CASE("vector groups test alignment only where the sizes do not prove it", "[inductor][nvrtc]") {
+  const auto source_of = [](const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& a) {
+    auto f = fn;
+    auto outcome = jitc::testing::trace_of(f, a);
+    const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+    std::string source;
+    for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels) source += jitc::inductor::emit_cuda(k.kernel, true);
+    return source;
+  };
+  const auto add = [](const at::Tensor& x) { return x + 1; };
+  const auto softmax = [](const at::Tensor& x) { return at::softmax(x, -1); };
+  const auto mean_square = [](const at::Tensor& x) { return (x * x).mean(); };
+  const auto sliced = [](const at::Tensor& x) { return x.narrow(1, 1, 1020) + 1; };
+  const std::string address_test = "& 15) == 0", whole = "whole";
+  for (const auto& [name, source] : {std::make_pair("add", source_of(add, at::ones({64, 1024}))),
+                                     std::make_pair("softmax", source_of(softmax, at::ones({64, 1024}))),
+                                     std::make_pair("mean", source_of(mean_square, at::ones({4096, 4096})))}) {
+    INFO(name);
+    CHECK_THAT(source, Catch::Contains("uint4"));
+    CHECK_THAT(source, !Catch::Contains(address_test));
+    CHECK_THAT(source, !Catch::Contains(whole));
+  }
+  const std::string ragged = source_of(add, at::ones({3, 7}));
+  CHECK_THAT(ragged, Catch::Contains("uint4"));
+  CHECK_THAT(ragged, Catch::Contains(whole));
+  CHECK_THAT(ragged, !Catch::Contains(address_test));
+  const std::string odd = source_of(sliced, at::ones({64, 1021}));
+  CHECK_THAT(odd, Catch::Contains("uint4"));
+  CHECK_THAT(odd, Catch::Contains(address_test));
+}
+
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
 // the line it points at), for the cubin and the PTX NVRTC is asked for.
 TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[inductor][nvrtc]") {
