@@ -1,5 +1,5 @@
 // Kernel IR -> CUDA C for NVRTC. One thread block per tile (a row, or a piece of a row for pointwise
-// kernels), tiles in a grid-stride loop. Inside a row:
+// kernels), tiles in a grid-stride loop when they may outnumber a launch's blocks. Inside a row:
 //   - a reduction loop is spread over the block's threads (thread t takes positions t, t + blockDim...),
 //     then reduced through warp shuffles and shared memory; every thread gets the result;
 //   - the element loop is spread the same way, so that neighbouring threads touch neighbouring elements
@@ -32,6 +32,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -84,12 +85,36 @@ std::string Printer::run() {
   for (size_t i = 0; i < k_.body.size(); ++i)
     if (placement_.scope[i] == Scope::kEntry) emit(static_cast<int>(i));
   tiles_per_row_ = tiles_per_row();
-  line("for (idx_t t = blockIdx.x; t < (idx_t)tiles; t += gridDim.x) {");
-  row();
-  line("__syncthreads();");
-  line("}");
+  tile_loop();
   out_ += "}\n";
   return out_;
+}
+
+// One tile per block when the launch covers every tile (constant sizes, at most kMaxGridBlocks tiles),
+// else a grid-stride loop over tiles. The loop costs NVRTC time even when it never repeats, most around
+// a row's barriers: H100 host, layer_norm of 8192x4096 floats 69 -> 63 ms, softmax 90 -> 77, x.var()
+// 121 -> 111 (medians of 10; benchmarks/RESULTS.md, session 10).
+void Printer::tile_loop() {
+  const auto tiles = constant_tile_count();
+  if (tiles && *tiles <= kMaxGridBlocks) {
+    line("{ const idx_t t = blockIdx.x;");
+    row();
+    line("}");
+    return;
+  }
+  line("for (idx_t t = blockIdx.x; t < (idx_t)tiles; t += gridDim.x) {");
+  row();
+  line("__syncthreads();");  // the next tile's row reuses the reductions' shared memory
+  line("}");
+}
+
+// The tiles this function is launched over when no size is a symbol.
+std::optional<int64_t> Printer::constant_tile_count() const {
+  for (const Expr& e : k_.body)
+    if (e.op == ScalarOp::kSym) return std::nullopt;
+  CudaConfig launched = config_;
+  if (phase_ == Phase::kFinal) launched.split = 0;  // the final pass runs over rows (Program::launch_split)
+  return tile_count(k_, nullptr, launched);
 }
 
 // sin(x) and cos(x) of the same x are computed together.

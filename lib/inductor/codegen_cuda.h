@@ -81,6 +81,10 @@ std::map<int, int> welford_pairs(const Kernel& kernel);
 // position per reduction, row and slice.
 int64_t split_workspace_slots(const Kernel& kernel, const CudaConfig& config);
 
+// A launch takes at most this many blocks. A function whose tile count may exceed it loops over tiles
+// (grid-stride); one whose constant sizes keep it below takes one tile per block.
+constexpr int64_t kMaxGridBlocks = int64_t{1} << 20;
+
 // Rows at most this many elements long are reduced in registers (persistent reductions).
 constexpr int kMaxItemsPerThread = 16;
 constexpr int kCudaMaxThreads = 1024;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -41,6 +42,8 @@ class Printer {
   void pair_sin_and_cos();
   void plan_persistent_rows();
   std::string tiles_per_row();
+  void tile_loop();
+  std::optional<int64_t> constant_tile_count() const;
   void row();
   std::string column_row(const std::string& group);
   // A loop over `vars` spread over the block: reduction loop `loop`'s, or the element loop's (kElementLoop).

@@ -1,5 +1,7 @@
 #include "runtime/cuda_jit.h"
 
+#include "inductor/codegen_cuda.h"
+
 #include "runtime/env.h"
 
 #include <jitc/errors.h>
@@ -337,7 +339,7 @@ void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const*
 
 void launch_cuda(void* function, int64_t grid, int block, void** args, void* stream, const std::string& name, bool overlap_previous) {
   Api& api = driver_api();
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(grid, 1 << 20));
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(grid, inductor::kMaxGridBlocks));
   CUresult r;
   if (overlap_previous && api.launch_ex) {
     CUlaunchAttribute programmatic{};

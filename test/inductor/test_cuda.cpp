@@ -2,6 +2,7 @@
 // dtypes, reductions and normalizations, non-contiguous inputs, dynamic dims, several threads and streams,
 // the random differential test's programs (random_graphs.h), and programs whose functions compile apart.
 #include "graph/passes.h"
+#include "inductor/codegen_cuda.h"
 #include "inductor/op_lists.h"
 #include "inductor/random_graphs.h"
 #include "inductor/scheduler.h"
@@ -113,6 +114,17 @@ TEST_CASE("CUDA: inputs that start off a 16-byte boundary are read from aligned 
     }
     CHECK(compiled.stats().programs_compiled == 1);
   }
+}
+
+// More rows than a launch's blocks (kMaxGridBlocks): the kernel loops over them; fewer: one per block.
+TEST_CASE("CUDA: kernels with more tiles than a launch's blocks loop over them", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto row_sums = [](const at::Tensor& x) { return x.sum(1) * 2; };
+  check_parity("row sums of 2^20 + 5 rows", row_sums, cuda_sample({jitc::inductor::kMaxGridBlocks + 5, 3}, at::kFloat, 31));
+  check_parity("row sums of 1000 rows", row_sums, cuda_sample({1000, 3}, at::kFloat, 32));
 }
 
 TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[cuda]") {

@@ -235,6 +235,26 @@ TEST_CASE("vector groups test alignment only where the sizes do not prove it", "
   CHECK_THAT(odd, Catch::Contains(address_test));
 }
 
+// A function takes one tile per block when its constant sizes keep the tiles within a launch's blocks,
+// and loops over tiles (grid-stride) when there may be more.
+TEST_CASE("kernels loop over tiles only when they may outnumber a launch's blocks", "[inductor][nvrtc]") {
+  const auto source_of = [](const at::Tensor& a) {
+    auto f = [](const at::Tensor& x) { return x.sum(1); };
+    auto outcome = jitc::testing::trace_of(f, a);
+    const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+    std::string source;
+    for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels) source += jitc::inductor::emit_cuda(k.kernel, true);
+    return source;
+  };
+  const std::string loop = "t += gridDim.x", one_tile = "const idx_t t = blockIdx.x;";
+  const std::string few = source_of(at::ones({1024, 2}));
+  CHECK_THAT(few, Catch::Contains(one_tile));
+  CHECK_THAT(few, !Catch::Contains(loop));
+  const std::string many = source_of(at::ones({jitc::inductor::kMaxGridBlocks + 1, 2}));
+  CHECK_THAT(many, Catch::Contains(loop));
+  CHECK_THAT(many, !Catch::Contains(one_tile));
+}
+
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
 // the line it points at), for the cubin and the PTX NVRTC is asked for.
 TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[inductor][nvrtc]") {
