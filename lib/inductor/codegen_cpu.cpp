@@ -236,6 +236,15 @@ void Printer::element_loop(const std::string& column_tile) {
     line(fmt::format("{} = icmp slt i64 {}, {}", over, name(k_.vars[inner[0]].extent), end));
     line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", hi, over, name(k_.vars[inner[0]].extent), end));
   }
+  const bool fast_trig = begin_fast_trig();
+  element_pass(lo, hi);
+  if (fast_trig) redo_tile_with_libm(lo, hi);
+  flush_staged(lo, hi);
+}
+
+// The element loop over [lo, hi) of the innermost inner variable (the whole row when not tiled).
+void Printer::element_pass(const std::string& lo, const std::string& hi) {
+  const auto inner = k_.inner_vars();
   auto saved = emitted_;
   pass_ = kElementPass, pass_vars_ = inner, stage_lo_ = lo;
   auto body = [&] {
@@ -246,7 +255,6 @@ void Printer::element_loop(const std::string& column_tile) {
   else loop_nest(inner, lo, hi, body);
   pass_ = -1;
   emitted_ = std::move(saved);
-  flush_staged(lo, hi);
 }
 
 // ---- reductions -------------------------------------------------------------------------------

@@ -74,7 +74,8 @@ std::string Printer::better(bool max, ScalarType t, const std::string& v, const 
 
 // ---- expressions ------------------------------------------------------------------------------
 std::string Printer::name(int e) const {
-  return scope_[e] == Scope::kEntry ? fmt::format("%e{}", e) : fmt::format("%e{}{}", e, suffix_);
+  if (scope_[e] == Scope::kEntry) return fmt::format("%e{}", e);
+  return fmt::format("%e{}{}{}", e, suffix_, scope_[e] == Scope::kElement ? element_suffix_ : "");
 }
 
 // Emits expression i and whatever it needs that this context has not computed yet. A reduction's result
@@ -173,8 +174,11 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kLog2: line(fmt::format("{} = {}", v, intrinsic("log2", t, a))); break;
     case ScalarOp::kLog10: line(fmt::format("{} = {}", v, intrinsic("log10", t, a))); break;
     case ScalarOp::kSqrt: line(fmt::format("{} = {}", v, intrinsic("sqrt", t, a))); break;
-    case ScalarOp::kSin: line(fmt::format("{} = {}", v, intrinsic("sin", t, a))); break;
-    case ScalarOp::kCos: line(fmt::format("{} = {}", v, intrinsic("cos", t, a))); break;
+    case ScalarOp::kSin:
+    case ScalarOp::kCos:
+      if (fast_trig_applies(e)) fast_trig(v, e);
+      else line(fmt::format("{} = {}", v, intrinsic(e.op == ScalarOp::kSin ? "sin" : "cos", t, a)));
+      break;
     case ScalarOp::kFloor: line(fmt::format("{} = {}", v, intrinsic("floor", t, a))); break;
     case ScalarOp::kCeil: line(fmt::format("{} = {}", v, intrinsic("ceil", t, a))); break;
     case ScalarOp::kTrunc: line(fmt::format("{} = {}", v, intrinsic("trunc", t, a))); break;

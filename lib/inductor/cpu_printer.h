@@ -34,6 +34,7 @@ class Printer : private Emitter {
   std::string open_loop(const std::string& tag, const std::string& start, const std::string& bound);
   void close_loop(const std::string& tag, const std::string& next = "");
   void element_loop(const std::string& column_tile);
+  void element_pass(const std::string& lo, const std::string& hi);
   void reduction(int r);
 
   // ---- values a row's later loops reuse (codegen_cpu.cpp) ----------------------------------------
@@ -60,9 +61,16 @@ class Printer : private Emitter {
   void flush_staged(const std::string& lo, const std::string& hi);
   void fence_streaming_stores();
 
+  // ---- sin and cos in the element loop (codegen_cpu_trig.cpp) -------------------------------------
+  bool begin_fast_trig();
+  void redo_tile_with_libm(const std::string& lo, const std::string& hi);
+  bool fast_trig_applies(const Expr& e) const;
+  void fast_trig(const std::string& v, const Expr& e);
+
   // ---- expressions (cpu_expressions.cpp) ----------------------------------------------------------
   // The name of expression e: entry values have one name; the others carry the current context's suffix,
-  // so that a value computed once per lane loop (rows side by side) gets a name per loop.
+  // so that a value computed once per lane loop (rows side by side) gets a name per loop, and element
+  // values also the element loop's (its second pass, codegen_cpu_trig.cpp).
   std::string name(int e) const;
   std::string emit(int i);
   // The values of `exprs` where variable `var` takes `value`, emitted in a context of their own (the
@@ -154,6 +162,12 @@ class Printer : private Emitter {
   };
   std::vector<StagedStore> staged_;
   std::string stage_lo_;
+
+  // sin and cos in the element loop: the flag a lane outside sincos_float's range raises (empty: sin and
+  // cos go through libm); per operand its sin and cos; the suffix of the element loop's second pass.
+  std::string trig_flag_;
+  std::unordered_map<std::string, SinCos> fast_sincos_;
+  std::string element_suffix_;
 };
 
 }  // namespace jitc::inductor::llvm_ir

@@ -40,6 +40,12 @@ class Emitter {
   // exp and erf of a float in plain arithmetic (vectorizable), within 2 ulp of expf / 1.5e-7 of erff.
   void exp_float(const std::string& v, const std::string& a);
   void erf_float(const std::string& v, const std::string& a);
+  // sin and cos of a float by one shared reduction (names stem.sin, stem.cos), right for |x| < 65536;
+  // stem.ok is false beyond and for NaN and infinities, whose results here are those of 0.
+  struct SinCos {
+    std::string sin, cos, ok;
+  };
+  SinCos sincos_float(const std::string& stem, const std::string& a);
   // Integer division by zero would trap the process: a zero divisor divides by one instead.
   std::string safe_divisor(ScalarType t, const std::string& b);
   void floor_div(const std::string& v, ScalarType t, const std::string& a, const std::string& b);  // Python's //

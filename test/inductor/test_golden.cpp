@@ -113,6 +113,27 @@ TEST_CASE("row kernels stage long output rows for streaming stores", "[inductor]
   CHECK(small->optimized_ir().find("!nontemporal") == std::string::npos);
 }
 
+// sin and cos of one value share one reduction (one rint) in the element loop, which vectorizes; a second
+// pass through libm's sin and cos runs only for a tile whose flag a lane raised.
+TEST_CASE("sin and cos of one value share a reduction and redo a tile through libm past its range", "[inductor][cpu]") {
+  auto chain = [](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); };
+  const auto kernels = kernels_of(chain, at::randn({64, 1024}));
+  REQUIRE(kernels.size() == 1);
+  const std::string ir = jitc::inductor::emit_llvm_ir(kernels[0].kernel);
+  INFO(ir);
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("call float @llvm.rint.f32(") == 1);
+  CHECK(count("= alloca i1") == 1);  // the tile's flag
+  CHECK(count("call float @llvm.sin.f32(") == 1);  // the second pass only
+  CHECK(count("call float @llvm.cos.f32(") == 1);
+  auto module = jitc::runtime::compile_cpu_module(ir, "sincos");
+  CHECK(module->optimized_ir().find("@llvm.fma.v16f32") != std::string::npos);
+}
+
 namespace {
 
 // The extent of a kernel's inner dim, and the product of its outer extents (constants in these tests).
