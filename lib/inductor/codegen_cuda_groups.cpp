@@ -38,7 +38,7 @@ void Printer::plan_vector_groups() {
 // Each thread takes groups of group_ consecutive elements, whose contiguous accesses go through
 // register arrays: moved at once (one 16-byte access) when the whole group is in the tile and every
 // such address is aligned, element by element otherwise (the tile's last group, views at odd offsets).
-// Where the sizes prove both (whole_groups_, accesses_aligned), only the 16-byte path is printed.
+// Where the sizes prove both (whole_groups_, access_aligned), only the 16-byte path is printed.
 // The body is printed once, unrolled over the group; past the tile's end a lane computes on the last
 // element's indices and stores nothing. (One body, not a second scalar copy for the tail: NVRTC's
 // time grows with the code, and the first call of a graph waits for it.)
@@ -100,7 +100,7 @@ std::string Printer::aligned(const std::string& inside, const std::vector<std::s
 // the group whenever the grouped variable is (as it is at a group's start), and its buffer starts at a
 // 16-byte boundary, which the runtime ensures (Program::launch copies an input view that starts
 // elsewhere). The unaligned path then need not be printed: on the H100 host, NVRTC took 77-84 ms for
-// `a + 1` with it and 56-60 without (benchmarks/RESULTS.md, session 9).
+// `a + 1` with it and 56-60 without (benchmarks/RESULTS.md, sessions 9 and 10).
 bool Printer::access_aligned(int i) const { return analysis_.multiple_of(k_.body[i].a, group_var_, group_); }
 
 // The register arrays of the vector accesses: v<access>[group_], after `dims` (persistent rows: one per group).
