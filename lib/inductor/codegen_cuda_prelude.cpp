@@ -44,20 +44,21 @@ template <class T> __device__ __forceinline__ T pow_int(T base, T e) {
   return result;
 }
 template <class T> __device__ __forceinline__ T sign_of(T a) { return T((T(0) < a) - (a < T(0))); }
-// Every thread gets the combination of every thread's value.
+// Every thread gets the combination of every thread's value: a butterfly of shuffles gives each lane its
+// warp's total, and every warp then combines the warps' totals the same way (not warp 0 alone, then a
+// broadcast through shared memory: no shuffles under a branch, one barrier less). H100 host, NVRTC of x.var()'s
+// partial pass 97 -> 77 ms (medians of 10), kernel times unchanged (benchmarks/RESULTS.md, session 10).
+// Lanes combine in different orders, so a max over both +0 and -0 may return either zero's sign.
 template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
   __shared__ T shared[32];
-  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31;
+  __syncthreads();  // an earlier call is done reading `shared`
+  if (lane == 0) shared[threadIdx.x >> 5] = v;
   __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < (blockDim.x >> 5) ? shared[lane] : identity;
-  if (warp == 0)
-    for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
-  if (threadIdx.x == 0) shared[0] = v;
-  __syncthreads();
-  return shared[0];
+  v = lane < (blockDim.x >> 5) ? shared[lane] : identity;
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 // sincos out of line: its slow path (the reduction of huge arguments) is large, and a vector group's
 // lanes would inline it once each. H100 host, cold NVRTC (no driver cache) of (sin+cos).relu: 110-119
