@@ -46,9 +46,9 @@ template <class T> __device__ __forceinline__ T pow_int(T base, T e) {
 template <class T> __device__ __forceinline__ T sign_of(T a) { return T((T(0) < a) - (a < T(0))); }
 // Every thread gets the combination of every thread's value: a butterfly of shuffles gives each lane its
 // warp's total, and every warp then combines the warps' totals the same way (not warp 0 alone, then a
-// broadcast through shared memory: no shuffles under a branch, one barrier less). H100 host, NVRTC of x.var()'s
-// partial pass 97 -> 77 ms (medians of 10), kernel times unchanged (benchmarks/RESULTS.md, session 10).
-// Lanes combine in different orders, so a max over both +0 and -0 may return either zero's sign.
+// broadcast through shared memory: no shuffles under a branch, one barrier less). H100 host, NVRTC of
+// x.var()'s partial pass 97 -> 77 ms (medians of 10), kernel times unchanged (benchmarks/RESULTS.md,
+// session 10). Lanes combine in different orders, so a max over both +0 and -0 may return either sign.
 template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
   __shared__ T shared[32];
   for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
