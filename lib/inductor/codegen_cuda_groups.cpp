@@ -41,8 +41,13 @@ void Printer::plan_vector_groups() {
 // Where the sizes prove both (whole_groups_, access_aligned), only the 16-byte path is printed.
 // The body is printed once, unrolled over the group; past the tile's end a lane computes on the last
 // element's indices and stores nothing. (One body, not a second scalar copy for the tail: NVRTC's
-// time grows with the code, and the first call of a graph waits for it.)
+// time grows with the code, and the first call of a graph waits for it.) When every group is whole and
+// a thread takes a fixed number of them, group_passes prints them instead (see groups_per_thread).
 void Printer::vector_groups(int var, const std::string& lo, const std::string& hi) {
+  if (const int count = groups_per_thread(); count > 1) {
+    group_passes({var}, count, fmt::format("{} + threadIdx.x * {}", lo, group_), hi, false, [&] { element_body(); });
+    return;
+  }
   const std::string g = fresh("g");
   std::string whole = fresh("whole");
   line(fmt::format("for (idx_t {} = {} + threadIdx.x * {}; {} < {}; {} += blockDim.x * {}) {{", g, lo, group_, g, hi, g, group_));
@@ -65,6 +70,19 @@ void Printer::vector_groups(int var, const std::string& lo, const std::string& h
   group_live_.clear();
   move_group(g, hi, whole, address, ScalarOp::kStore);
   line("}");
+}
+
+// A thread's groups of a tile, when it takes a fixed number of them and each is whole: they go through
+// group_passes, every group's loads issued before any group's arithmetic. The loop of vector_groups
+// waits for each group's loads in turn. H100, [4096, 4096] floats, jitc's kernels edited by hand (two
+// groups per thread; benchmarks/RESULTS.md, session 11): tanh-GELU 0.0484 -> 0.0480 ms, x + 1 0.0481-0.0482
+// -> 0.0477-0.0478, (sin+cos).relu 0.0484-0.0491 -> 0.0482-0.0485 (128 threads over 1024-element tiles).
+int Printer::groups_per_thread() const {
+  constexpr int kMaxGroupsPerThread = 4;  // register arrays per access: groups x group_ elements
+  const int64_t per_pass = static_cast<int64_t>(config_.threads) * group_;
+  if (!whole_groups_ || tile_ % per_pass != 0) return 1;
+  const int64_t count = tile_ / per_pass;
+  return count <= kMaxGroupsPerThread ? static_cast<int>(count) : 1;
 }
 
 std::vector<std::string> Printer::load_group(const std::string& g, const std::string& hi, std::string& whole, const std::string& inside) {

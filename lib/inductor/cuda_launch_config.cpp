@@ -156,11 +156,11 @@ CudaConfig default_cuda_config(const Kernel& kernel) {
   if (const int columns = column_width(kernel)) return {1024, 0, columns};
   const int64_t elements = constant_row_elements(kernel);
   if (kernel.tile > 0) {
-    // max-autotune's timings on the H100 (benchmarks/RESULTS.md): groups of 4-byte elements run best with
-    // 512 threads over 4096-element tiles, groups of 2-byte elements with 128 threads over 1024.
-    size_t widest = 1;
-    for (const auto& b : kernel.buffers) widest = std::max(widest, c10::elementSize(b.dtype));
-    return widest <= 2 ? CudaConfig{128, std::min<int64_t>(1024, kernel.tile)} : CudaConfig{512, kernel.tile};
+    // 128 threads over 1024-element tiles: 2-byte elements' groups by max-autotune's timings on the H100
+    // (session 5), 4-byte ones' since a thread loads both its groups at once (groups_per_thread): hand-edited
+    // kernels of [4096, 4096] floats, (sin+cos).relu 0.0482-0.0485 ms against 0.0484-0.0491 with 512 threads over
+    // 4096 (tanh-GELU, x + 1: level). benchmarks/RESULTS.md, session 11.
+    return CudaConfig{128, std::min<int64_t>(1024, kernel.tile)};
   }
   if (kernel.num_reduction_loops == 0) return {256};
   if (elements <= 0) return {512};  // rows looped over: dynamic or uneven shapes

@@ -65,6 +65,7 @@ class Printer {
   // ---- vector groups (codegen_cuda_groups.cpp) --------------------------------------------------
   void plan_vector_groups();
   void vector_groups(int var, const std::string& lo, const std::string& hi);
+  int groups_per_thread() const;
   void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op);
   // The group's first address per vector access, `whole` (`inside` and every address aligned for a
   // group-wide access) and the group's loads into its register arrays; returns the addresses.

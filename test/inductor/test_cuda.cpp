@@ -116,6 +116,26 @@ TEST_CASE("CUDA: inputs that start off a 16-byte boundary are read from aligned 
   }
 }
 
+// A thread's groups of a tile loaded before any is computed (groups_per_thread): a last tile that ends
+// after a thread's first group or before it, a broadcast load beside the grouped ones, a column slice
+// whose groups' alignment is tested at run time, and an odd row length (one group per loop step).
+TEST_CASE("CUDA: pointwise kernels that load all of a thread's groups first match eager", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto gelu_bias = [](const at::Tensor& x, const at::Tensor& bias) { return at::gelu(x + bias, "tanh") * x; };
+  for (int64_t rows : {3, 5, 64}) {
+    const auto x = cuda_sample({rows, 1024 + 512}, at::kFloat, 41), bias = cuda_sample({1024 + 512}, at::kFloat, 42);
+    check_parity(fmt::format("gelu of {} rows of 1536 plus a broadcast bias", rows), gelu_bias, x, bias);
+  }
+  check_parity("sin + cos of 3 x 2560", [](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); },
+               cuda_sample({3, 2560}, at::kFloat, 43));
+  const auto base = cuda_sample({64, 1029}, at::kFloat, 44);
+  check_parity("a column slice at offset 1", [](const at::Tensor& x) { return x.narrow(1, 1, 1028) * 3 + 1; }, base);
+  check_parity("rows of 1029", [](const at::Tensor& x) { return x * 3 + 1; }, base);
+}
+
 // More rows than a launch's blocks (kMaxGridBlocks): the kernel loops over them; fewer: one per block.
 TEST_CASE("CUDA: kernels with more tiles than a launch's blocks loop over them", "[cuda]") {
   if (!have_gpu()) {

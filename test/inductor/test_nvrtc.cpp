@@ -235,6 +235,31 @@ TEST_CASE("vector groups test alignment only where the sizes do not prove it", "
   CHECK_THAT(odd, Catch::Contains(address_test));
 }
 
+// A thread that takes two whole groups of a tile loads both into register arrays [2][4] before either
+// group's arithmetic; groups that may be partial (rows of 7) keep the loop over one group at a time.
+TEST_CASE("pointwise kernels load all of a thread's whole groups before computing", "[inductor][nvrtc]") {
+  const auto source_of = [](const at::Tensor& a) {
+    auto f = [](const at::Tensor& x) { return x * 3 + 1; };
+    auto outcome = jitc::testing::trace_of(f, a);
+    const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+    std::string source;
+    for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels) source += jitc::inductor::emit_cuda(k.kernel, true);
+    return source;
+  };
+  const std::string batched = source_of(at::ones({64, 1024}));
+  CHECK_THAT(batched, Catch::Contains("[2][4];"));
+  const auto first_load = batched.find("= *(const uint4*)(buf0"), first_multiply = batched.find("= (float)(");
+  REQUIRE(first_load != std::string::npos);
+  CHECK(first_load < first_multiply);
+  CHECK_THAT(batched, !Catch::Contains("blockDim.x"));
+  const std::string ragged = source_of(at::ones({3, 7}));
+  CHECK_THAT(ragged, !Catch::Contains("][4];"));
+  CHECK_THAT(ragged, Catch::Contains("blockDim.x"));
+  if (!jitc::runtime::nvrtc_available()) return;
+  for (const auto& source : {batched, ragged})
+    CHECK_NOTHROW(jitc::runtime::nvrtc_compile(jitc::inductor::cuda_prelude() + source, "test", "sm_90", /*cubin=*/false));
+}
+
 // A function takes one tile per block when its constant sizes keep the tiles within a launch's blocks,
 // and loops over tiles (grid-stride) when there may be more.
 TEST_CASE("kernels loop over tiles only when they may outnumber a launch's blocks", "[inductor][nvrtc]") {
