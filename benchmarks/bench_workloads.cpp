@@ -108,23 +108,34 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // Batches of >= kBatchSeconds keep the clock's resolution and per-batch noise out of µs-scale workloads;
-// the median drops the batches that a neighbour's build or a page-fault storm disturbed.
-template <class F>
-double seconds_per_call(F&& f) {
-  for (int i = 0; i < 3; ++i) f();
-  auto start = std::chrono::steady_clock::now();
-  f();
-  const double one = std::max(seconds_since(start), 1e-9);
-  const int64_t calls = std::clamp<int64_t>(static_cast<int64_t>(kBatchSeconds / one), 1, 1000000);
-  std::vector<double> samples;
-  for (int r = 0; r < kRepeats; ++r) {
-    start = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < calls; ++i) f();
-    samples.push_back(seconds_since(start) / calls);
+// the median drops the batches that a neighbour's build or a page-fault storm disturbed. The callables
+// take turns batch by batch, so that a slow spell of the machine (a neighbour on the same host) falls on
+// all of them alike and their ratios stay those of one moment. Returns each one's seconds per call.
+std::vector<double> interleaved_seconds_per_call(const std::vector<std::function<void()>>& fns) {
+  std::vector<int64_t> calls;
+  for (const auto& f : fns) {
+    for (int i = 0; i < 3; ++i) f();
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    const double one = std::max(seconds_since(start), 1e-9);
+    calls.push_back(std::clamp<int64_t>(static_cast<int64_t>(kBatchSeconds / one), 1, 1000000));
   }
-  std::nth_element(samples.begin(), samples.begin() + kRepeats / 2, samples.end());
-  return samples[kRepeats / 2];
+  std::vector<std::vector<double>> samples(fns.size());
+  for (int r = 0; r < kRepeats; ++r)
+    for (size_t j = 0; j < fns.size(); ++j) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < calls[j]; ++i) fns[j]();
+      samples[j].push_back(seconds_since(start) / static_cast<double>(calls[j]));
+    }
+  std::vector<double> medians;
+  for (auto& s : samples) {
+    std::nth_element(s.begin(), s.begin() + kRepeats / 2, s.end());
+    medians.push_back(s[kRepeats / 2]);
+  }
+  return medians;
 }
+
+double seconds_per_call(const std::function<void()>& f) { return interleaved_seconds_per_call({f}).front(); }
 
 // One-time set-up of the compiler (code generator initialisation) would otherwise land on the first
 // workload's first call; the peer script does the same for Inductor.
@@ -136,11 +147,13 @@ double startup_compile_seconds() {
 }
 
 // A copy_ that reads bytes / 2 and writes bytes / 2.
-double copy_seconds(int64_t bytes) {
+std::function<void()> copy_of(int64_t bytes) {
   const at::Tensor src = at::randn({std::max<int64_t>(bytes / 8, 1)});
   at::Tensor dst = at::empty_like(src);
-  return seconds_per_call([&] { dst.copy_(src); });
+  return [src, dst]() mutable { dst.copy_(src); };
 }
+
+double copy_seconds(int64_t bytes) { return seconds_per_call(copy_of(bytes)); }
 
 // A fresh JITC_CACHE_DIR makes first calls cold compiles, as the peer's fresh Inductor cache does; it is
 // removed when the run ends. A caller's JITC_CACHE_DIR is used as it is (warm-start measurements).
@@ -205,9 +218,11 @@ at::Tensor call_with(const F& f, const std::vector<at::Tensor>& inputs, std::ind
   return f(inputs[I]...);
 }
 
+// Compiles fn, times its first call, checks a replay against eager's result and counts its peak memory;
+// returns a call of the compiled function on the inputs, for the timing.
 template <class Fn>
-void measure_jitc(Row& row, const Fn& fn, const std::vector<at::Tensor>& inputs, const at::Tensor& expected,
-                  CountingAllocator& allocator) {
+std::function<void()> prepare_jitc(Row& row, const Fn& fn, const std::vector<at::Tensor>& inputs, const at::Tensor& expected,
+                                   CountingAllocator& allocator) {
   constexpr auto indices = std::make_index_sequence<Arity<Fn>::value>();
   jitc::Options options;
   options.name = row.workload->name;
@@ -219,11 +234,12 @@ void measure_jitc(Row& row, const Fn& fn, const std::vector<at::Tensor>& inputs,
   const at::Tensor actual = call_with(compiled, inputs, indices);
   row.match = actual.sizes() == expected.sizes() && at::allclose(actual, expected, kRtol, kAtol);
   row.max_abs_diff = actual.sizes() == expected.sizes() ? (actual - expected).abs().max().item<double>() : INFINITY;
-  row.jitc_s = seconds_per_call([&] { return call_with(compiled, inputs, indices); });
   row.jitc_peak_bytes = peak_bytes_of_call(allocator, [&] { return call_with(compiled, inputs, indices); });
   row.stats = compiled.stats();
+  return [compiled, &inputs, indices] { call_with(compiled, inputs, indices); };
 }
 
+// A same-size copy_, eager and jitc timed in turns (interleaved_seconds_per_call).
 template <class Fn>
 Row measure(const Workload& workload, const Fn& fn, CountingAllocator& allocator) {
   constexpr auto indices = std::make_index_sequence<Arity<Fn>::value>();
@@ -231,16 +247,20 @@ Row measure(const Workload& workload, const Fn& fn, CountingAllocator& allocator
   row.workload = &workload;
   const ContentionMeter contention;
   const std::vector<at::Tensor> inputs = workload.make_inputs();
-  row.same_size_copy_s = copy_seconds(workload.min_bytes);
-  row.eager_s = seconds_per_call([&] { return call_with(fn, inputs, indices); });
-  row.eager_peak_bytes = peak_bytes_of_call(allocator, [&] { return call_with(fn, inputs, indices); });
+  const auto eager = [&] { return call_with(fn, inputs, indices); };
+  row.eager_peak_bytes = peak_bytes_of_call(allocator, eager);
   const at::Tensor eager_result = call_with(fn, inputs, indices);
   row.eager_checksum = eager_result.to(at::kDouble).abs().sum().item<double>();
+  std::vector<std::function<void()>> timed{copy_of(workload.min_bytes), eager};
   try {
-    measure_jitc(row, fn, inputs, eager_result, allocator);
+    timed.push_back(prepare_jitc(row, fn, inputs, eager_result, allocator));
   } catch (const std::exception& e) {
     row.error = e.what();
   }
+  const std::vector<double> seconds = interleaved_seconds_per_call(timed);
+  row.same_size_copy_s = seconds[0];
+  row.eager_s = seconds[1];
+  if (seconds.size() > 2) row.jitc_s = seconds[2];
   row.other_cores = contention.other_cores();
   return row;
 }
