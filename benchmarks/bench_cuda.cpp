@@ -333,41 +333,85 @@ void print_tables(const std::vector<Row>& rows, bool have_peer) {
 
 }  // namespace
 
-// Host time of a call: rounds of 200 calls with a synchronize between rounds (not timed), median
-// round. A long unsynchronized loop would fill the launch queue and time the GPU's pace instead.
-double host_us(const std::function<void()>& f) {
-  for (int i = 0; i < 1000; ++i) f();
-  gpu_sync();
-  std::vector<double> rounds;
-  for (int r = 0; r < 50; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < 200; ++i) f();
-    rounds.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 200);
+// Host time of calls taken in turns: each round runs every function 200 times (timed), synchronizing
+// the GPU after each function (not timed), and each function's median round is its time. A long
+// unsynchronized loop would fill the launch queue and time the GPU's pace instead; turns spread a slow
+// spell of the shared host over all the functions alike, so their differences hold within one run.
+std::vector<double> host_us_in_turns(const std::vector<std::function<void()>>& fs) {
+  for (const auto& f : fs) {
+    for (int i = 0; i < 1000; ++i) f();
     gpu_sync();
   }
-  std::nth_element(rounds.begin(), rounds.begin() + rounds.size() / 2, rounds.end());
-  return rounds[rounds.size() / 2];
+  std::vector<std::vector<double>> rounds(fs.size());
+  for (int r = 0; r < 50; ++r)
+    for (size_t k = 0; k < fs.size(); ++k) {
+      const auto start = Clock::now();
+      for (int i = 0; i < 200; ++i) fs[k]();
+      rounds[k].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 200);
+      gpu_sync();
+    }
+  std::vector<double> medians;
+  for (auto& v : rounds) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
 }
 
-// The two things a compiled call on the GPU cannot skip, timed alone: allocating its output from the
-// caching allocator and cuLaunchKernel (an empty kernel with the parameters jitc's kernels take).
-struct HostPieces {
-  double allocate_us = kNone, launch_us = kNone;
+// Host cost of one call on 16 elements, (x*2+1).relu(), with the pieces of it that are not jitc's own,
+// all timed in turns: allocating the output from the caching allocator, cuLaunchKernel of an empty kernel
+// with jitc's parameters, the two together (the floor of any call that allocates and launches), and a
+// compiled call that returns its input (guards and call plumbing, no kernel).
+struct HostCosts {
+  double eager_us = kNone, jitc_us = kNone, jitc_ro_us = kNone;
+  double allocate_us = kNone, launch_us = kNone, floor_us = kNone, noop_us = kNone;
 };
 
-HostPieces host_pieces() {
-  HostPieces out;
-  const at::Device device(at::kCUDA, 0);
-  out.allocate_us = host_us([&] { at::detail::empty_strided_cuda({16}, {1}, at::kFloat, device); });
-  const std::string source = jitc::inductor::cuda_prelude() +
-                             "struct Buffers { void* p[2]; };\n"
-                             "extern \"C\" __global__ void empty_kernel(Buffers buffers, Symbols symbols, long long tiles) {}\n";
-  const auto module = jitc::runtime::compile_cuda_module(source, "empty_kernel", 0);
-  void* function = module->function("empty_kernel");
-  void* buffers[2] = {nullptr, nullptr};
-  const int64_t no_symbols = 0;
-  void* stream = jitc::runtime::current_cuda_stream(0);
-  out.launch_us = host_us([&] { jitc::runtime::launch_cuda_kernel(function, 32, 1, buffers, 2, &no_symbols, 0, stream, "empty_kernel"); });
+// An empty kernel with jitc's parameters, for timing cuLaunchKernel alone.
+class EmptyKernel {
+ public:
+  EmptyKernel()
+      : module_(jitc::runtime::compile_cuda_module(jitc::inductor::cuda_prelude() +
+                                                       "struct Buffers { void* p[2]; };\n"
+                                                       "extern \"C\" __global__ void empty_kernel(Buffers buffers, Symbols symbols, long long tiles) {}\n",
+                                                   "empty_kernel", 0)),
+        function_(module_->function("empty_kernel")),
+        stream_(jitc::runtime::current_cuda_stream(0)) {}
+
+  void launch(void* input, void* output) const {
+    static const int64_t no_symbols = 0;
+    void* buffers[2] = {input, output};
+    jitc::runtime::launch_cuda_kernel(function_, 32, 1, buffers, 2, &no_symbols, 0, stream_, "empty_kernel");
+  }
+
+ private:
+  std::unique_ptr<jitc::runtime::CudaModule> module_;
+  void* function_;
+  void* stream_;
+};
+
+HostCosts host_costs(bool with_ro) {
+  const auto x = randn({16});
+  auto small = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); });
+  jitc::Options ro_options;
+  ro_options.mode = jitc::Mode::kReduceOverhead;
+  auto small_ro = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); }, ro_options);
+  auto noop = jitc::compile([](const at::Tensor& t) { return t; });
+  std::vector<std::function<void()>> fs = {[&] { (x * 2 + 1).relu(); }, [&] { small(x); }, [&] { noop(x); },
+                                           [&] { small_ro(x); }};
+  std::optional<EmptyKernel> empty;
+  auto allocate = [&] { return at::detail::empty_strided_cuda({16}, {1}, at::kFloat, x.device()); };
+  if (!g_cpu) {
+    empty.emplace();
+    fs.push_back([&] { allocate(); });
+    fs.push_back([&] { empty->launch(x.data_ptr(), nullptr); });
+    fs.push_back([&] { empty->launch(x.data_ptr(), allocate().data_ptr()); });
+  }
+  if (!with_ro) fs[3] = [] {};
+  const auto us = host_us_in_turns(fs);
+  HostCosts out{us[0], us[1], with_ro ? us[3] : kNone};
+  out.noop_us = us[2];
+  if (!g_cpu) out.allocate_us = us[4], out.launch_us = us[5], out.floor_us = us[6];
   return out;
 }
 
@@ -455,19 +499,11 @@ int main(int argc, char** argv) {
     rows.push_back(std::move(r));
   }
 
-  // Host cost of one call, no synchronization in the loop (the GPU work of a 16-element op is tiny).
-  const auto x = randn({16});
-  auto small = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); });
-  jitc::Options ro_options;
-  ro_options.mode = jitc::Mode::kReduceOverhead;
-  auto small_ro = jitc::compile([](const at::Tensor& t) { return (t * 2 + 1).relu(); }, ro_options);
-  const double eager_us = host_us([&] { (x * 2 + 1).relu(); }), jitc_us = host_us([&] { small(x); });
-  const double jitc_ro_us = with_ro ? host_us([&] { small_ro(x); }) : kNone;
-  const HostPieces pieces = g_cpu ? HostPieces{} : host_pieces();
+  const HostCosts host = host_costs(with_ro);
 
   print_tables(rows, peer.has_value());
   std::printf("\nhost cost of one call on 16 elements, (x*2+1).relu(), no synchronize: eager (C++) %.2f us, jitc %.2f us, "
-              "jitc RO %s us", eager_us, jitc_us, num(jitc_ro_us, "{:.2f}").c_str());
+              "jitc RO %s us", host.eager_us, host.jitc_us, num(host.jitc_ro_us, "{:.2f}").c_str());
   if (peer) {
     for (const std::string& mode : {std::string("eager"), kTcDefault, kTcRo, kTcRoStatic}) {
       const auto it = peer->host_us.find(mode);
@@ -476,9 +512,11 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\n");
+  std::printf("pieces of a call (timed in turns with it): a compiled call that returns its input %.2f us", host.noop_us);
   if (!g_cpu)
-    std::printf("pieces of a call (same timing): output allocation (caching allocator) %.2f us, launch of an empty kernel "
-                "with jitc's parameters %.2f us\n", pieces.allocate_us, pieces.launch_us);
+    std::printf(", output allocation (caching allocator) %.2f us, launch of an empty kernel with jitc's parameters %.2f us, "
+                "the two together %.2f us", host.allocate_us, host.launch_us, host.floor_us);
+  std::printf("\n");
 
   std::ofstream json(json_path);
   json << "{\"copy_gbs\": " << copy_gbs << ", \"peer\": ";
@@ -506,8 +544,9 @@ int main(int argc, char** argv) {
                         json_num(r.eager_ms), json_num(r.roofline_ms), r.peak_eager, json_jitc(r.jitc),
                         json_jitc(r.jitc_ro), json_peer(r.peer), json_num(tc / r.jitc.ms), json_num(tc_ro / r.jitc_ro.ms));
   }
-  json << "\n], \"host_us_eager\": " << eager_us << ", \"host_us_jitc\": " << jitc_us
-       << ", \"host_us_jitc_reduce_overhead\": " << json_num(jitc_ro_us) << ", \"host_us_allocate\": " << json_num(pieces.allocate_us)
-       << ", \"host_us_empty_launch\": " << json_num(pieces.launch_us) << "}\n";
+  json << "\n], \"host_us_eager\": " << host.eager_us << ", \"host_us_jitc\": " << host.jitc_us
+       << ", \"host_us_jitc_reduce_overhead\": " << json_num(host.jitc_ro_us) << ", \"host_us_jitc_noop\": " << json_num(host.noop_us)
+       << ", \"host_us_allocate\": " << json_num(host.allocate_us) << ", \"host_us_empty_launch\": " << json_num(host.launch_us)
+       << ", \"host_us_allocate_and_launch\": " << json_num(host.floor_us) << "}\n";
   return 0;
 }
