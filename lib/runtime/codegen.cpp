@@ -99,6 +99,8 @@ bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode 
 
 const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
   if (options_.backend != Backend::kInductor) return nullptr;
+  // std::call_once costs a few thread-local accesses on every hit; after the build a flag suffices.
+  if (entry.program_built.load(std::memory_order_acquire)) return entry.program.get();
   std::call_once(entry.program_once, [&] {
     entry.program = build_program(entry);
     if (entry.program && uses_cuda_graphs(options_.mode)) {
@@ -106,6 +108,7 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
       auto log = [this, id](const std::string& m) { runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: {}", name_, m), id); };
       entry.cuda_graphs = std::make_shared<runtime::CudaGraphs>(*entry.program, log, &cuda_graph_counters_);
     }
+    entry.program_built.store(true, std::memory_order_release);
   });
   return entry.program.get();
 }

@@ -329,9 +329,10 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
   std::unique_lock compile(compile_mutex_);
   std::string again;
   Unchecked unchecked;
-  if (auto out = try_entries(leaves, marks, &again, &unchecked, skip)) {  // another thread compiled it meanwhile
+  ResultLeaves hit;
+  if (try_entries(leaves, marks, &again, &unchecked, skip, hit)) {  // another thread compiled it meanwhile
     hits_.fetch_add(1, std::memory_order_relaxed);
-    return std::move(*out);
+    return hit;
   }
   if (unchecked.entry) return check_sizes_and_run(unchecked, leaves, compile);
   auto reasons = failure_reasons(leaves, marks);

@@ -80,9 +80,10 @@ ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
   const uint64_t* mark_ptr = dynamic_marks(leaves, marks);
   std::string break_failure;
   uint64_t skip = 0;
-  if (auto out = try_entries(leaves, mark_ptr, &break_failure, nullptr, skip)) {
+  ResultLeaves out;  // filled in place: a hit moves no result list
+  if (try_entries(leaves, mark_ptr, &break_failure, nullptr, skip, out)) {
     hits_.fetch_add(1, std::memory_order_relaxed);
-    return std::move(*out);
+    return out;
   }
   return compile_and_run(leaves, mark_ptr, break_failure, skip);
 }
@@ -150,22 +151,22 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
   return nullptr;
 }
 
-std::optional<ResultLeaves> Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure,
-                                                Unchecked* unchecked, uint64_t& skip) {
+bool Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure, Unchecked* unchecked,
+                         uint64_t& skip, ResultLeaves& out) {
   int64_t symbols[kMaxSymbols];
   runtime::CapturedTensors captured;
   for (;;) {
     size_t index = 0;
     EntryPtr entry = find_entry(leaves, marks, symbols, skip, &index, unchecked, captured);
-    if (!entry) return std::nullopt;
-    if (auto out = run_entry(*entry, captured, leaves, symbols, failure)) return out;
-    if (index >= 64) return std::nullopt;
+    if (!entry) return false;
+    if (run_entry(*entry, captured, leaves, symbols, failure, out)) return true;
+    if (index >= 64) return false;
     skip |= 1ull << index;  // a graph break gave another value: another entry may hold it
   }
 }
 
-std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured,
-                                              c10::ArrayRef<Leaf> leaves, const int64_t* symbols, std::string* failure) {
+bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves,
+                       const int64_t* symbols, std::string* failure, ResultLeaves& out) {
   ValuesLease lease;
   auto& values = lease.get();
   // A program runs its own (functional) graph, whose inputs are the entry graph's, position by position.
@@ -199,9 +200,9 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const
       generator.set_state(generator_state);
     }
     *failure = fmt::format("{}: graph break: {}", compile_id(entry.compile_number), why);
-    return std::nullopt;
+    return false;
   }
-  ResultLeaves out(entry.result.size());
+  out.resize(entry.result.size());
   for (size_t k = 0; k < entry.result.size(); ++k) {
     const auto& slot = entry.result[k];
     out[k].kind = slot.kind;
@@ -212,7 +213,7 @@ std::optional<ResultLeaves> Engine::run_entry(const runtime::Entry& entry, const
       out[k].i = slot.i.eval(symbols);
     }
   }
-  return out;
+  return true;
 }
 
 std::string Engine::compile_id(int compile_number) const { return fmt::format("{}/{}", frame_id_, compile_number); }

@@ -51,14 +51,15 @@ class Engine {
   // symbolic entry that would serve these sizes once checked (compile.cpp does that).
   // Bit i of `skip` skips entries_[i]; entries whose graph break failed are added to it, so that a
   // second attempt (under the compile lock) does not run them again.
-  std::optional<ResultLeaves> try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure,
-                                          Unchecked* unchecked, uint64_t& skip);
+  bool try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure, Unchecked* unchecked,
+                   uint64_t& skip, ResultLeaves& out);
   // Entries are tried most recently hit first. On success `captured` holds the entry's captured
   // tensors, locked for the whole call.
   EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
                       size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured);
-  std::optional<ResultLeaves> run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured,
-                                        c10::ArrayRef<Leaf> leaves, const int64_t* symbols, std::string* failure);
+  // Runs a guard-checked entry into `out`; false (out untouched) when a graph break's check failed.
+  bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves,
+                 const int64_t* symbols, std::string* failure, ResultLeaves& out);
   std::optional<std::string> eager_reason(c10::ArrayRef<Leaf> leaves) const;
   // ---- code generation (codegen.cpp) ----
   // The entry's compiled program under backend=inductor (built once, on first use); null = eager replay.

@@ -10,6 +10,7 @@
 
 #include <c10/util/SmallVector.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,7 @@ struct Entry {
   // entries replaced by a symbolic one and traces that only check sizes never compile kernels.
   mutable std::once_flag program_once;
   mutable std::shared_ptr<const Program> program;
+  mutable std::atomic<bool> program_built{false};  // set after program_once ran: hits skip call_once
   // mode=reduce-overhead: the program's CUDA graphs (null in other modes or without a program).
   mutable std::shared_ptr<CudaGraphs> cuda_graphs;
 };

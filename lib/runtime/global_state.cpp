@@ -15,8 +15,9 @@ namespace jitc::runtime {
 guards::GlobalState capture_global_state() {
   guards::GlobalState s;
   s.grad_mode = c10::GradMode::is_enabled();
-  s.autocast_cpu = !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutocastCPU);
-  s.autocast_cuda = !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutocastCUDA);
+  const c10::DispatchKeySet excluded = c10::impl::tls_local_dispatch_key_set().excluded_;  // one thread-local read
+  s.autocast_cpu = !excluded.has(c10::DispatchKey::AutocastCPU);
+  s.autocast_cuda = !excluded.has(c10::DispatchKey::AutocastCUDA);
   if (s.autocast_cpu) s.autocast_cpu_dtype = at::autocast::get_autocast_dtype(c10::DeviceType::CPU);
   if (s.autocast_cuda) s.autocast_cuda_dtype = at::autocast::get_autocast_dtype(c10::DeviceType::CUDA);
   s.default_dtype = c10::typeMetaToScalarType(c10::get_default_dtype());
