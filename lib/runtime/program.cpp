@@ -12,6 +12,7 @@
 #include "runtime/log.h"
 #include "runtime/thread_pool.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -384,9 +385,10 @@ at::Tensor Program::allocate(graph::ValueId v, const int64_t* symbols, std::vect
       pool.erase(it);
       return reused;
     }
-  // CUDA outputs straight from the caching allocator: the dispatcher's round trip is a good part of a
-  // small call's host cost.
+  // Outputs straight from the device's allocator: the dispatcher's round trip is a good part of a small
+  // call's host cost (about a third of a 16-element CPU call's instructions).
   if (m.device.is_cuda()) return at::Tensor(at::detail::empty_strided_cuda(sizes, strides, m.dtype, m.device));
+  if (m.device.is_cpu()) return at::Tensor(at::detail::empty_strided_cpu(sizes, strides, m.dtype));
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(m.device));
 }
 
