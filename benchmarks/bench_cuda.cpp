@@ -359,15 +359,17 @@ std::vector<double> host_us_in_turns(const std::vector<std::function<void()>>& f
 }
 
 // Host cost of one call on 16 elements, (x*2+1).relu(), with the pieces of it that are not jitc's own,
-// all timed in turns: allocating the output from the caching allocator, cuLaunchKernel of an empty kernel
-// with jitc's parameters, the two together (the floor of any call that allocates and launches), and a
-// compiled call that returns its input (guards and call plumbing, no kernel).
+// all timed in turns: allocating the output from the caching allocator, launching an empty kernel with
+// jitc's parameters as jitc does, the two together (the floor of any call that allocates and launches),
+// a compiled call that returns its input (guards and call plumbing, no kernel), and the empty kernel's
+// launch as a plain cuLaunchKernel (without programmatic dependent launch).
 struct HostCosts {
   double eager_us = kNone, jitc_us = kNone, jitc_ro_us = kNone;
-  double allocate_us = kNone, launch_us = kNone, floor_us = kNone, noop_us = kNone;
+  double allocate_us = kNone, launch_us = kNone, floor_us = kNone, noop_us = kNone, plain_launch_us = kNone;
 };
 
-// An empty kernel with jitc's parameters, for timing cuLaunchKernel alone.
+// An empty kernel with jitc's parameters, for timing its launch alone: as jitc launches (overlapping
+// the previous kernel where the device allows it) or as a plain cuLaunchKernel.
 class EmptyKernel {
  public:
   EmptyKernel()
@@ -378,10 +380,11 @@ class EmptyKernel {
         function_(module_->function("empty_kernel")),
         stream_(jitc::runtime::current_cuda_stream(0)) {}
 
-  void launch(void* input, void* output) const {
+  void launch(void* input, void* output, bool plain = false) const {
     static const int64_t no_symbols = 0;
     void* buffers[2] = {input, output};
-    jitc::runtime::launch_cuda_kernel(function_, 32, 1, buffers, 2, &no_symbols, 0, stream_, "empty_kernel");
+    jitc::runtime::launch_cuda_kernel(function_, 32, 1, buffers, 2, &no_symbols, 0, stream_, "empty_kernel",
+                                      !plain && jitc::runtime::supports_programmatic_launch(0));
   }
 
  private:
@@ -406,12 +409,13 @@ HostCosts host_costs(bool with_ro) {
     fs.push_back([&] { allocate(); });
     fs.push_back([&] { empty->launch(x.data_ptr(), nullptr); });
     fs.push_back([&] { empty->launch(x.data_ptr(), allocate().data_ptr()); });
+    fs.push_back([&] { empty->launch(x.data_ptr(), nullptr, /*plain=*/true); });
   }
   if (!with_ro) fs[3] = [] {};
   const auto us = host_us_in_turns(fs);
   HostCosts out{us[0], us[1], with_ro ? us[3] : kNone};
   out.noop_us = us[2];
-  if (!g_cpu) out.allocate_us = us[4], out.launch_us = us[5], out.floor_us = us[6];
+  if (!g_cpu) out.allocate_us = us[4], out.launch_us = us[5], out.floor_us = us[6], out.plain_launch_us = us[7];
   return out;
 }
 
@@ -514,8 +518,9 @@ int main(int argc, char** argv) {
   std::printf("\n");
   std::printf("pieces of a call (timed in turns with it): a compiled call that returns its input %.2f us", host.noop_us);
   if (!g_cpu)
-    std::printf(", output allocation (caching allocator) %.2f us, launch of an empty kernel with jitc's parameters %.2f us, "
-                "the two together %.2f us", host.allocate_us, host.launch_us, host.floor_us);
+    std::printf(", output allocation (caching allocator) %.2f us, launch of an empty kernel with jitc's parameters %.2f us "
+                "(plain cuLaunchKernel %.2f us), the allocation and launch together %.2f us", host.allocate_us, host.launch_us,
+                host.plain_launch_us, host.floor_us);
   std::printf("\n");
 
   std::ofstream json(json_path);
@@ -547,6 +552,7 @@ int main(int argc, char** argv) {
   json << "\n], \"host_us_eager\": " << host.eager_us << ", \"host_us_jitc\": " << host.jitc_us
        << ", \"host_us_jitc_reduce_overhead\": " << json_num(host.jitc_ro_us) << ", \"host_us_jitc_noop\": " << json_num(host.noop_us)
        << ", \"host_us_allocate\": " << json_num(host.allocate_us) << ", \"host_us_empty_launch\": " << json_num(host.launch_us)
-       << ", \"host_us_allocate_and_launch\": " << json_num(host.floor_us) << "}\n";
+       << ", \"host_us_allocate_and_launch\": " << json_num(host.floor_us)
+       << ", \"host_us_empty_plain_launch\": " << json_num(host.plain_launch_us) << "}\n";
   return 0;
 }

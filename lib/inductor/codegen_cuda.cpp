@@ -79,9 +79,10 @@ std::string Printer::run() {
     line(fmt::format("{}* __restrict__ buf{} = ({}*)buffers.p[{}];", storage_type(k_.buffers[b].dtype), b,
                      storage_type(k_.buffers[b].dtype), b));
   if (phase_ != Phase::kWhole) line(fmt::format("long long* __restrict__ workspace = (long long*)buffers.p[{}];", k_.buffers.size()));
-  // The final pass is launched to overlap the partial one (programmatic dependent launch) and waits for it.
-  if (phase_ == Phase::kPartial) line("let_dependents_launch();");
-  if (phase_ == Phase::kFinal) line("wait_for_previous_grid();");
+  // Programmatic dependent launch: every kernel is launched to overlap the stream's previous one, so
+  // it lets the next launch while it starts, then waits for the previous kernel before any memory access.
+  line("let_dependents_launch();");
+  line("wait_for_previous_grid();");
   for (size_t i = 0; i < k_.body.size(); ++i)
     if (placement_.scope[i] == Scope::kEntry) emit(static_cast<int>(i));
   tiles_per_row_ = tiles_per_row();

@@ -69,9 +69,11 @@ struct SinCos { float s, c; };
 struct SinCosD { double s, c; };
 __device__ __noinline__ SinCos sincos_out_of_line(float x) { SinCos r; sincosf(x, &r.s, &r.c); return r; }
 __device__ __noinline__ SinCosD sincos_out_of_line(double x) { SinCosD r; sincos(x, &r.s, &r.c); return r; }
-// Programmatic dependent launch (sm_90+; no-ops on older GPUs): a split reduction's partial pass lets
-// its final pass launch before it ends, and the final pass waits until the partial pass has completed and
-// its writes are visible. The final pass's launch latency then hides behind the partial pass's last blocks.
+// Programmatic dependent launch (sm_90+; no-ops on older GPUs and in kernels launched without it): each
+// kernel lets the stream's next kernel launch once all its blocks have started, and waits until the
+// previous kernel has completed and its writes are visible before it touches memory. The next kernel's
+// launch latency then hides behind this one's last blocks (and a split reduction's final pass behind
+// its partial pass).
 __device__ __forceinline__ void let_dependents_launch() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -162,6 +163,28 @@ std::string cuda_arch(int device) {
       api.attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) != CUDA_SUCCESS)
     throw RuntimeError(fmt::format("jitc: cannot read the compute capability of CUDA device {}", device));
   return fmt::format("sm_{}{}", major, minor);
+}
+
+bool supports_programmatic_launch(int device) {
+  // JITC_CUDA_PDL=0 launches every kernel plainly: a way out should a driver mishandle the overlap.
+  static const bool allowed = [] {
+    const char* v = std::getenv("JITC_CUDA_PDL");
+    return !(v && std::string(v) == "0");
+  }();
+  // Per device: 0 unread, 1 no, 2 yes (compute capability 9.0+ and a driver with cuLaunchKernelEx).
+  static std::array<std::atomic<int8_t>, 64> known{};
+  if (!allowed || device < 0 || device >= static_cast<int>(known.size())) return false;
+  int8_t k = known[device].load(std::memory_order_relaxed);
+  if (k == 0) {
+    Api& api = driver_api();
+    CUdevice d;
+    int major = 0;
+    const bool yes = api.launch_ex && api.device(&d, device) == CUDA_SUCCESS &&
+                     api.attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == CUDA_SUCCESS && major >= 9;
+    k = yes ? 2 : 1;
+    known[device].store(k, std::memory_order_relaxed);
+  }
+  return k == 2;
 }
 
 namespace {

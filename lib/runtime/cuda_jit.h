@@ -59,6 +59,11 @@ std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const
 // The current stream of a CUDA device (at::cuda::getCurrentCUDAStream), as a cudaStream_t.
 void* current_cuda_stream(int device);
 
+// Whether launches on `device` may overlap the stream's previous kernel (programmatic dependent launch:
+// compute capability 9.0+ and a driver with cuLaunchKernelEx; not under JITC_CUDA_PDL=0). Read once per
+// device.
+bool supports_programmatic_launch(int device);
+
 // Launches `function` with a 1-D grid on `stream` (a cudaStream_t); `args` as cuLaunchKernel takes them.
 // overlap_previous (programmatic dependent launch, sm_90+): the launch may start while the stream's
 // previous kernel still runs; the function must wait for it (griddepcontrol.wait) before reading what it

@@ -425,8 +425,9 @@ void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointer
   if (entry.cuda_config.split > 0) return launch_split(k, pointers, symbols);
   const int64_t tiles = inductor::tile_count(launch.kernel, symbols, entry.cuda_config);
   if (tiles <= 0) return;
+  const int device = launch.device.index();
   launch_cuda_kernel(entry.cuda_function, entry.cuda_config.threads, tiles, pointers.data(), pointers.size(), symbols,
-                     graph_.num_symbols, current_cuda_stream(launch.device.index()), launch.kernel.name);
+                     graph_.num_symbols, current_cuda_stream(device), launch.kernel.name, supports_programmatic_launch(device));
 }
 
 // A split reduction (inductor::split_count): the partial pass reduces slices of each row into a workspace,
@@ -442,15 +443,16 @@ void Program::launch_split(size_t k, const c10::SmallVector<void*, 16>& pointers
   buffers.push_back(workspace.data_ptr());
   inductor::CudaConfig rows_only = entry.cuda_config;
   rows_only.split = 0;
-  void* stream = current_cuda_stream(launch.device.index());
+  const int device = launch.device.index();
+  void* stream = current_cuda_stream(device);
   const int num_symbols = graph_.num_symbols;
+  const bool overlap = supports_programmatic_launch(device);
   launch_cuda_kernel(entry.cuda_function, entry.cuda_config.threads, inductor::tile_count(launch.kernel, symbols, entry.cuda_config),
-                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name);
+                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name, overlap);
   // The final pass launches while the partial pass runs and waits for it inside (griddepcontrol.wait):
   // its launch latency hides behind the partial pass's last blocks.
   launch_cuda_kernel(entry.cuda_final_function, entry.cuda_config.threads, inductor::tile_count(launch.kernel, symbols, rows_only),
-                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name + "_final",
-                     /*overlap_previous=*/true);
+                     buffers.data(), buffers.size(), symbols, num_symbols, stream, launch.kernel.name + "_final", overlap);
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {

@@ -251,6 +251,42 @@ TEST_CASE("CUDA: kernels run on the caller's current stream, from several thread
   CHECK(mismatches == 0);
 }
 
+// Each kernel launches while the stream's previous one may still run (programmatic dependent launch)
+// and waits for it before touching memory. A chain of compiled calls on large inputs, each reading the
+// previous one's output (a pointwise kernel, a row kernel, a split reduction), with intermediates freed at
+// once so that the caching allocator hands their memory to the next outputs while kernels that read
+// it may still be running. The eager chain runs afterwards, so no ATen kernel separates jitc's.
+TEST_CASE("CUDA: kernels that overlap the previous launch read what it wrote", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  auto scale = [](const at::Tensor& x) { return x * 1.5 + 0.25; };
+  auto normalize = [](const at::Tensor& x) { return at::softmax(x, -1) * 4096 + x.sum(-1, true) * 1e-4; };
+  auto total = [](const at::Tensor& x) { return x.sum() * 1e-7 + x.select(0, 0); };
+  auto scale_c = jitc::compile(scale), normalize_c = jitc::compile(normalize), total_c = jitc::compile(total);
+  const auto x = at::randn({2048, 4096}, at::kCUDA);
+  const auto chain = [&](auto&& s, auto&& n, auto&& t) {
+    std::vector<at::Tensor> rows;
+    at::Tensor a = x;
+    for (int i = 0; i < 6; ++i) {
+      at::Tensor b = s(a);
+      a = n(b);
+      b.reset();
+      rows.push_back(t(a));
+    }
+    return rows;
+  };
+  chain(scale_c, normalize_c, total_c);  // compile first: the chain below only launches
+  c10::cuda::device_synchronize();
+  const auto got = chain(scale_c, normalize_c, total_c);
+  const auto want = chain(scale, normalize, total);
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("link " << i);
+    CHECK(jitc::testing::difference(got[i], want[i], {1e-4, 1e-3}).empty());
+  }
+}
+
 // Inputs on either GPU of a two-GPU host, while the other one is current: kernels load into the inputs'
 // device's context and launch on its current stream (a pool stream of device 1 included); a split
 // reduction's workspace and reduce-overhead's CUDA graphs on device 1 too. The device is guarded: each

@@ -260,6 +260,34 @@ TEST_CASE("pointwise kernels load all of a thread's whole groups before computin
     CHECK_NOTHROW(jitc::runtime::nvrtc_compile(jitc::inductor::cuda_prelude() + source, "test", "sm_90", /*cubin=*/false));
 }
 
+// Every kernel is launched to overlap the stream's previous one (programmatic dependent launch), so each
+// function must wait for the previous grid before its first memory access: all accesses index through
+// blockIdx or threadIdx, which the wait precedes.
+TEST_CASE("every CUDA function waits for the previous kernel before it touches memory", "[inductor][nvrtc]") {
+  const std::vector<std::pair<const char*, std::function<at::Tensor(const at::Tensor&)>>> cases = {
+      {"pointwise", [](const at::Tensor& x) { return x * 3 + 1; }},
+      {"softmax", [](const at::Tensor& x) { return at::softmax(x, -1); }},
+      {"column sum", [](const at::Tensor& x) { return x.sum(0); }},
+      {"split sum", [](const at::Tensor& x) { return x.sum(); }},
+  };
+  for (const auto& [name, f] : cases) {
+    auto outcome = jitc::testing::trace_of(f, at::ones({512, 4096}));
+    const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+    int functions = 0;
+    for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels)
+      for (const auto& function : jitc::inductor::emit_cuda_functions(k.kernel, true, jitc::inductor::default_cuda_config(k.kernel), k.kernel.name)) {
+        INFO(name << ":\n" << function.source);
+        ++functions;
+        const auto trigger = function.source.find("let_dependents_launch();"), wait = function.source.find("wait_for_previous_grid();");
+        const auto first_index = std::min(function.source.find("blockIdx"), function.source.find("threadIdx"));
+        REQUIRE(wait != std::string::npos);
+        CHECK(trigger < wait);
+        CHECK(wait < first_index);
+      }
+    CHECK(functions >= 1);
+  }
+}
+
 // A function takes one tile per block when its constant sizes keep the tiles within a launch's blocks,
 // and loops over tiles (grid-stride) when there may be more.
 TEST_CASE("kernels loop over tiles only when they may outnumber a launch's blocks", "[inductor][nvrtc]") {
