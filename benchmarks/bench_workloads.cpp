@@ -122,7 +122,10 @@ std::vector<double> interleaved_seconds_per_call(const std::vector<std::function
   }
   std::vector<std::vector<double>> samples(fns.size());
   for (int r = 0; r < kRepeats; ++r)
-    for (size_t j = 0; j < fns.size(); ++j) {
+    for (size_t turn = 0; turn < fns.size(); ++turn) {
+      // Every other round runs in reverse order: what a callable leaves in the caches (or takes out of
+      // them) then helps or hinders each of its neighbours alike.
+      const size_t j = r % 2 == 0 ? turn : fns.size() - 1 - turn;
       const auto start = std::chrono::steady_clock::now();
       for (int64_t i = 0; i < calls[j]; ++i) fns[j]();
       samples[j].push_back(seconds_since(start) / static_cast<double>(calls[j]));
