@@ -31,6 +31,7 @@ Printer::Printer(const Kernel& k) : k_(k), emitted_(k.body.size()), lane_array_(
 std::string Printer::run() {
   lanes_ = column_lanes();
   plan_row_cache();
+  plan_row_pipeline();
   plan_row_prefetch();
   plan_streaming_stores();
   std::string bodies;
@@ -57,6 +58,7 @@ std::string Printer::body_function(bool columns) {
   } else {
     row_cache_allocas();
     stage_allocas();
+    pipeline_prologue();
   }
   tiles_per_row_ = tiles_per_row();
   line("%tile = alloca i64");
@@ -173,9 +175,10 @@ void Printer::row() {
     line(fmt::format("{} = sdiv i64 {}, {}", next, rest, extent));
     rest = next;
   }
+  next_row_.clear();
   for (size_t i = 0; i < k_.body.size(); ++i) {
     if (scope_[i] == Scope::kRow) emit(static_cast<int>(i));
-    else if (k_.body[i].op == ScalarOp::kReduce) reduction(static_cast<int>(i));
+    else if (k_.body[i].op == ScalarOp::kReduce) pipelined(static_cast<int>(i)) ? pipelined_reduction(static_cast<int>(i)) : reduction(static_cast<int>(i));
   }
   element_loop(column_tile);
 }
@@ -236,6 +239,7 @@ void Printer::element_loop(const std::string& column_tile) {
     line(fmt::format("{} = icmp slt i64 {}, {}", over, name(k_.vars[inner[0]].extent), end));
     line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", hi, over, name(k_.vars[inner[0]].extent), end));
   }
+  if (!pipelined_.empty()) return pipelined_element_loop();
   const bool fast_trig = begin_fast_trig();
   element_pass(lo, hi);
   if (fast_trig) redo_tile_with_libm(lo, hi);
@@ -250,8 +254,9 @@ void Printer::element_pass(const std::string& lo, const std::string& hi) {
   auto body = [&] {
     for (size_t i = 0; i < k_.body.size(); ++i)
       if (scope_[i] == Scope::kElement) emit(static_cast<int>(i));
+    accumulate_next_row();
   };
-  if (k_.tile == 0) pass_loop(kElementLoop, inner, body);
+  if (k_.tile == 0 && pipelined_.empty()) pass_loop(kElementLoop, inner, body);
   else loop_nest(inner, lo, hi, body);
   pass_ = -1;
   emitted_ = std::move(saved);
@@ -271,9 +276,7 @@ void Printer::reduction(int r) {
     line(fmt::format("{} = alloca i64", pos));
     line(fmt::format("store i64 0, ptr {}", pos));
   }
-  // Float max/min: maxnum/minnum (a reduction LLVM vectorizes) and a separate "saw a NaN" flag, since
-  // ATen's max propagates NaN and maxnum ignores it.
-  const bool nan_flag = is_float(vt) && (e.reduce == ReduceKind::kMax || e.reduce == ReduceKind::kMin);
+  const bool nan_flag = needs_nan_flag(r);
   const std::string nan = fmt::format("%nan{}", r);
   if (nan_flag) {
     line(fmt::format("{} = alloca i1", nan));
@@ -284,31 +287,16 @@ void Printer::reduction(int r) {
   pass_loop(e.loop, pass_vars_, [&] {
     for (int i = 0; i < r; ++i)
       if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
-    const std::string old = fresh("old");
+    if (!arg) return accumulate(r, acc, nan_flag ? nan : "", name(e.a));
+    const std::string old = fresh("old"), v = name(e.a);
     line(fmt::format("{} = load {}, ptr {}", old, ty, acc));
-    const std::string v = name(e.a);
-    if (nan_flag) {
-      const std::string fn = fmt::format("llvm.{}.{}", e.reduce == ReduceKind::kMax ? "maxnum" : "minnum", vt == ScalarType::Float ? "f32" : "f64");
-      declare(fmt::format("{} @{}({}, {})", ty, fn, ty, ty));
-      const std::string m = fresh("m"), is_nan = fresh("isnan"), seen = fresh("seen"), any = fresh("any");
-      // nnan nsz: NaN is tracked by the flag; what LLVM needs to vectorize the reduction.
-      line(fmt::format("{} = call nnan nsz {} @{}({} {}, {} {})", m, ty, fn, ty, old, ty, v));
-      line(fmt::format("store {} {}, ptr {}", ty, m, acc));
-      line(fmt::format("{} = fcmp uno {} {}, {}", is_nan, ty, v, v));
-      line(fmt::format("{} = load i1, ptr {}", seen, nan));
-      line(fmt::format("{} = or i1 {}, {}", any, seen, is_nan));
-      line(fmt::format("store i1 {}, ptr {}", any, nan));
-    } else if (arg) {
-      const std::string take = better(e.reduce == ReduceKind::kArgMax, vt, v, old);
-      const std::string nv = fresh("nv"), np = fresh("np"), op = fresh("op");
-      line(fmt::format("{} = select i1 {}, {} {}, {} {}", nv, take, ty, v, ty, old));
-      line(fmt::format("{} = load i64, ptr {}", op, pos));
-      line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", np, take, name(e.b), op));
-      line(fmt::format("store {} {}, ptr {}", ty, nv, acc));
-      line(fmt::format("store i64 {}, ptr {}", np, pos));
-    } else {
-      line(fmt::format("store {} {}, ptr {}", ty, combine(e.reduce, vt, old, v), acc));
-    }
+    const std::string take = better(e.reduce == ReduceKind::kArgMax, vt, v, old);
+    const std::string nv = fresh("nv"), np = fresh("np"), op = fresh("op");
+    line(fmt::format("{} = select i1 {}, {} {}, {} {}", nv, take, ty, v, ty, old));
+    line(fmt::format("{} = load i64, ptr {}", op, pos));
+    line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", np, take, name(e.b), op));
+    line(fmt::format("store {} {}, ptr {}", ty, nv, acc));
+    line(fmt::format("store i64 {}, ptr {}", np, pos));
   });
   pass_ = -1;
   emitted_ = std::move(saved);
@@ -321,6 +309,32 @@ void Printer::reduction(int r) {
     line(fmt::format("{} = load {}, ptr {}", name(r), arg ? "i64" : compute_type(t), arg ? pos : acc));
   }
   emitted_[r] = true;
+}
+
+// Float max/min: maxnum/minnum (a reduction LLVM vectorizes) and a separate "saw a NaN" flag, since
+// ATen's max propagates NaN and maxnum ignores it.
+bool Printer::needs_nan_flag(int r) const {
+  const Expr& e = k_.body[r];
+  return is_float(k_.body[e.a].dtype) && (e.reduce == ReduceKind::kMax || e.reduce == ReduceKind::kMin);
+}
+
+void Printer::accumulate(int r, const std::string& acc, const std::string& nan, const std::string& v) {
+  const Expr& e = k_.body[r];
+  const ScalarType vt = k_.body[e.a].dtype;
+  const char* ty = compute_type(vt);
+  const std::string old = fresh("old");
+  line(fmt::format("{} = load {}, ptr {}", old, ty, acc));
+  if (nan.empty()) return line(fmt::format("store {} {}, ptr {}", ty, combine(e.reduce, vt, old, v), acc));
+  const std::string fn = fmt::format("llvm.{}.{}", e.reduce == ReduceKind::kMax ? "maxnum" : "minnum", vt == ScalarType::Float ? "f32" : "f64");
+  declare(fmt::format("{} @{}({}, {})", ty, fn, ty, ty));
+  const std::string m = fresh("m"), is_nan = fresh("isnan"), seen = fresh("seen"), any = fresh("any");
+  // nnan nsz: NaN is tracked by the flag; what LLVM needs to vectorize the reduction.
+  line(fmt::format("{} = call nnan nsz {} @{}({} {}, {} {})", m, ty, fn, ty, old, ty, v));
+  line(fmt::format("store {} {}, ptr {}", ty, m, acc));
+  line(fmt::format("{} = fcmp uno {} {}, {}", is_nan, ty, v, v));
+  line(fmt::format("{} = load i1, ptr {}", seen, nan));
+  line(fmt::format("{} = or i1 {}, {}", any, seen, is_nan));
+  line(fmt::format("store i1 {}, ptr {}", any, nan));
 }
 
 // ---- values a row's later loops reuse ------------------------------------------------------------

@@ -57,7 +57,8 @@ std::optional<int64_t> coefficient(const Kernel& k, int e, int v) {
 // element loop) runs.
 void Printer::plan_row_prefetch() {
   const auto outer = k_.outer_vars();
-  if (k_.tile > 0 || lanes_ > 0 || k_.num_reduction_loops == 0 || outer.empty()) return;
+  // Pipelined rows read the next row in the element loop already (codegen_cpu_pipeline.cpp).
+  if (k_.tile > 0 || lanes_ > 0 || k_.num_reduction_loops == 0 || outer.empty() || !pipelined_.empty()) return;
   const auto first = k_.loop_vars(0);
   if (first.size() != 1) return;
   const auto inner = k_.inner_vars();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace jitc::inductor::llvm_ir {
 
@@ -98,17 +99,22 @@ std::string Printer::emit(int i) {
 }
 
 std::vector<std::string> Printer::emit_with(const std::vector<int>& exprs, int var, const std::string& value) {
+  return emit_with(exprs, {{var, value}});
+}
+
+std::vector<std::string> Printer::emit_with(const std::vector<int>& exprs, const std::vector<std::pair<int, std::string>>& values) {
   auto saved = emitted_;
-  const std::string saved_suffix = suffix_, saved_value = var_value_[var];
+  const std::string saved_suffix = suffix_;
+  std::vector<std::string> saved_values;
+  for (const auto& [var, value] : values) saved_values.push_back(std::exchange(var_value_[var], value));
   suffix_ = "." + fresh("at").substr(1);
   for (size_t i = 0; i < k_.body.size(); ++i) emitted_[i] = scope_[i] == Scope::kEntry;
-  var_value_[var] = value;
-  std::vector<std::string> values;
-  for (int e : exprs) values.push_back(emit(e));
+  std::vector<std::string> names;
+  for (int e : exprs) names.push_back(emit(e));
   emitted_ = std::move(saved);
   suffix_ = saved_suffix;
-  var_value_[var] = saved_value;
-  return values;
+  for (size_t k = 0; k < values.size(); ++k) var_value_[values[k].first] = saved_values[k];
+  return names;
 }
 
 void Printer::expr(int i, const Expr& e) {

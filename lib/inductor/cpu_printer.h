@@ -1,8 +1,9 @@
-// The CPU code generator's printer, shared by its five files: codegen_cpu.cpp (functions, rows, loops,
+// The CPU code generator's printer, shared by its files: codegen_cpu.cpp (functions, rows, loops,
 // reductions one row at a time), cpu_expressions.cpp (scalar expressions, loads, stores, reduction
 // combiners), codegen_cpu_columns.cpp (reductions over outer dims, rows side by side),
-// codegen_cpu_prefetch.cpp (prefetch of the next row in row kernels) and codegen_cpu_streaming.cpp
-// (non-temporal stores of large outputs). Internal to lib/inductor: emit_llvm_ir (codegen_cpu.h) is the
+// codegen_cpu_pipeline.cpp (a row's first loop run inside the previous row's element loop),
+// codegen_cpu_prefetch.cpp (prefetch of the next row in row kernels), codegen_cpu_streaming.cpp
+// (non-temporal stores of large outputs) and codegen_cpu_trig.cpp (sin and cos). Internal to lib/inductor: emit_llvm_ir (codegen_cpu.h) is the
 // interface.
 #pragma once
 #include "inductor/kernel_ir.h"
@@ -36,6 +37,10 @@ class Printer : private Emitter {
   void element_loop(const std::string& column_tile);
   void element_pass(const std::string& lo, const std::string& hi);
   void reduction(int r);
+  // Float max/min reductions track NaN in a flag of their own (maxnum ignores NaN; ATen's max keeps it).
+  bool needs_nan_flag(int r) const;
+  // One step of reduction r (not argmax/argmin): value `v` combined into accumulator `acc` (and `nan`).
+  void accumulate(int r, const std::string& acc, const std::string& nan, const std::string& v);
 
   // ---- values a row's later loops reuse (codegen_cpu.cpp) ----------------------------------------
   // An expensive value (exp, erf, ...) that a later loop of the row computes again at the same position
@@ -53,6 +58,16 @@ class Printer : private Emitter {
   // The loop nest of reduction loop `loop` (kElementLoop: the element loop) over `vars`.
   void pass_loop(int loop, const std::vector<int>& vars, const std::function<void()>& body);
   void prefetch_next_row(const std::string& position);
+
+  // ---- pipelined rows (codegen_cpu_pipeline.cpp) ---------------------------------------------------
+  void plan_row_pipeline();
+  bool pipelined(int r) const;  // reduction r's result is carried over from the previous row
+  void pipeline_prologue();     // entry block: the carried accumulators, filled with the range's first row
+  void reset_carried();
+  void pipelined_reduction(int r);
+  void pipelined_element_loop();
+  void accumulate_next_row();   // inside the element loop
+  void accumulate_row(const std::string& tile, const std::string& position);
 
   // ---- streaming stores of large outputs (codegen_cpu_streaming.cpp) -----------------------------
   void plan_streaming_stores();
@@ -76,6 +91,7 @@ class Printer : private Emitter {
   // The values of `exprs` where variable `var` takes `value`, emitted in a context of their own (the
   // current loop's values stay as they are).
   std::vector<std::string> emit_with(const std::vector<int>& exprs, int var, const std::string& value);
+  std::vector<std::string> emit_with(const std::vector<int>& exprs, const std::vector<std::pair<int, std::string>>& values);
   void expr(int i, const Expr& e);
   std::string address(const Expr& e);
   void load(const std::string& v, const Expr& e);
@@ -162,6 +178,11 @@ class Printer : private Emitter {
   };
   std::vector<StagedStore> staged_;
   std::string stage_lo_;
+
+  // Pipelined rows: the first loop's reductions whose results are carried over from the previous row,
+  // and the tile index of the row the current element loop reads ahead.
+  std::vector<int> pipelined_;
+  std::string next_row_;
 
   // sin and cos in the element loop: the flag a lane outside sincos_float's range raises (empty: sin and
   // cos go through libm); per operand its sin and cos; the suffix of the element loop's second pass.

@@ -9,6 +9,8 @@
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 using jitc::graph::SymExpr;
 using jitc::inductor::Index;
 using jitc::inductor::KernelBuilder;
@@ -171,4 +173,34 @@ TEST_CASE("kernels with large outputs match eager through streaming stores", "[i
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1); }, x.t().contiguous().t()) == "");
   // Two staging kernels in one module (softmax, then the transposed copy): each has its own copy function.
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1).t().contiguous(); }, x) == "");
+}
+
+// Pipelined rows (codegen_cpu_pipeline.cpp) against eager: many tile ranges (each one's first row from the
+// prologue), a single row, rows that do not fill the last chunk, NaN and -inf in some rows (a max's NaN
+// flag must not leak into the next row), a row kernel with one loop (RMSNorm), and several dtypes. bfloat16
+// only where eager's own kernel rounds once (softmax, log_softmax, layer_norm): jitc computes a bfloat16
+// RMSNorm in float32 and rounds once, eager after every op, which differs by a few units in the last place.
+TEST_CASE("pipelined row kernels match eager", "[inductor][cpu]") {
+  using jitc::testing::check_parity;
+  auto softmax = [](const at::Tensor& x) { return at::softmax(x, -1); };
+  auto log_softmax = [](const at::Tensor& x) { return at::log_softmax(x * 0.5, -1); };
+  auto layer_norm = [](const at::Tensor& x, const at::Tensor& w) { return at::layer_norm(x, {x.size(-1)}, w, w * 0.5); };
+  auto rms_norm = [](const at::Tensor& x, const at::Tensor& w) { return x + w * at::rsqrt((x * x).mean(-1, true) + 1e-6); };
+  auto centered_max = [](const at::Tensor& x) { return x - x.amax(-1, true) + x.var(-1, true); };
+  for (auto dtype : {at::kFloat, at::kDouble, at::kBFloat16})
+    for (auto rows : {int64_t{1}, int64_t{3}, int64_t{257}})
+      for (auto cols : {int64_t{256}, int64_t{300}, int64_t{1024}}) {
+        const std::string shape = std::to_string(rows) + "x" + std::to_string(cols) + " " + c10::toString(dtype);
+        at::Tensor x = at::randn({rows, cols}).to(dtype), w = at::randn({cols}).to(dtype);
+        if (rows > 2) {
+          x[1][7] = std::numeric_limits<double>::quiet_NaN();
+          x[2][5] = -std::numeric_limits<double>::infinity();
+        }
+        check_parity("softmax " + shape, softmax, x);
+        check_parity("log_softmax " + shape, log_softmax, x);
+        check_parity("layer_norm " + shape, layer_norm, x, w);
+        if (dtype == at::kBFloat16) continue;
+        check_parity("rms_norm " + shape, rms_norm, x, w);
+        check_parity("x - amax + var " + shape, centered_max, x);
+      }
 }

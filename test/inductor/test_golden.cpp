@@ -77,7 +77,8 @@ TEST_CASE("softmax computes exp once per element: the element loop reads it from
 // Rows of 4 KB: the second loop runs in chunks of 256 positions, each first prefetching the next row's
 // (16 cache lines), and still vectorizes. Rows of 128 bytes (the golden softmax) take no prefetches.
 TEST_CASE("row kernels prefetch the next row during their second loop", "[inductor][cpu]") {
-  auto softmax = [](const at::Tensor& x) { return at::softmax(x, -1); };
+  // An argmax first loop keeps the row from being pipelined (codegen_cpu_pipeline.cpp): it prefetches.
+  auto softmax = [](const at::Tensor& x) { return x * x.argmax(-1, true); };
   const auto long_rows = kernels_of(softmax, at::randn({4, 1024})), short_rows = kernels_of(softmax, at::randn({4, 32}));
   REQUIRE(long_rows.size() == 1);
   const std::string ir = jitc::inductor::emit_llvm_ir(long_rows[0].kernel);
@@ -89,6 +90,24 @@ TEST_CASE("row kernels prefetch the next row during their second loop", "[induct
   auto module = jitc::runtime::compile_cpu_module(ir, "prefetch");
   CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
   CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find("@llvm.prefetch") == std::string::npos);
+}
+
+// Long rows are pipelined: the first loop of row r+1 runs inside row r's element loop (in chunks, each
+// chunk's staged stores flushed after it), row r's first-loop results come from carried accumulators,
+// and nothing is prefetched. The element loop still vectorizes. Short rows are not pipelined.
+TEST_CASE("row kernels run the next row's first loop inside the element loop", "[inductor][cpu]") {
+  auto layer_norm = [](const at::Tensor& x) { return at::layer_norm(x, {x.size(-1)}); };
+  const auto long_rows = kernels_of(layer_norm, at::randn({2048, 1024})), short_rows = kernels_of(layer_norm, at::randn({4, 32}));
+  REQUIRE(long_rows.size() == 1);
+  const std::string ir = jitc::inductor::emit_llvm_ir(long_rows[0].kernel);
+  INFO(ir);
+  CHECK(ir.find("%carry") != std::string::npos);
+  CHECK(ir.find("pipe.pro") != std::string::npos);
+  CHECK(ir.find("pchunk") != std::string::npos);
+  CHECK(ir.find("@llvm.prefetch") == std::string::npos);
+  auto module = jitc::runtime::compile_cpu_module(ir, "pipelined");
+  CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
+  CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find("%carry") == std::string::npos);
 }
 
 // Rows of 4 KB leave through a stage array and @<kernel>.stream, whose 64-byte stores are non-temporal when

@@ -1,0 +1,157 @@
+// Pipelined rows in row kernels (layer_norm, softmax, RMSNorm): the first reduction loop of row r+1 runs
+// inside row r's element loop, so each row is read from memory once, by a loop that also writes the
+// previous row's results. Without it a row's first loop waited on memory while the later loops, which
+// read the row from L1, left memory idle. Row r's first-loop results come from accumulators carried over
+// from row r-1; a tile range's first row gets them from a prologue loop before the tile loop. Hand-written
+// layer_norms on the 2-core machine, [4096, 1024] floats, timed in turns in one process: the pipelined
+// row 631-832 us against 822-1098 for the unpipelined one (benchmarks/RESULTS.md, session 12).
+#include "inductor/cpu_printer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace jitc::inductor::llvm_ir {
+
+namespace {
+
+constexpr int64_t kMinRowElements = 256;  // shorter rows: the extra loads of a row ahead cost more than they hide
+constexpr int64_t kChunkElements = 256;   // positions of the element loop between two flushes of its stores
+
+}  // namespace
+
+// Kernels with one outer variable and rows of constant length whose first reduction loop runs over the
+// element loop's variable range; not where the element loop may run twice (fast sin/cos), where a stored
+// buffer is also read (row r's stores could meet row r+1's loads) or where the first loop fills the row
+// cache (row r's element loop reads row r's cache while row r+1's first loop would fill it).
+void Printer::plan_row_pipeline() {
+  const auto outer = k_.outer_vars(), inner = k_.inner_vars();
+  if (lanes_ > 0 || k_.tile > 0 || k_.num_reduction_loops == 0 || outer.size() != 1 || inner.size() != 1) return;
+  const auto first = k_.loop_vars(0);
+  if (first.size() != 1) return;
+  const Expr& extent = k_.body[k_.vars[first[0]].extent];
+  const Expr& inner_extent = k_.body[k_.vars[inner[0]].extent];
+  if (extent.op != ScalarOp::kConst || inner_extent.op != ScalarOp::kConst || extent.ivalue != inner_extent.ivalue ||
+      extent.ivalue < kMinRowElements)
+    return;
+  std::vector<bool> loaded(k_.buffers.size()), stored(k_.buffers.size());
+  bool element_loop = false;
+  std::vector<int> reductions;
+  for (size_t i = 0; i < k_.body.size(); ++i) {
+    const Expr& e = k_.body[i];
+    if (e.op == ScalarOp::kLoad) loaded[e.buffer] = true;
+    if (e.op == ScalarOp::kStore) stored[e.buffer] = true;
+    if (scope_[i] == Scope::kElement) {
+      element_loop = true;
+      if (e.op == ScalarOp::kSin || e.op == ScalarOp::kCos) return;
+    }
+    if (e.op != ScalarOp::kReduce || e.loop != 0) continue;
+    if (e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin) return;
+    reductions.push_back(static_cast<int>(i));
+  }
+  for (size_t b = 0; b < loaded.size(); ++b)
+    if (loaded[b] && stored[b]) return;
+  for (const auto& [key, cached] : row_cache_)
+    if (std::find(reductions.begin(), reductions.end(), cached.first_pass) != reductions.end()) return;
+  if (!element_loop) return;
+  pipelined_ = std::move(reductions);
+}
+
+bool Printer::pipelined(int r) const { return std::find(pipelined_.begin(), pipelined_.end(), r) != pipelined_.end(); }
+
+// In the entry block: the carried accumulators, and the prologue that fills them with the tile range's
+// first row (the range is never empty: the runtime skips kernels without tiles, but the guard is cheap).
+void Printer::pipeline_prologue() {
+  if (pipelined_.empty()) return;
+  for (int r : pipelined_) {
+    const Expr& e = k_.body[r];
+    const ScalarType vt = k_.body[e.a].dtype;
+    line(fmt::format("%carry{} = alloca {}", r, compute_type(vt)));
+    if (needs_nan_flag(r)) line(fmt::format("%carrynan{} = alloca i1", r));
+  }
+  reset_carried();
+  line("%pipe.any = icmp slt i64 %tile_begin, %tile_end");
+  line("br i1 %pipe.any, label %pipe.pro, label %pipe.go");
+  label("pipe.pro");
+  const int first = k_.loop_vars(0)[0];
+  const std::string tag = fresh("pro").substr(1);
+  const std::string position = open_loop(tag, "0", name(k_.vars[first].extent));
+  accumulate_row("%tile_begin", position);
+  close_loop(tag);
+  line("br label %pipe.go");
+  label("pipe.go");
+}
+
+void Printer::reset_carried() {
+  for (int r : pipelined_) {
+    const Expr& e = k_.body[r];
+    const ScalarType vt = k_.body[e.a].dtype;
+    line(fmt::format("store {} {}, ptr %carry{}", compute_type(vt), identity(e.reduce, vt), r));
+    if (needs_nan_flag(r)) line(fmt::format("store i1 false, ptr %carrynan{}", r));
+  }
+}
+
+// In row(), at reduction r of the first loop: its result from the carried accumulator. The next row's
+// index is fixed here too (the last row of the range reads itself again, a result nobody uses), and the
+// accumulators restart once every first-loop result of this row is read.
+void Printer::pipelined_reduction(int r) {
+  const Expr& e = k_.body[r];
+  const ScalarType vt = k_.body[e.a].dtype;
+  const char* ty = compute_type(vt);
+  if (needs_nan_flag(r)) {
+    const std::string value = fresh("carried"), seen = fresh("seen");
+    line(fmt::format("{} = load {}, ptr %carry{}", value, ty, r));
+    line(fmt::format("{} = load i1, ptr %carrynan{}", seen, r));
+    line(fmt::format("{} = select i1 {}, {} {}, {} {}", name(r), seen, ty, float_literal(NAN, vt), ty, value));
+  } else {
+    line(fmt::format("{} = load {}, ptr %carry{}", name(r), ty, r));
+  }
+  emitted_[r] = true;
+  if (r != pipelined_.back()) return;
+  reset_carried();
+  const std::string after = fresh("tnext"), last = fresh("tlast"), more = fresh("tmore");
+  line(fmt::format("{} = add nsw i64 %t, 1", after));
+  line(fmt::format("{} = icmp slt i64 {}, %tile_end", more, after));
+  line(fmt::format("{} = select i1 {}, i64 {}, i64 %t", last, more, after));
+  next_row_ = last;
+}
+
+// The element loop of a pipelined row, in chunks: each chunk's staged stores stream out right after it,
+// so that the next row's loads and this row's streaming stores alternate every few cache lines instead
+// of the whole row's stores following the whole row's loads.
+void Printer::pipelined_element_loop() {
+  const std::string tag = fresh("pchunk").substr(1), extent = name(k_.vars[k_.inner_vars()[0]].extent);
+  const std::string at = open_loop(tag, "0", extent);
+  line(fmt::format("%{}.next = add nsw i64 {}, {}", tag, at, kChunkElements));
+  line(fmt::format("%{}.over = icmp slt i64 {}, %{}.next", tag, extent, tag));
+  line(fmt::format("%{}.hi = select i1 %{}.over, i64 {}, i64 %{}.next", tag, tag, extent, tag));
+  element_pass(at, "%" + tag + ".hi");
+  flush_staged(at, "%" + tag + ".hi");
+  close_loop(tag, "%" + tag + ".next");
+}
+
+// In the element loop of the current row: the first loop's step for the next row at this position.
+void Printer::accumulate_next_row() {
+  if (pipelined_.empty() || next_row_.empty()) return;
+  accumulate_row(next_row_, var_value_.at(k_.inner_vars()[0]));
+}
+
+// The first loop's values at row `tile` (a tile index: rows are tiles here), position `position`,
+// combined into the carried accumulators. Computed in a context of their own, outside the row cache.
+void Printer::accumulate_row(const std::string& tile, const std::string& position) {
+  const int outer = k_.outer_vars()[0], first = k_.loop_vars(0)[0];
+  const std::string row = fresh("prow");
+  line(fmt::format("{} = srem i64 {}, {}", row, tile, name(k_.vars[outer].extent)));
+  std::vector<int> operands;
+  for (int r : pipelined_) operands.push_back(k_.body[r].a);
+  const int saved_pass = std::exchange(pass_, -1);
+  const std::vector<std::string> values = emit_with(operands, {{outer, row}, {first, position}});
+  pass_ = saved_pass;
+  for (size_t k = 0; k < pipelined_.size(); ++k) {
+    const int r = pipelined_[k];
+    accumulate(r, fmt::format("%carry{}", r), needs_nan_flag(r) ? fmt::format("%carrynan{}", r) : "", values[k]);
+  }
+}
+
+}  // namespace jitc::inductor::llvm_ir
