@@ -1,16 +1,19 @@
-// Pipelined rows in row kernels (layer_norm, softmax, RMSNorm): the first reduction loop of row r+1 runs
-// inside row r's element loop, so each row is read from memory once, by a loop that also writes the
-// previous row's results. Without it a row's first loop waited on memory while the later loops, which
+// Pipelined rows in row kernels whose first loop sums (layer_norm, var): the first reduction loop of row
+// r+1 runs inside row r's element loop, so each row is read from memory once, by a loop that also writes
+// the previous row's results. Without it a row's first loop waited on memory while the later loops, which
 // read the row from L1, left memory idle. Row r's first-loop results come from accumulators carried over
-// from row r-1; a tile range's first row gets them from a prologue loop before the tile loop. Hand-written
-// layer_norms on the 2-core machine, [4096, 1024] floats, timed in turns in one process: the pipelined
-// row 631-832 us against 822-1098 for the unpipelined one (benchmarks/RESULTS.md, session 12).
+// from row r-1; a tile range's first row gets them from a prologue loop before the tile loop.
+// The 2-core machine, [4096, 1024] floats, timed in turns in one process against the same kernels
+// unpipelined (benchmarks/RESULTS.md, session 12): layer_norm 1004-1225 us against 1035-1556, faster in
+// each of three runs. Softmax (a max with its NaN flag first, then exp) and RMSNorm (one reduction loop)
+// were not faster (softmax 1463-2244 against 1496-1959, RMSNorm 1791-2962 against 1620-2684), so rows
+// need two reduction loops and a first loop without max/min to be pipelined; the rest keep the
+// next-row prefetch (codegen_cpu_prefetch.cpp).
 #include "inductor/cpu_printer.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace jitc::inductor::llvm_ir {
 
@@ -21,13 +24,14 @@ constexpr int64_t kChunkElements = 256;   // positions of the element loop betwe
 
 }  // namespace
 
-// Kernels with one outer variable and rows of constant length whose first reduction loop runs over the
-// element loop's variable range; not where the element loop may run twice (fast sin/cos), where a stored
-// buffer is also read (row r's stores could meet row r+1's loads) or where the first loop fills the row
-// cache (row r's element loop reads row r's cache while row r+1's first loop would fill it).
+// Kernels with one outer variable, two reduction loops or more, rows of constant length and a first
+// reduction loop over the element loop's variable range that reduces without a NaN flag (sums, products,
+// integer max/min); not where the element loop may run twice (fast sin/cos), where a stored buffer is
+// also read (row r's stores could meet row r+1's loads) or where the first loop fills the row cache (row
+// r's element loop reads row r's cache while row r+1's first loop would fill it).
 void Printer::plan_row_pipeline() {
   const auto outer = k_.outer_vars(), inner = k_.inner_vars();
-  if (lanes_ > 0 || k_.tile > 0 || k_.num_reduction_loops == 0 || outer.size() != 1 || inner.size() != 1) return;
+  if (lanes_ > 0 || k_.tile > 0 || k_.num_reduction_loops < 2 || outer.size() != 1 || inner.size() != 1) return;
   const auto first = k_.loop_vars(0);
   if (first.size() != 1) return;
   const Expr& extent = k_.body[k_.vars[first[0]].extent];
@@ -47,7 +51,7 @@ void Printer::plan_row_pipeline() {
       if (e.op == ScalarOp::kSin || e.op == ScalarOp::kCos) return;
     }
     if (e.op != ScalarOp::kReduce || e.loop != 0) continue;
-    if (e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin) return;
+    if (e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin || needs_nan_flag(static_cast<int>(i))) return;
     reductions.push_back(static_cast<int>(i));
   }
   for (size_t b = 0; b < loaded.size(); ++b)
@@ -68,7 +72,6 @@ void Printer::pipeline_prologue() {
     const Expr& e = k_.body[r];
     const ScalarType vt = k_.body[e.a].dtype;
     line(fmt::format("%carry{} = alloca {}", r, compute_type(vt)));
-    if (needs_nan_flag(r)) line(fmt::format("%carrynan{} = alloca i1", r));
   }
   reset_carried();
   line("%pipe.any = icmp slt i64 %tile_begin, %tile_end");
@@ -88,7 +91,6 @@ void Printer::reset_carried() {
     const Expr& e = k_.body[r];
     const ScalarType vt = k_.body[e.a].dtype;
     line(fmt::format("store {} {}, ptr %carry{}", compute_type(vt), identity(e.reduce, vt), r));
-    if (needs_nan_flag(r)) line(fmt::format("store i1 false, ptr %carrynan{}", r));
   }
 }
 
@@ -96,17 +98,7 @@ void Printer::reset_carried() {
 // index is fixed here too (the last row of the range reads itself again, a result nobody uses), and the
 // accumulators restart once every first-loop result of this row is read.
 void Printer::pipelined_reduction(int r) {
-  const Expr& e = k_.body[r];
-  const ScalarType vt = k_.body[e.a].dtype;
-  const char* ty = compute_type(vt);
-  if (needs_nan_flag(r)) {
-    const std::string value = fresh("carried"), seen = fresh("seen");
-    line(fmt::format("{} = load {}, ptr %carry{}", value, ty, r));
-    line(fmt::format("{} = load i1, ptr %carrynan{}", seen, r));
-    line(fmt::format("{} = select i1 {}, {} {}, {} {}", name(r), seen, ty, float_literal(NAN, vt), ty, value));
-  } else {
-    line(fmt::format("{} = load {}, ptr %carry{}", name(r), ty, r));
-  }
+  line(fmt::format("{} = load {}, ptr %carry{}", name(r), compute_type(k_.body[k_.body[r].a].dtype), r));
   emitted_[r] = true;
   if (r != pipelined_.back()) return;
   reset_carried();
@@ -150,7 +142,7 @@ void Printer::accumulate_row(const std::string& tile, const std::string& positio
   pass_ = saved_pass;
   for (size_t k = 0; k < pipelined_.size(); ++k) {
     const int r = pipelined_[k];
-    accumulate(r, fmt::format("%carry{}", r), needs_nan_flag(r) ? fmt::format("%carrynan{}", r) : "", values[k]);
+    accumulate(r, fmt::format("%carry{}", r), "", values[k]);
   }
 }
 

@@ -175,18 +175,20 @@ TEST_CASE("kernels with large outputs match eager through streaming stores", "[i
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1).t().contiguous(); }, x) == "");
 }
 
-// Pipelined rows (codegen_cpu_pipeline.cpp) against eager: many tile ranges (each one's first row from the
-// prologue), a single row, rows that do not fill the last chunk, NaN and -inf in some rows (a max's NaN
-// flag must not leak into the next row), a row kernel with one loop (RMSNorm), and several dtypes. bfloat16
+// Row kernels against eager, pipelined ones (codegen_cpu_pipeline.cpp: layer_norm, var) among those that
+// are not (softmax, a max first): many tile ranges (each one's first row from the prologue), a single
+// row, rows that do not fill the last chunk, NaN and -inf in some rows (nothing may leak into the next
+// row), a row kernel with one loop (RMSNorm), and several dtypes. bfloat16
 // only where eager's own kernel rounds once (softmax, log_softmax, layer_norm): jitc computes a bfloat16
 // RMSNorm in float32 and rounds once, eager after every op, which differs by a few units in the last place.
-TEST_CASE("pipelined row kernels match eager", "[inductor][cpu]") {
+TEST_CASE("row kernels match eager whether pipelined or not", "[inductor][cpu]") {
   using jitc::testing::check_parity;
   auto softmax = [](const at::Tensor& x) { return at::softmax(x, -1); };
   auto log_softmax = [](const at::Tensor& x) { return at::log_softmax(x * 0.5, -1); };
   auto layer_norm = [](const at::Tensor& x, const at::Tensor& w) { return at::layer_norm(x, {x.size(-1)}, w, w * 0.5); };
   auto rms_norm = [](const at::Tensor& x, const at::Tensor& w) { return x + w * at::rsqrt((x * x).mean(-1, true) + 1e-6); };
   auto centered_max = [](const at::Tensor& x) { return x - x.amax(-1, true) + x.var(-1, true); };
+  auto standardized = [](const at::Tensor& x) { return (x - x.mean(-1, true)) / x.std(-1, true); };
   for (auto dtype : {at::kFloat, at::kDouble, at::kBFloat16})
     for (auto rows : {int64_t{1}, int64_t{3}, int64_t{257}})
       for (auto cols : {int64_t{256}, int64_t{300}, int64_t{1024}}) {
@@ -202,5 +204,6 @@ TEST_CASE("pipelined row kernels match eager", "[inductor][cpu]") {
         if (dtype == at::kBFloat16) continue;
         check_parity("rms_norm " + shape, rms_norm, x, w);
         check_parity("x - amax + var " + shape, centered_max, x);
+        check_parity("(x - mean) / std " + shape, standardized, x);
       }
 }
