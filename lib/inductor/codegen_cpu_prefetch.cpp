@@ -2,9 +2,10 @@
 // by several loops; codegen_cpu_pipeline.cpp takes layer_norm). Each 4 KB row of a [4096, 1024] float
 // tensor starts on a new page, where the hardware prefetchers stop, so each row's first loop waited on
 // memory while the later, compute-heavy loops left it idle. The row's second loop now runs in chunks;
-// before each chunk it prefetches the same positions of the next row's first-loop loads. (A hand-written softmax on the 2-core machine: 2.2 -> 1.8 ms with
-// the next row prefetched during the exp loop; benchmarks/RESULTS.md, session 7.) The prefetches sit
-// outside the vectorized inner loop: LLVM 16 does not vectorize a loop that calls llvm.prefetch.
+// before each chunk it prefetches the same positions of the next row's first-loop loads. (A hand-written
+// softmax on the 2-core machine: 2.2 -> 1.8 ms with the next row prefetched during the exp loop;
+// benchmarks/RESULTS.md, session 7.) The prefetches sit outside the vectorized inner loop: LLVM 16 does
+// not vectorize a loop that calls llvm.prefetch.
 #include "inductor/cpu_printer.h"
 #include "inductor/index_analysis.h"
 
