@@ -178,7 +178,8 @@ void Printer::row() {
   next_row_.clear();
   for (size_t i = 0; i < k_.body.size(); ++i) {
     if (scope_[i] == Scope::kRow) emit(static_cast<int>(i));
-    else if (k_.body[i].op == ScalarOp::kReduce) pipelined(static_cast<int>(i)) ? pipelined_reduction(static_cast<int>(i)) : reduction(static_cast<int>(i));
+    else if (k_.body[i].op == ScalarOp::kReduce && pipelined(static_cast<int>(i))) pipelined_reduction(static_cast<int>(i));
+    else if (k_.body[i].op == ScalarOp::kReduce) reduction(static_cast<int>(i));
   }
   element_loop(column_tile);
 }

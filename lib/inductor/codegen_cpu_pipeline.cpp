@@ -39,23 +39,16 @@ void Printer::plan_row_pipeline() {
   if (extent.op != ScalarOp::kConst || inner_extent.op != ScalarOp::kConst || extent.ivalue != inner_extent.ivalue ||
       extent.ivalue < kMinRowElements)
     return;
-  std::vector<bool> loaded(k_.buffers.size()), stored(k_.buffers.size());
+  if (fast_trig_planned() || stores_into_a_read_buffer()) return;
   bool element_loop = false;
   std::vector<int> reductions;
   for (size_t i = 0; i < k_.body.size(); ++i) {
     const Expr& e = k_.body[i];
-    if (e.op == ScalarOp::kLoad) loaded[e.buffer] = true;
-    if (e.op == ScalarOp::kStore) stored[e.buffer] = true;
-    if (scope_[i] == Scope::kElement) {
-      element_loop = true;
-      if (e.op == ScalarOp::kSin || e.op == ScalarOp::kCos) return;
-    }
+    element_loop = element_loop || scope_[i] == Scope::kElement;
     if (e.op != ScalarOp::kReduce || e.loop != 0) continue;
     if (e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin || needs_nan_flag(static_cast<int>(i))) return;
     reductions.push_back(static_cast<int>(i));
   }
-  for (size_t b = 0; b < loaded.size(); ++b)
-    if (loaded[b] && stored[b]) return;
   for (const auto& [key, cached] : row_cache_)
     if (std::find(reductions.begin(), reductions.end(), cached.first_pass) != reductions.end()) return;
   if (!element_loop) return;

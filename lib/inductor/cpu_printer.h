@@ -78,6 +78,8 @@ class Printer : private Emitter {
 
   // ---- sin and cos in the element loop (codegen_cpu_trig.cpp) -------------------------------------
   bool begin_fast_trig();
+  bool fast_trig_planned() const;  // float sin or cos in the element loop, and no buffer read and written
+  bool stores_into_a_read_buffer() const;
   void redo_tile_with_libm(const std::string& lo, const std::string& hi);
   bool fast_trig_applies(const Expr& e) const;
   void fast_trig(const std::string& v, const Expr& e);
