@@ -3,6 +3,7 @@
 #include "graph/passes.h"
 
 #include <ATen/core/stack.h>
+#include <ATen/ops/empty_strided.h>
 #include <fmt/format.h>
 
 #include <sstream>
@@ -116,6 +117,25 @@ bool replay_node(const graph::Graph& g, const graph::Node& node, const ReplayInp
   node.op.callBoxed(stack);
   take_outputs(node, stack, *in.values);
   return !node.checked() || break_holds(g, node, stack, *in.values, in.symbols, why);
+}
+
+void restride_outputs(const graph::Graph& g, const graph::Node& node, std::vector<at::Tensor>& values, const int64_t* symbols) {
+  const auto& returns = node.op.schema().returns();
+  for (size_t r = 0; r < node.outputs.size() && r < returns.size(); ++r) {
+    if (node.outputs[r].is_list || returns[r].alias_info()) continue;
+    for (graph::ValueId v : node.outputs[r].values) {
+      at::Tensor& t = values[v];
+      const graph::SymShape& traced = g.values[v].meta.strides;
+      if (!t.defined() || traced.size() != static_cast<size_t>(t.dim())) continue;
+      std::vector<int64_t> strides;
+      bool same = true;
+      for (size_t d = 0; d < traced.size(); ++d) {
+        strides.push_back(traced[d].eval(symbols));
+        same = same && (t.size(static_cast<int64_t>(d)) <= 1 || t.stride(static_cast<int64_t>(d)) == strides.back());
+      }
+      if (!same) t = at::empty_strided(t.sizes(), strides, t.options()).copy_(t);
+    }
+  }
 }
 
 bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {

@@ -25,6 +25,12 @@ bool replay(const graph::Graph& graph, const ReplayInputs& inputs, std::string* 
 // and autocast keys (ExcludeBelowAutograd).
 bool replay_node(const graph::Graph& graph, const graph::Node& node, const ReplayInputs& inputs, std::string* why);
 
+// After an extern call of a compiled program: each fresh (non-aliasing) tensor output with the strides
+// of its traced meta, which the kernels that read it assume. An op whose output layout follows its
+// inputs' may choose another one where a graph pass changed those (channels_last.cpp); a copy then
+// restores the traced strides.
+void restride_outputs(const graph::Graph& graph, const graph::Node& node, std::vector<at::Tensor>& values, const int64_t* symbols);
+
 // The dispatch keys a replay runs below: the trace ran below autograd and autocast, and their effects
 // (casts) are recorded as ops.
 struct ExcludeBelowAutograd {

@@ -463,6 +463,7 @@ bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::
       case inductor::Step::Kind::kKernel: launch(static_cast<size_t>(step.index), values, symbols, pool); break;
       case inductor::Step::Kind::kExtern:
         if (!replay_node(graph_, graph_.nodes[step.index], {&values, symbols}, why)) return false;
+        restride_outputs(graph_, graph_.nodes[step.index], values, symbols);
         break;
       case inductor::Step::Kind::kRelease: {
         at::Tensor t = std::move(values[step.index]);

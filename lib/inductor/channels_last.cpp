@@ -1,0 +1,123 @@
+#include "inductor/channels_last.h"
+
+#include "graph/renumber.h"
+#include "inductor/lowering.h"
+
+#include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <vector>
+
+namespace jitc::inductor {
+
+namespace {
+
+using graph::Graph;
+using graph::Node;
+using graph::SymExpr;
+using graph::SymShape;
+using graph::TensorMeta;
+using graph::ValueId;
+
+bool static_float_4d_cpu(const TensorMeta& m) {
+  if (m.sizes.size() != 4 || m.dtype != c10::kFloat || !m.device.is_cpu()) return false;
+  auto constant = [](const SymExpr& e) { return e.is_constant(); };
+  return std::all_of(m.sizes.begin(), m.sizes.end(), constant) && std::all_of(m.strides.begin(), m.strides.end(), constant);
+}
+
+// [N, C, H, W] stored as [N, H, W, C].
+SymShape channels_last_strides(const SymShape& sizes) {
+  const int64_t c = sizes[1].offset, h = sizes[2].offset, w = sizes[3].offset;
+  return {SymExpr::constant(h * w * c), SymExpr::constant(1), SymExpr::constant(w * c), SymExpr::constant(c)};
+}
+
+class Rewrite {
+ public:
+  explicit Rewrite(const Graph& g) : g_(g), users_(g.values.size()), sharers_(g.values.size(), 0) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (const auto& a : g.nodes[i].args) {
+        if (a.kind == graph::Arg::Kind::kValue) users_[a.value].push_back(static_cast<int>(i));
+        for (ValueId v : a.list)
+          if (v != graph::kNoValue) users_[v].push_back(static_cast<int>(i));
+      }
+    for (const auto& v : g.values)
+      if (v.storage >= 0 && static_cast<size_t>(v.storage) < sharers_.size()) ++sharers_[v.storage];
+  }
+
+  bool applies(const Node& n) const {
+    if (n.op.operator_name().name != "aten::conv2d" || n.args.size() < 2 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return false;
+    for (size_t a : {0, 1})
+      if (n.args[a].kind != graph::Arg::Kind::kValue || !static_float_4d_cpu(g_.values[n.args[a].value].meta)) return false;
+    const ValueId out = n.outputs[0].values[0];
+    const graph::Value& v = g_.values[out];
+    if (!static_float_4d_cpu(v.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), out) > 0) return false;
+    if (v.storage >= 0 && static_cast<size_t>(v.storage) < sharers_.size() && sharers_[v.storage] > 1) return false;
+    return std::all_of(users_[out].begin(), users_[out].end(), [&](int u) {
+      const Node& user = g_.nodes[u];
+      return !user.mutates && find_lowering(user) != nullptr && !is_view_lowering(user);
+    });
+  }
+
+  Graph run() {
+    Graph r = g_;
+    r.nodes.clear();
+    int32_t next_storage = 0;
+    for (const auto& v : g_.values) next_storage = std::max(next_storage, v.storage + 1);
+    std::map<ValueId, ValueId> converted;
+    for (const Node& original : g_.nodes) {
+      Node n = original;
+      if (applies(original)) {
+        for (size_t a : {0, 1}) {
+          const ValueId v = n.args[a].value;
+          if (!converted.count(v)) converted[v] = clone_channels_last(r, v, next_storage++);
+          n.args[a].value = converted[v];
+        }
+        TensorMeta& out = r.values[n.outputs[0].values[0]].meta;
+        out.strides = channels_last_strides(out.sizes);
+      }
+      r.nodes.push_back(std::move(n));
+    }
+    std::vector<ValueId> identity(r.values.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    return graph::rebuild(r, std::vector<bool>(r.nodes.size(), true), identity);
+  }
+
+ private:
+  // Appends `clone(v, memory_format=channels_last)` to r: a pointwise copy to the lowering, which stores
+  // it through the strides of its output's meta.
+  static ValueId clone_channels_last(Graph& r, ValueId v, int32_t storage) {
+    static const c10::OperatorHandle clone = c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
+    TensorMeta meta = r.values[v].meta;
+    meta.strides = channels_last_strides(meta.sizes);
+    meta.storage_offset = 0;
+    const ValueId c = r.add_value(meta, static_cast<int32_t>(r.nodes.size()), storage);
+    Node n(clone);
+    graph::Arg self;
+    self.kind = graph::Arg::Kind::kValue;
+    self.value = v;
+    graph::Arg format;
+    format.constant = c10::IValue(c10::MemoryFormat::ChannelsLast);
+    n.args = {self, format};
+    n.outputs = {graph::NodeOutput{false, {c}}};
+    r.nodes.push_back(std::move(n));
+    return c;
+  }
+
+  const Graph& g_;
+  std::vector<std::vector<int>> users_;
+  std::vector<int> sharers_;
+};
+
+}  // namespace
+
+Graph convolutions_in_channels_last(const Graph& g) {
+  if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn()) return g;
+  Rewrite rewrite(g);
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return rewrite.applies(n); })) return g;
+  return rewrite.run();
+}
+
+}  // namespace jitc::inductor
