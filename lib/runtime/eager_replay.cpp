@@ -127,7 +127,7 @@ void restride_outputs(const graph::Graph& g, const graph::Node& node, std::vecto
       at::Tensor& t = values[v];
       const graph::SymShape& traced = g.values[v].meta.strides;
       if (!t.defined() || traced.size() != static_cast<size_t>(t.dim())) continue;
-      std::vector<int64_t> strides;
+      c10::SmallVector<int64_t, 8> strides;  // no allocation on the hot path of a compiled call
       bool same = true;
       for (size_t d = 0; d < traced.size(); ++d) {
         strides.push_back(traced[d].eval(symbols));
