@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace jitc::inductor {
@@ -127,6 +128,82 @@ int64_t constant_row_elements(const Kernel& k) {
     elements *= k.body[e].ivalue;
   }
   return elements;
+}
+
+namespace {
+
+// Marks every var that `from` uses (affinely or not) as opaque in `to`.
+void make_opaque(AffineForm& to, const AffineForm& from) {
+  for (size_t v = 0; v < to.opaque.size(); ++v)
+    to.opaque[v] = to.opaque[v] || from.opaque[v] || from.coefficient[v] != 0;
+}
+
+bool free_of_vars(const AffineForm& f) {
+  return f.affine() && std::all_of(f.coefficient.begin(), f.coefficient.end(), [](int64_t c) { return c == 0; });
+}
+
+AffineForm form_of(const Kernel& k, const Expr& e, const std::vector<AffineForm>& forms) {
+  const size_t n = k.vars.size();
+  AffineForm f{std::vector<int64_t>(n, 0), std::vector<bool>(n, false)};
+  auto operands = [&](std::initializer_list<int> ids) {
+    for (int id : ids)
+      if (id >= 0) f.loaded = f.loaded || forms[id].loaded;
+  };
+  switch (e.op) {
+    case ScalarOp::kVar: f.coefficient[e.var] = 1; return f;
+    case ScalarOp::kLoad: f.loaded = true; return f;  // data, whatever its address
+    case ScalarOp::kStore: make_opaque(f, forms[e.b]); operands({e.b}); return f;
+    case ScalarOp::kAdd:
+    case ScalarOp::kSub: {
+      const AffineForm &a = forms[e.a], &b = forms[e.b];
+      const int64_t sign = e.op == ScalarOp::kSub ? -1 : 1;
+      for (size_t v = 0; v < n; ++v) {
+        f.coefficient[v] = a.coefficient[v] + sign * b.coefficient[v];
+        f.opaque[v] = a.opaque[v] || b.opaque[v];
+      }
+      operands({e.a, e.b});
+      return f;
+    }
+    case ScalarOp::kMul: {
+      const AffineForm &a = forms[e.a], &b = forms[e.b];
+      operands({e.a, e.b});
+      // An affine form times an integer constant stays affine; any other product of var terms is opaque.
+      const auto scale = free_of_vars(b) ? integer_constant(k, e.b) : free_of_vars(a) ? integer_constant(k, e.a) : std::nullopt;
+      if (scale) {
+        const AffineForm& affine = free_of_vars(b) ? a : b;
+        for (size_t v = 0; v < n; ++v) {
+          f.coefficient[v] = affine.coefficient[v] * *scale;
+          f.opaque[v] = affine.opaque[v];
+        }
+        return f;
+      }
+      make_opaque(f, a);
+      make_opaque(f, b);
+      return f;
+    }
+    default:
+      for (int id : {e.a, e.b, e.c})
+        if (id >= 0) make_opaque(f, forms[id]);
+      operands({e.a, e.b, e.c});
+      return f;
+  }
+}
+
+}  // namespace
+
+std::optional<int64_t> integer_constant(const Kernel& k, int expr) {
+  const Expr& e = k.body[expr];
+  if (e.op != ScalarOp::kConst || c10::isFloatingType(e.dtype)) return std::nullopt;
+  return e.ivalue;
+}
+
+bool AffineForm::affine() const { return std::none_of(opaque.begin(), opaque.end(), [](bool o) { return o; }); }
+
+std::vector<AffineForm> affine_forms(const Kernel& k) {
+  std::vector<AffineForm> forms;
+  forms.reserve(k.body.size());
+  for (const Expr& e : k.body) forms.push_back(form_of(k, e, forms));
+  return forms;
 }
 
 }  // namespace jitc::inductor

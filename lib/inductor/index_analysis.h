@@ -5,6 +5,7 @@
 #pragma once
 #include "inductor/kernel_ir.h"
 
+#include <optional>
 #include <vector>
 
 namespace jitc::inductor {
@@ -31,6 +32,25 @@ class IndexAnalysis {
   std::vector<std::vector<bool>> deps_;  // per expression, per variable
   std::vector<int> keys_;
 };
+
+// An expression as an affine function of the loop vars, for the passes that reorder or merge loops:
+// sum over v of coefficient[v] * v, plus a part free of the vars, when opaque[v] is false for every v.
+// opaque[v]: depends on v other than affinely (a comparison, a division, a cast, a product of vars or with
+// a symbol). A loaded value is data, free of the vars of its address (those passes check every address
+// themselves), but marks `loaded`. A store depends on the vars of the value it stores (opaque: reordering
+// or merging would change a stored index), not on those of its address.
+struct AffineForm {
+  std::vector<int64_t> coefficient;  // per variable
+  std::vector<bool> opaque;          // per variable
+  bool loaded = false;
+
+  bool affine() const;
+};
+
+std::vector<AffineForm> affine_forms(const Kernel& kernel);
+
+// The value of expression `expr` when it is an integer (or bool) constant.
+std::optional<int64_t> integer_constant(const Kernel& kernel, int expr);
 
 // The elements of a row when every reduction loop and the element loop run over one constant shape
 // (positional keys then name the same element in every loop); 0 otherwise. Persistent rows (CUDA) and

@@ -1,76 +1,18 @@
 #include "inductor/loop_order.h"
 
-#include <c10/core/ScalarType.h>
+#include "inductor/index_analysis.h"
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <vector>
 
 namespace jitc::inductor {
 
 namespace {
 
-// An expression as sum over vars of coefficient * var, plus a part free of vars; all zeros for an
-// expression free of vars; nullopt where it is not affine in them (a product of vars, a division, a value
-// loaded through them...).
-using Coefficients = std::vector<int64_t>;
-
-std::optional<int64_t> integer_constant(const Kernel& k, int e) {
-  const Expr& x = k.body[e];
-  if (x.op != ScalarOp::kConst || c10::isFloatingType(x.dtype)) return std::nullopt;
-  return x.ivalue;
-}
-
-bool is_free(const Coefficients& c) {
-  return std::all_of(c.begin(), c.end(), [](int64_t x) { return x == 0; });
-}
-
-class AffineForms {
- public:
-  explicit AffineForms(const Kernel& k) : k_(k), forms_(k.body.size()) {
-    for (size_t i = 0; i < k.body.size(); ++i) forms_[i] = form_of(k.body[i]);
-  }
-  const std::optional<Coefficients>& of(int e) const { return forms_[e]; }
-
- private:
-  std::optional<Coefficients> form_of(const Expr& e) const {
-    Coefficients c(k_.vars.size(), 0);
-    switch (e.op) {
-      case ScalarOp::kVar: c[e.var] = 1; return c;
-      case ScalarOp::kAdd:
-      case ScalarOp::kSub: {
-        const auto& a = forms_[e.a];
-        const auto& b = forms_[e.b];
-        if (!a || !b) return std::nullopt;
-        for (size_t v = 0; v < c.size(); ++v) c[v] = e.op == ScalarOp::kAdd ? (*a)[v] + (*b)[v] : (*a)[v] - (*b)[v];
-        return c;
-      }
-      case ScalarOp::kMul: {
-        const auto& a = forms_[e.a];
-        const auto& b = forms_[e.b];
-        if (!a || !b) return std::nullopt;
-        if (is_free(*a) && is_free(*b)) return c;
-        const auto scale = is_free(*b) ? integer_constant(k_, e.b) : is_free(*a) ? integer_constant(k_, e.a) : std::nullopt;
-        if (!scale) return std::nullopt;
-        const Coefficients& affine = is_free(*b) ? *a : *b;
-        for (size_t v = 0; v < c.size(); ++v) c[v] = affine[v] * *scale;
-        return c;
-      }
-      default:  // free of vars when every operand is (a load through a free address, a symbol, ...)
-        for (int operand : {e.a, e.b, e.c})
-          if (operand >= 0 && (!forms_[operand] || !is_free(*forms_[operand]))) return std::nullopt;
-        return c;
-    }
-  }
-
-  const Kernel& k_;
-  std::vector<std::optional<Coefficients>> forms_;
-};
-
 // The vars outermost first: those of extent 1 (they step through nothing) in their current order, then
 // the others by decreasing stride. Empty unless the strides are distinct and the smallest is 1.
-std::vector<int> order_by_stride(const Kernel& k, const Coefficients& strides) {
+std::vector<int> order_by_stride(const Kernel& k, const std::vector<int64_t>& strides) {
   std::vector<int> ones, others;
   for (size_t v = 0; v < k.vars.size(); ++v)
     (integer_constant(k, k.vars[v].extent) == 1 ? ones : others).push_back(static_cast<int>(v));
@@ -104,13 +46,14 @@ void order_loops_as_stored(Kernel& k) {
   if (k.tile <= 0 || inner.size() != 1 || k.num_reduction_loops > 0 || inner.size() + k.outer_vars().size() != k.vars.size()) return;
   for (const LoopVar& v : k.vars)
     if (!integer_constant(k, v.extent)) return;
-  const AffineForms forms(k);
+  const std::vector<AffineForm> forms = affine_forms(k);
   std::vector<int> order;
   for (const Expr& e : k.body) {
     if (e.op != ScalarOp::kStore) continue;
-    const auto& address = forms.of(e.a);
-    if (!address) return;
-    std::vector<int> mine = order_by_stride(k, *address);
+    // A store through a loaded index (a scatter) may hit one element twice: its order must stay.
+    const AffineForm& address = forms[e.a];
+    if (!address.affine() || address.loaded) return;
+    std::vector<int> mine = order_by_stride(k, address.coefficient);
     if (mine.empty() || (!order.empty() && order != mine)) return;
     order = std::move(mine);
   }
