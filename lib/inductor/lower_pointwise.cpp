@@ -333,12 +333,14 @@ void register_binary(Registry& r) {
                                                           {"aten::lt", ScalarOp::kLt}, {"aten::le", ScalarOp::kLe},
                                                           {"aten::gt", ScalarOp::kGt}, {"aten::ge", ScalarOp::kGe}};
   for (const auto& [name, op] : comparisons) r[name] = compare(op, false);
-  r["aten::where.self"] = [](LoweringContext& c, const Node& n) {
+  // where.self, and where.ScalarSelf / ScalarOther / Scalar with a number in place of a tensor.
+  auto where = [](LoweringContext& c, const Node& n) {
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                      [](KernelBuilder& kb, const Values& x, ScalarType t) {
                        return kb.where(kb.cast(x[0], ScalarType::Bool), x[1], x[2]);
                      });
   };
+  for (const char* name : {"aten::where.self", "aten::where.ScalarSelf", "aten::where.ScalarOther", "aten::where.Scalar"}) r[name] = where;
   r["aten::masked_fill"] = [](LoweringContext& c, const Node& n) {
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                      [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.where(kb.cast(x[1], ScalarType::Bool), x[2], x[0]); });

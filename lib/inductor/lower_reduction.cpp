@@ -192,7 +192,6 @@ LowerFn arg_extremum(bool max) {
     const ValueId in = c.tensor_arg(n, 0);
     const bool all = n.args.size() < 2 || n.args[1].constant.isNone();
     Reduction r{c.sizes(in), all ? normalize_dims({}, c.sizes(in).size()) : dims_arg(n, 1, c.sizes(in).size()), bool_arg(n, 2, false)};
-    if (all && r.keepdim) throw Unsupported("argmax over all dims with keepdim");
     const ScalarType t = compute_type_of(c.meta(in).dtype);
     Loader x = c.input(in);
     return {reduction_loader(c, out_value(n), "arg", [=](KernelBuilder& kb, const Index& index) {
@@ -379,11 +378,9 @@ LowerFn fused_normalization(bool rms) {
   return [rms](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     Normalization z = rms ? normalization(c, n, 2, 99, 3, 0) : normalization(c, n, 2, 3, 4, 1e-5);
     z.rms = rms;
-    if (rms && (n.args.size() <= 3 || n.args[3].constant.isNone()))  // torch.finfo(dtype).eps
-      z.eps = c.meta(z.in).dtype == ScalarType::Double ? std::numeric_limits<double>::epsilon()
-              : c.meta(z.in).dtype == ScalarType::Half ? 0.0009765625
-              : c.meta(z.in).dtype == ScalarType::BFloat16 ? 0.0078125
-                                                           : std::numeric_limits<float>::epsilon();
+    // eps=None: the epsilon of ATen's compute type (opmath_type), float32's for half and bfloat16.
+    if (rms && (n.args.size() <= 3 || n.args[3].constant.isNone()))
+      z.eps = c.meta(z.in).dtype == ScalarType::Double ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
     Loader x = c.input(z.in);
     return {[&c, z, x](KernelBuilder& kb, const Index& index) {
       const Index row = row_of(kb, z.r, index);

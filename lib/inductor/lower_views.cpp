@@ -87,6 +87,11 @@ void register_view_ops(Registry& r) {
                            "aten::unsqueeze", "aten::flatten", "aten::unflatten", "aten::alias", "aten::detach",
                            "aten::lift_fresh", "aten::view_as", "aten::reshape_as"})
     r[name] = reshape_like;
+  // view(dtype) reinterprets the bits: a lowered reader would convert the values instead.
+  r["aten::view.dtype"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    if (c.meta(c.tensor_arg(n, 0)).dtype != c.meta(output(n)).dtype) throw Unsupported("view as another dtype (a bit cast)");
+    return {view(c, c.tensor_arg(n, 0), output(n), [](KernelBuilder&, const Index& index) { return index; })};
+  };
   r["aten::permute"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId in = c.tensor_arg(n, 0);
     const size_t rank = c.sizes(in).size();
@@ -105,7 +110,7 @@ void register_view_ops(Registry& r) {
     const int64_t b = n.args.size() > 2 ? wrap_dim(int_arg(n, 2), rank) : (rank > 1 ? 1 : 0);
     return {view(c, in, output(n), [a, b](KernelBuilder&, const Index& index) {
       Index in = index;
-      std::swap(in[a], in[b]);
+      if (a != b) std::swap(in[a], in[b]);  // t() of a 0-d tensor: no dims to swap
       return in;
     })};
   };
@@ -123,7 +128,8 @@ void register_view_ops(Registry& r) {
   };
   r["aten::expand"] = expand;
   r["aten::expand_as"] = expand;
-  r["aten::slice"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+  // slice(self, dim, start, end, step); narrow(self, dim, start, length) reads the same up to its start.
+  auto slice = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId in = c.tensor_arg(n, 0), out = output(n);
     const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(in).size());
     const SymExpr size = c.sizes(in)[dim];
@@ -141,6 +147,8 @@ void register_view_ops(Registry& r) {
       return in;
     })};
   };
+  r["aten::slice"] = slice;
+  r["aten::narrow"] = slice;
   r["aten::select"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId in = c.tensor_arg(n, 0), out = output(n);
     const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(in).size());
@@ -184,6 +192,8 @@ void register_view_ops(Registry& r) {
 
 // ---- assembling tensors ---------------------------------------------------------------------------
 
+bool is_empty_dim(const SymExpr& size) { return size.is_constant() && size.offset == 0; }
+
 // min(max(i, 0), extent - 1): an index that is always inside its dim.
 int clamp_index(KernelBuilder& kb, int i, int extent) {
   const int hi = kb.binary(ScalarOp::kSub, extent, kb.index_constant(1));
@@ -198,7 +208,9 @@ void register_assembly(Registry& r) {
     const int64_t dim = wrap_dim(n.args.size() > 1 ? int_arg(n, 1) : 0, c.sizes(out).size());
     std::vector<ValueId> parts;
     for (ValueId v : list.list)
-      if (c.sizes(v).size() == c.sizes(out).size()) parts.push_back(v);  // legacy: 1-d empty tensors are skipped
+      // Legacy 1-d empty tensors, and parts empty along dim, add nothing and must not be read.
+      if (c.sizes(v).size() == c.sizes(out).size() && !is_empty_dim(c.sizes(v)[dim])) parts.push_back(v);
+    if (parts.empty()) throw Unsupported("cat of empty parts only");
     const ScalarType t = compute_type_of(c.meta(out).dtype);
     return {[&c, parts, dim, t](KernelBuilder& kb, const Index& index) {
       // where(i >= start_k, part_k[i - start_k], <the parts before k>), indices clamped into each part.
@@ -242,6 +254,8 @@ void register_assembly(Registry& r) {
     const double fill = n.args.size() > 2 && !n.args[2].constant.isNone() ? n.args[2].constant.toScalar().toDouble() : 0.0;
     const SymShape sizes = c.sizes(in);
     const ScalarType t = compute_type_of(c.meta(out).dtype);
+    if (std::any_of(sizes.begin(), sizes.end(), is_empty_dim))  // nothing to read
+      return {[fill, t](KernelBuilder& kb, const Index&) { return kb.constant(fill, t); }};
     return {[&c, in, pad, fill, sizes, t](KernelBuilder& kb, const Index& index) {
       Index i = index;
       int inside = kb.integer(1, ScalarType::Bool);
@@ -265,6 +279,7 @@ void register_indexing(Registry& r) {
   r["aten::embedding"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId weight = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 1);
     const SymExpr rows = c.sizes(weight).at(0);
+    if (is_empty_dim(rows)) throw Unsupported("embedding of an empty weight (eager raises the index error)");
     return {[&c, weight, indices, rows](KernelBuilder& kb, const Index& index) {
       const Index at_indices(index.begin(), index.end() - 1);
       const int row = clamp_index(kb, kb.cast(c.at(kb, indices, at_indices), ScalarType::Long), kb.extent(rows));
@@ -277,10 +292,13 @@ void register_indexing(Registry& r) {
       const ValueId self = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 2);
       const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(self).size());
       const SymExpr extent = c.sizes(self).empty() ? SymExpr::constant(1) : c.sizes(self)[dim];
-      return {[&c, self, indices, dim, extent, whole_position](KernelBuilder& kb, const Index& index) {
+      if (is_empty_dim(extent)) throw Unsupported("indexing an empty dim (eager raises the index error)");
+      const bool scalar_index = c.sizes(indices).empty();  // index_select with a 0-d index
+      return {[&c, self, indices, dim, extent, whole_position, scalar_index](KernelBuilder& kb, const Index& index) {
         if (index.empty()) return c.at(kb, self, {});
         Index i = index;
-        const int position = kb.cast(c.at(kb, indices, whole_position ? index : Index{index[dim]}), ScalarType::Long);
+        const Index at_indices = whole_position ? index : scalar_index ? Index{} : Index{index[dim]};
+        const int position = kb.cast(c.at(kb, indices, at_indices), ScalarType::Long);
         i[dim] = clamp_index(kb, position, kb.extent(extent));
         return c.at(kb, self, i);
       }};
@@ -295,16 +313,16 @@ void register_indexing(Registry& r) {
 void register_factories(Registry& r) {
   auto constant = [](std::optional<double> fixed, size_t value_at) {
     return [fixed, value_at](LoweringContext& c, const Node& n) -> std::vector<Loader> {
-      double v = 0;
-      if (fixed) {
-        v = *fixed;
-      } else {
+      c10::Scalar v = fixed ? c10::Scalar(*fixed) : c10::Scalar(int64_t{0});
+      if (!fixed) {
         const auto& a = n.args.at(value_at);
         if (a.kind != graph::Arg::Kind::kConstant || !a.symbolic.empty()) throw Unsupported("a fill value that is not a constant");
-        v = a.constant.toScalar().toDouble();
+        v = a.constant.toScalar();
       }
       const ScalarType t = compute_type_of(c.meta(output(n)).dtype);
-      return {[v, t](KernelBuilder& kb, const Index&) { return kb.constant(v, t); }};
+      // An integer fill goes in as an integer: through a double, values beyond 2^53 would round.
+      const bool exact = !c10::isFloatingType(t) && t != ScalarType::Bool && v.isIntegral(false);
+      return {[v, t, exact](KernelBuilder& kb, const Index&) { return exact ? kb.integer(v.toLong(), t) : kb.constant(v.toDouble(), t); }};
     };
   };
   r["aten::zeros"] = constant(0.0, 0);
@@ -317,6 +335,9 @@ void register_factories(Registry& r) {
   r["aten::new_zeros"] = constant(0.0, 0);
   r["aten::new_ones"] = constant(1.0, 0);
   r["aten::new_full"] = constant(std::nullopt, 2);
+  // Uninitialized memory may hold anything: zeros it is (what C++'s `2 - x`, empty_like(x).fill_(2).sub_(x),
+  // fuses into one kernel through).
+  for (const char* name : {"aten::empty_like", "aten::empty.memory_format", "aten::new_empty"}) r[name] = constant(0.0, 0);
   // arange(end) / arange(start, end) / arange(start, end, step): start + i * step, in the output's type.
   r["aten::arange"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const std::string overload = n.op.operator_name().overload_name;
@@ -330,9 +351,11 @@ void register_factories(Registry& r) {
     const ScalarType out = c.meta(output(n)).dtype;
     const ScalarType t = compute_type_of(out);
     const bool integral = !c10::isFloatingType(out);
+    const bool cpu = c.meta(output(n)).device.is_cpu();
     return {[=](KernelBuilder& kb, const Index& index) {
       if (integral) return kb.cast(kb.add(kb.index_constant(start.toLong()), kb.mul(index[0], kb.index_constant(step.toLong()))), t);
-      const ScalarType acc = out == ScalarType::Double ? ScalarType::Double : ScalarType::Float;
+      // ATen's accumulate type: double on CPU (acc_type<float, false>), float for float32 on CUDA.
+      const ScalarType acc = out == ScalarType::Double || cpu ? ScalarType::Double : ScalarType::Float;
       const int i = kb.cast(index[0], acc);
       return kb.cast(kb.binary(ScalarOp::kAdd, kb.constant(start.toDouble(), acc), kb.binary(ScalarOp::kMul, i, kb.constant(step.toDouble(), acc))), t);
     }};

@@ -180,7 +180,9 @@ const Registry& registry() {
 const LowerFn* find_lowering(const graph::Node& node) {
   const auto& r = registry();
   const auto& name = node.op.operator_name();
-  auto it = r.find(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
+  // The default overload is "name.default" in the registry (as in Python): aten::sum's default takes a
+  // dtype where sum.dim_IntList takes dims, so it must not fall through to the bare name's lowering.
+  auto it = r.find(name.name + "." + (name.overload_name.empty() ? "default" : name.overload_name));
   if (it == r.end()) it = r.find(name.name);
   return it == r.end() ? nullptr : &it->second;
 }

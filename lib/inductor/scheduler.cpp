@@ -365,16 +365,23 @@ class Scheduler {
         steps_.push_back({Step::Kind::kExtern, static_cast<int>(i)});
         continue;
       }
-      for (ValueId v : outputs_of(n))
+      // A node's later results first: the statistics of native_layer_norm / native_group_norm, which
+      // its first result reads from their buffers, must be computed before it.
+      std::vector<ValueId> outs = outputs_of(n);
+      if (outs.size() > 1) std::rotate(outs.begin(), outs.begin() + 1, outs.end());
+      for (ValueId v : outs)
         if (ctx_->stored[v]) place(v);
     }
     flush();
     Plan plan;
     plan.kernels = std::move(kernels_);
     plan.steps = with_releases(steps_, plan.kernels);
-    for (size_t i = 0; i < g_.nodes.size(); ++i)
-      if (extern_[i] && !is_view_lowering(g_.nodes[i]) && g_.nodes[i].op.operator_name().name != "aten::copy_")
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (!extern_[i]) continue;
+      log(fmt::format("{} (node {}) is not fused: it runs as an extern ATen call ({})", g_.nodes[i].name(), i, reason_[i]));
+      if (!is_view_lowering(g_.nodes[i]) && g_.nodes[i].op.operator_name().name != "aten::copy_")
         plan.extern_reasons.push_back(fmt::format("{}: {}", g_.nodes[i].name(), reason_[i]));
+    }
     return plan;
   }
 

@@ -4,6 +4,7 @@
 #include "graph/functionalize.h"
 #include "graph/passes.h"
 #include "inductor/channels_last.h"
+#include "inductor/group_norm_stats.h"
 #include "inductor/scheduler.h"
 #include "runtime/compile_times.h"
 #include "runtime/cuda_graphs.h"
@@ -120,7 +121,9 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
   runtime::CompileTimes times;
   times.trace = entry.trace_seconds;
   try {
-    graph::Graph g = runtime::timed(&times, &CodegenStages::passes, [&] { return inductor::convolutions_in_channels_last(functional_graph(entry)); });
+    graph::Graph g = runtime::timed(&times, &CodegenStages::passes, [&] {
+      return inductor::convolutions_in_channels_last(inductor::group_norm_with_stats(functional_graph(entry)));
+    });
     require_same_inputs(entry.graph, g);
     const std::string debug_dir = runtime::env_debug_dir();
     const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);

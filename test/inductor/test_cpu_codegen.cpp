@@ -9,6 +9,7 @@
 #include <jitc/errors.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -254,4 +255,21 @@ TEST_CASE("convolutions run on channels-last operands and match eager", "[induct
       CHECK(rewritten.values[v].meta.strides[1].offset == 1);  // channels-last: C has stride 1
   }
   CHECK(clones == 4);  // input and weight of each convolution
+}
+
+TEST_CASE("one compiled program runs with the thread count of each call", "[inductor][cpu]") {
+  // The thread count is read at every launch (runtime::parallel_for), not baked into the kernels.
+  auto fn = [](const at::Tensor& x) { return at::softmax(x, -1) + x.sin().sum(0); };
+  auto compiled = jitc::compile(fn);
+  const auto x = at::randn({512, 96});
+  const int before = at::get_num_threads();
+  compiled(x);
+  for (int threads : {1, 3, 2, 1}) {
+    INFO(threads << " threads");
+    at::set_num_threads(threads);
+    CHECK(jitc::testing::difference(compiled(x), fn(x), {1e-5, 1e-5}) == "");
+  }
+  at::set_num_threads(before);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(compiled.stats().recompiles == 0);
 }

@@ -18,7 +18,7 @@ using jitc::testing::unary_ops;
 
 template <class F, class... T>
 void check(const std::string& name, F fn, const T&... inputs) {
-  jitc::testing::check_parity(name, fn, inputs...);
+  jitc::testing::check_lowered_parity(name, fn, inputs...);
 }
 
 // Eager multiplies half and bfloat16 products in their own precision (a long row overflows to inf or
@@ -26,6 +26,15 @@ void check(const std::string& name, F fn, const T&... inputs) {
 // side by side. Short rows ([4, 5, 33] below) agree; the tall inputs leave half products out.
 bool half_prod(const std::string& name, c10::ScalarType dtype) {
   return name == "prod" && (dtype == at::kHalf || dtype == at::kBFloat16);
+}
+
+// Softmax over a dim that is not the last one runs as an extern call: its lowering computes the row
+// statistics inside the output's kernel, whose rows then are not the statistics' rows. (Inductor stores
+// them in kernels of their own; not done here yet.) Compared with eager, not required to be lowered.
+template <class F>
+void check_reduction(const std::string& name, F fn, const at::Tensor& x) {
+  if (name.rfind("softmax_dim1", 0) == 0 && x.dim() > 2) jitc::testing::check_parity(name, fn, x);
+  else check(name, fn, x);
 }
 
 }  // namespace
@@ -71,8 +80,8 @@ TEST_CASE("size-0 and size-1 dims", "[inductor][ops]") {
 TEST_CASE("reductions match eager over any dims, with keepdim, across dtypes", "[inductor][ops]") {
   const auto& reductions = jitc::testing::reduction_ops();
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong, at::kBool})
-    for (const auto& [name, op] : reductions) check(std::string(name) + " " + c10::toString(dtype), op, sample({4, 5, 33}, dtype, 6));
-  for (const auto& [name, op] : reductions) check(std::string(name) + " transposed", op, at::randn({33, 5, 4}).permute({2, 1, 0}));
+    for (const auto& [name, op] : reductions) check_reduction(std::string(name) + " " + c10::toString(dtype), op, sample({4, 5, 33}, dtype, 6));
+  for (const auto& [name, op] : reductions) check_reduction(std::string(name) + " transposed", op, at::randn({33, 5, 4}).permute({2, 1, 0}));
 }
 
 TEST_CASE("reductions of tall inputs match eager (outer dims take rows side by side)", "[inductor][ops]") {
@@ -82,7 +91,7 @@ TEST_CASE("reductions of tall inputs match eager (outer dims take rows side by s
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kLong, at::kBool})
     for (const auto& [name, op] : reductions) {
       if (half_prod(name, dtype)) continue;
-      check(std::string(name) + " tall 3-d " + c10::toString(dtype), op, sample({2500, 3, 37}, dtype, 7));
+      check_reduction(std::string(name) + " tall 3-d " + c10::toString(dtype), op, sample({2500, 3, 37}, dtype, 7));
       check(std::string(name) + " tall 2-d " + c10::toString(dtype), op, sample({1000, 130}, dtype, 8));
     }
   // Several reductions and row values per kernel, a row value read by a later loop, two reduced dims.
@@ -178,7 +187,9 @@ TEST_CASE("normalizations match eager", "[inductor][ops]") {
   const auto x = at::randn({6, 40}), w = at::randn({40}), b = at::randn({40});
   check("layer_norm", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {40}, w, b); }, x, w, b);
   check("layer_norm without affine", [](const at::Tensor& x) { return at::layer_norm(x, {40}); }, x);
-  check("layer_norm over two dims", [](const at::Tensor& x) { return at::layer_norm(x, {5, 8}); }, x.view({6, 5, 8}));
+  // Over two dims layer_norm runs as an extern call (the kernel's rows are the leading dims' elements,
+  // one loop per normalized dim: not the statistics' rows, as for softmax over a middle dim).
+  jitc::testing::check_parity("layer_norm over two dims", [](const at::Tensor& x) { return at::layer_norm(x, {5, 8}); }, x.view({6, 5, 8}));
   check("rms_norm", [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {40}, w, 1e-6); }, x, w);
   const auto img = at::randn({2, 6, 5, 5}), gamma = at::randn({6}), beta = at::randn({6});
   check("group_norm", [](const at::Tensor& x, const at::Tensor& g, const at::Tensor& b) { return at::group_norm(x, 3, g, b); }, img, gamma, beta);
@@ -223,7 +234,137 @@ TEST_CASE("views, cat, stack, pad, indexing and factories match eager", "[induct
 
 TEST_CASE("extern ops run inside the compiled program and their neighbours still fuse", "[inductor][ops]") {
   const auto x = at::randn({8, 16}), w = at::randn({32, 16}), b = at::randn({32});
-  check("linear gelu", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::gelu(at::linear(x.relu(), w, b)) + 1; }, x, w, b);
-  check("matmul softmax matmul", [](const at::Tensor& q) { return at::matmul(at::softmax(at::matmul(q, q.t()) / 4.0, -1), q); }, x);
-  check("a tensor returned twice and a view of it", [](const at::Tensor& x) { return (x.exp() + x.exp().t().t()).t(); }, x);
+  using jitc::testing::check_parity;  // extern calls expected
+  check_parity("linear gelu", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::gelu(at::linear(x.relu(), w, b)) + 1; }, x, w, b);
+  check_parity("matmul softmax matmul", [](const at::Tensor& q) { return at::matmul(at::softmax(at::matmul(q, q.t()) / 4.0, -1), q); }, x);
+  check_parity("a tensor returned twice and a view of it", [](const at::Tensor& x) { return (x.exp() + x.exp().t().t()).t(); }, x);
+}
+
+TEST_CASE("reductions over all dims take their default overloads: max() min() and a dtype argument", "[inductor][ops]") {
+  const auto x = at::randn({3, 4, 5});
+  check("max()", [](const at::Tensor& x) { return x.max() + 1; }, x);
+  check("min()", [](const at::Tensor& x) { return x.min() * 2; }, x);
+  check("max() of ints", [](const at::Tensor& x) { return x.max(); }, sample({3, 4, 5}, at::kInt, 1));
+  // A dtype in the default overload's place of dims: read as a dim, kInt would reduce dim 3 of 4.
+  const auto x4 = sample({2, 3, 4, 5}, at::kShort, 2);
+  check("sum(dtype=int)", [](const at::Tensor& x) { return x.sum(at::kInt); }, x4);
+  check("sum(dtype=long)", [](const at::Tensor& x) { return x.sum(at::kLong) + 1; }, x4);
+  check("mean(dtype=double)", [](const at::Tensor& x) { return x.mean(at::kDouble); }, at::randn({2, 3, 4, 5}));
+  check("prod(dtype=long)", [](const at::Tensor& x) { return x.prod(at::kLong); }, sample({2, 3}, at::kInt, 3));
+  check("argmax over all dims with keepdim", [](const at::Tensor& x) { return x.argmax(std::nullopt, true); }, x);
+}
+
+TEST_CASE("where with numbers and narrow are kernels while view as another dtype stays a bit cast", "[inductor][ops]") {
+  const auto x = at::randn({4, 6});
+  check("where(c, x, 0.5)", [](const at::Tensor& x) { return at::where(x > 0, x, 0.5); }, x);
+  check("where(c, 2, x)", [](const at::Tensor& x) { return at::where(x > 0, at::Scalar(2), x * 3); }, x);
+  check("where(c, 1, -1)", [](const at::Tensor& x) { return at::where(x > 0, at::Scalar(1), at::Scalar(-1)) + x; }, x);
+  check("narrow of a computed value", [](const at::Tensor& x) { return (x.exp() + 1).narrow(1, 2, 3).neg(); }, x);
+  check("narrow from the end", [](const at::Tensor& x) { return (x * 2).narrow(0, -2, 2); }, x);
+  // Bits, not values: a kernel that converted the floats would give other integers.
+  jitc::testing::check_parity("view(int) & mask", [](const at::Tensor& x) { return (x + 1).view(at::kInt).bitwise_and(0xffff); }, x);
+  jitc::testing::check_parity("view(short)", [](const at::Tensor& x) { return (x * 3).view(at::kShort) + 1; }, x);
+}
+
+TEST_CASE("factories are exact: arange in ATen's accumulate type and full with 64-bit integers", "[inductor][ops]") {
+  auto arange = jitc::compile([](const at::Tensor& x) { return at::arange(0.1, 40.0, 0.1) + x; });
+  const auto zero = at::zeros({1});
+  arange(zero);
+  // Within 2 ulps: ATen's vectorized arange rounds twice (each vector's base to float, then base + k *
+  // step), so its last bit depends on its vector width; jitc rounds start + i * step once.
+  CHECK(at::allclose(arange(zero), at::arange(0.1, 40.0, 0.1) + zero, 2.4e-7, 0));
+  constexpr int64_t kBig = (int64_t{1} << 60) + 3;  // not a double
+  auto full = jitc::compile([](const at::Tensor& x) { return at::full({4}, kBig, at::kLong) + x; });
+  const auto ones = at::ones({4}, at::kLong);
+  full(ones);
+  CHECK(at::equal(full(ones), at::full({4}, kBig + 1, at::kLong)));
+}
+
+TEST_CASE("empty parts and inputs: cat pad index_select and t on 0-d", "[inductor][ops]") {
+  const auto x = at::randn({3, 4}), none = at::randn({3, 0});
+  check("cat with an empty part", [](const at::Tensor& x, const at::Tensor& e) { return at::cat({x.exp(), e, x}, 1); }, x, none);
+  check("pad of an empty input", [](const at::Tensor& e) { return at::constant_pad_nd(e, {1, 2}, 0.25) + 1; }, none);
+  check("index_select with a 0-d index", [](const at::Tensor& x, const at::Tensor& i) { return x.index_select(1, i) * 2; }, x,
+        at::tensor(2, at::kLong));
+  check("t of a 0-d tensor", [](const at::Tensor& s) { return (s + 1).t() * 2; }, at::randn({}));
+  // Eager raises the index error; the compiled function raises it too, on every call (no kernel reads
+  // the empty weight).
+  auto embed = jitc::compile([](const at::Tensor& w, const at::Tensor& i) { return at::embedding(w, i) + 1; });
+  const auto empty_weight = at::randn({0, 3}), index = at::tensor({0}, at::kLong);
+  for (int call = 0; call < 3; ++call) CHECK_THROWS(embed(empty_weight, index));
+}
+
+TEST_CASE("normalizations match eager across dtypes and layouts", "[inductor][ops]") {
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    INFO(c10::toString(dtype));
+    const auto x = (at::randn({6, 40}) * 0.03).to(dtype), w = at::randn({40}).to(dtype), b = at::randn({40}).to(dtype);
+    check("layer_norm", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {40}, w, b); }, x, w, b);
+    // eps=None: the epsilon of the compute type (float32's for half and bfloat16), which matters at this scale.
+    check("rms_norm eps=None", [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {40}, w, std::nullopt); }, x, w);
+    const auto img = at::randn({2, 6, 5, 5}).to(dtype), g = at::randn({6}).to(dtype), m = at::randn({6}).to(dtype);
+    check("batch_norm", [](const at::Tensor& x, const at::Tensor& g, const at::Tensor& m) {
+      return at::batch_norm(x, g, m, m, g.abs() + 0.5, false, 0.1, 1e-5, false);
+    }, img, g, m);
+    check("group_norm", [](const at::Tensor& x, const at::Tensor& g, const at::Tensor& b) { return at::group_norm(x, 2, g, b); }, img, g, m);
+    check("group_norm without affine", [](const at::Tensor& x) { return at::group_norm(x, 3) + 1; }, img);
+  }
+  const auto xt = at::randn({40, 6}).t();
+  check("layer_norm of a transposed input", [](const at::Tensor& x) { return at::layer_norm(x, {40}); }, xt);
+  check("rms_norm of a transposed input", [](const at::Tensor& x) { return at::rms_norm(x, {40}, std::nullopt, 1e-6); }, xt);
+  check("softmax of a transposed input", [](const at::Tensor& x) { return at::softmax(x, -1); }, xt);
+  check("layer_norm of no rows", [](const at::Tensor& x) { return at::layer_norm(x, {40}); }, at::randn({0, 40}));
+  check("softmax of one column", [](const at::Tensor& x) { return at::log_softmax(x, -1); }, at::randn({5, 1}));
+}
+
+TEST_CASE("views cat stack pad and indexing match eager across dtypes and on strided inputs", "[inductor][ops]") {
+  for (auto dtype : {at::kDouble, at::kHalf, at::kInt, at::kByte, at::kBool}) {
+    INFO(c10::toString(dtype));
+    const auto x = sample({4, 6}, dtype, 4), y = sample({4, 6}, dtype, 5);
+    check("permute reshape", [](const at::Tensor& x) { return x.t().reshape({3, 8}).permute({1, 0}).contiguous(); }, x);
+    check("cat stack", [](const at::Tensor& x, const at::Tensor& y) { return at::cat({x, at::stack({x, y}, 0).select(0, 1)}, 0); }, x, y);
+    check("pad", [](const at::Tensor& x) { return at::constant_pad_nd(x, {1, 1}, 1); }, x);
+    check("index_select gather", [](const at::Tensor& x, const at::Tensor& columns, const at::Tensor& rows) {
+      return x.index_select(1, columns).gather(0, rows);
+    }, x, at::tensor({5, 0, 3}, at::kLong), at::tensor({3, 0, 1}, at::kLong).view({1, 3}));
+  }
+  const auto strided = at::randn({6, 8}).t().slice(0, 1, 7);  // non-contiguous, offset storage
+  check("cat of strided", [](const at::Tensor& x) { return at::cat({x, x.neg()}, 1); }, strided);
+  check("pad of strided", [](const at::Tensor& x) { return at::constant_pad_nd(x, {2, 0, 0, 1}); }, strided);
+  check("gather of strided", [](const at::Tensor& x, const at::Tensor& i) { return x.gather(1, i); }, strided,
+        at::tensor({0, 5, 1, 1}, at::kLong).view({2, 2}));
+  check("embedding of an expanded index", [](const at::Tensor& w, const at::Tensor& i) { return at::embedding(w, i) * 2; },
+        at::randn({5, 3}), at::tensor({1, 3}, at::kLong).expand({4, 2}));
+}
+
+namespace {
+
+// fn compiled once and run at several sizes of a dynamic leading dim: one program, eager's results.
+template <class F>
+void check_dynamic(const std::string& name, F fn, const std::function<at::Tensor(int64_t)>& input_of) {
+  INFO(name);
+  auto compiled = jitc::compile(fn);
+  compiled(input_of(3));
+  compiled(input_of(5));  // the second size makes the dim symbolic
+  for (int64_t size : {2, 7, 12}) {
+    const auto x = input_of(size);
+    compiled(x);
+    CHECK(jitc::testing::difference(compiled(x), fn(x), jitc::testing::tolerance_for(fn(x).scalar_type())) == "");
+  }
+  CHECK(compiled.stats().programs_compiled == 1);
+}
+
+}  // namespace
+
+TEST_CASE("one compile serves every size of a dynamic dim across op kinds", "[inductor][ops][dynamic]") {
+  auto rows = [](int64_t n) { return at::randn({n, 12}); };
+  check_dynamic("unary chain", [](const at::Tensor& x) { return (x.sin() * x.sigmoid()).tanh() + x.abs().sqrt(); }, rows);
+  check_dynamic("binary broadcast", [](const at::Tensor& x) { return at::maximum(x, x.sum(0, true)) - x.t().t(); }, rows);
+  check_dynamic("reductions", [](const at::Tensor& x) { return x.amax(-1) + x.prod(-1) + x.logsumexp(-1) + x.std(-1); }, rows);
+  check_dynamic("layer_norm", [](const at::Tensor& x) { return at::layer_norm(x, {12}) * 2; }, rows);
+  check_dynamic("rms_norm", [](const at::Tensor& x) { return at::rms_norm(x, {12}, std::nullopt, 1e-6); }, rows);
+  check_dynamic("views", [](const at::Tensor& x) { return x.unsqueeze(1).transpose(0, 2).flatten(0, 1).relu(); }, rows);
+  check_dynamic("cat and pad", [](const at::Tensor& x) { return at::constant_pad_nd(at::cat({x, x * 2}, 1), {1, 1}); }, rows);
+  const auto columns = at::tensor({0, 11, 4}, at::kLong);  // captured: read by reference on every call
+  check_dynamic("index_select", [columns](const at::Tensor& x) { return x.index_select(1, columns); }, rows);
+  check_dynamic("where", [](const at::Tensor& x) { return at::where(x > 0, x, 0.0); }, rows);
 }

@@ -2,6 +2,8 @@
 // traces (its result is eager's by construction); the second runs the compiled program, so tests
 // compare the second call's result with eager.
 #pragma once
+#include "support/log_capture.h"
+
 #include <jitc/jitc.h>
 
 #include <ATen/ATen.h>
@@ -11,6 +13,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace jitc::testing {
 
@@ -70,6 +73,25 @@ void check_parity(const std::string& name, F fn, const T&... inputs) {
   std::function<at::Tensor(const T&...)> wrapped = fn;
   INFO(name);
   CHECK(compiled_vs_eager([wrapped](const T&... x) { return wrapped(x...); }, inputs...) == "");
+}
+
+// Ops that did not become kernel code: extern ATen calls (perf_hints names them, views aside) and ops
+// with no lowering at all (fusion names those, views included). check_parity alone would pass them, as
+// eager compared with eager.
+inline std::vector<std::string> unlowered_ops(const LogCapture& logs) {
+  std::vector<std::string> found;
+  for (const auto& line : logs.lines_with("runs as an extern ATen call"))
+    if (line.find("[__perf_hints]") != std::string::npos || line.find("(no lowering)") != std::string::npos) found.push_back(line);
+  return found;
+}
+
+// check_parity, and every op of fn lowered into kernels.
+template <class F, class... T>
+void check_lowered_parity(const std::string& name, F fn, const T&... inputs) {
+  LogCapture logs("perf_hints,fusion");
+  check_parity(name, fn, inputs...);
+  INFO(name);
+  CHECK(unlowered_ops(logs) == std::vector<std::string>{});
 }
 
 }  // namespace jitc::testing
