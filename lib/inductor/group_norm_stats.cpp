@@ -36,10 +36,12 @@ Arg constant(c10::IValue v) {
   return a;
 }
 
-// A contiguous [N, groups] statistic of the input's dtype and device (what native_group_norm returns).
+// A contiguous [N, groups] statistic. Kept in float32 for half and bfloat16 inputs, as ATen computes it:
+// it is read back only by the output's kernel, never returned.
 TensorMeta stats_meta(const TensorMeta& input, int64_t n, int64_t groups) {
   TensorMeta m;
-  m.dtype = input.dtype;
+  const bool reduced_float = input.dtype == c10::ScalarType::Half || input.dtype == c10::ScalarType::BFloat16;
+  m.dtype = reduced_float ? c10::ScalarType::Float : input.dtype;
   m.device = input.device;
   m.sizes = {SymExpr::constant(n), SymExpr::constant(groups)};
   m.strides = {SymExpr::constant(groups), SymExpr::constant(1)};
