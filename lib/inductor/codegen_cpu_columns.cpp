@@ -14,8 +14,8 @@
 // Accumulators and the row values a later reduction loop reads (var's mean) live in per-lane arrays;
 // other row values (indices) are computed again inside each lane loop. A block never crosses the end of
 // the last outer dim: the last block of a dim starts lanes_ before its end (overlapping the previous
-// one) and stores only the lanes the previous block did not. Kernels with an element loop keep one row
-// per tile.
+// one) and stores only the lanes the previous block did not. A normalization over outer dims (softmax
+// over dim 0) has an element loop as well: it runs after the reductions, the lanes innermost again.
 #include "inductor/codegen_cuda.h"
 #include "inductor/cpu_printer.h"
 
@@ -46,8 +46,7 @@ int Printer::column_lanes() {
   if (column_width(k_) == 0) return 0;  // the CUDA printer's test; its width is tuned for GPUs
   size_t narrowest = 8;
   for (size_t i = 0; i < k_.body.size(); ++i) {
-    if (scope_[i] == Scope::kElement) return 0;
-    if (scope_[i] == Scope::kReduction && k_.body[i].op == ScalarOp::kLoad)
+    if (scope_[i] != Scope::kRow && scope_[i] != Scope::kEntry && k_.body[i].op == ScalarOp::kLoad)
       narrowest = std::min(narrowest, c10::elementSize(k_.buffers[k_.body[i].buffer].dtype));
   }
   int lanes = std::clamp(static_cast<int>(kBlockBytes / narrowest), kMinLanes, kMaxLanes);
@@ -61,7 +60,8 @@ int Printer::column_lanes() {
   return lanes;
 }
 
-// Row values computed from reductions that a later reduction loop reads (var's mean): one array each.
+// Row values computed from reductions that a later reduction loop or the element loop reads (var's
+// mean, softmax's 1 / sum): one array each.
 void Printer::find_kept_row_values() {
   std::vector<bool> from_reduction(k_.body.size(), false);
   needs_array_.assign(k_.body.size(), false);
@@ -73,7 +73,8 @@ void Printer::find_kept_row_values() {
       if (operand < 0) continue;
       from_reduction[i] = from_reduction[i] || from_reduction[operand];
       const bool row_value = scope_[operand] == Scope::kRow && k_.body[operand].op != ScalarOp::kStore;
-      if (row_value && from_reduction[operand] && scope_[i] == Scope::kReduction) needs_array_[operand] = true;
+      const bool in_loop = scope_[i] == Scope::kReduction || scope_[i] == Scope::kElement;
+      if (row_value && from_reduction[operand] && in_loop) needs_array_[operand] = true;
     }
   }
 }
@@ -149,9 +150,21 @@ void Printer::column_row() {
   line(fmt::format("{} = sub i64 {}, {}", skip, wanted, first_column_));
   for (size_t i = 0; i < k_.body.size(); ++i)
     if (k_.body[i].op == ScalarOp::kReduce) column_reduction(static_cast<int>(i));
+  column_elements(skip);
   lane_loop(skip, [&](const std::string&) {
     for (size_t i = 0; i < k_.body.size(); ++i)
       if (scope_[i] == Scope::kRow && k_.body[i].op == ScalarOp::kStore) emit(static_cast<int>(i));
+  });
+}
+
+// The element loop nest, each step over the block's lanes from `skip` (a plain map: it vectorizes).
+void Printer::column_elements(const std::string& skip) {
+  if (std::none_of(scope_.begin(), scope_.end(), [](Scope s) { return s == Scope::kElement; })) return;
+  loop_nest(k_.inner_vars(), "", "", [&] {
+    lane_loop(skip, [&](const std::string&) {
+      for (size_t i = 0; i < k_.body.size(); ++i)
+        if (scope_[i] == Scope::kElement) emit(static_cast<int>(i));
+    });
   });
 }
 

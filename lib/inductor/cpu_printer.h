@@ -109,6 +109,7 @@ class Printer : private Emitter {
   std::string column_tiles();
   void column_allocas();
   void column_row();
+  void column_elements(const std::string& skip);
   // A loop over the lanes [lo, lanes_) of the block, with a fresh context: row values are computed
   // again (or read from their lane arrays) for the lane. Calls body(lane) inside.
   void lane_loop(const std::string& lo, const std::function<void(const std::string& lane)>& body);

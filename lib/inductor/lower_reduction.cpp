@@ -288,6 +288,7 @@ LowerFn softmax(bool log) {
     const SymShape out_sizes = c.sizes(out);
     SymShape row_sizes = out_sizes;  // the statistics' shape: the reduced dim kept as 1
     for (int64_t d : r.dims) row_sizes[d] = SymExpr::constant(1);
+    c.row_dims[out] = r.dims;
     return {[&c, r, t, x, out, row_sizes, log](KernelBuilder& kb, const Index& index) {
       Index row = index;
       for (int64_t d : r.dims) row[d] = kb.index_constant(0);
@@ -382,6 +383,7 @@ LowerFn fused_normalization(bool rms) {
     if (rms && (n.args.size() <= 3 || n.args[3].constant.isNone()))
       z.eps = c.meta(z.in).dtype == ScalarType::Double ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
     Loader x = c.input(z.in);
+    c.row_dims[z.out] = z.r.dims;
     return {[&c, z, x](KernelBuilder& kb, const Index& index) {
       const Index row = row_of(kb, z.r, index);
       require_row_aligned(kb, z.out, row, row_sizes(z.r));

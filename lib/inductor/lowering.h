@@ -86,6 +86,10 @@ class LoweringContext {
   std::vector<char> stored;            // per value: a kernel writes it to its own buffer
   std::vector<int> group;              // per stored value: the kernel group writing it
   std::vector<graph::ValueId> view_of; // per value made by a lowered view op: the viewed value
+  // Per value of a normalization (softmax, layer_norm...): the dims its statistics reduce over. A kernel
+  // whose element loop runs over exactly these dims computes it in one pass, even when they are not the
+  // innermost dims of the value (softmax over dim 0).
+  std::vector<std::vector<int64_t>> row_dims;
   int current_group = -1;
   std::vector<std::vector<graph::ValueId>> buffer_values;  // per kernel being built: buffer -> value
   std::vector<graph::ValueId> inlined;                     // values computed inline by the kernel being built

@@ -45,10 +45,22 @@ bool supported_dtype(ScalarType t) {
   }
 }
 
-// The iteration space of a kernel: rows over `outer`, an element loop over `inner`.
+// The iteration space of a kernel: rows over `outer`, an element loop over `inner`. `dims` gives the
+// value dim of each loop, outer then inner, when the loops are not in dim order (empty: in order).
 struct Space {
   SymShape outer, inner;
+  std::vector<size_t> dims;
   std::string text() const { return graph::to_string(outer) + " x " + graph::to_string(inner); }
+  // The sizes of a value computed one element per iteration, in the value's dim order.
+  SymShape value_sizes() const {
+    SymShape loops = outer;
+    loops.insert(loops.end(), inner.begin(), inner.end());
+    if (dims.empty()) return loops;
+    SymShape sizes(loops.size());
+    for (size_t l = 0; l < loops.size(); ++l) sizes[dims[l]] = loops[l];
+    return sizes;
+  }
+  size_t dim_of_loop(size_t l) const { return dims.empty() ? l : dims[l]; }
 };
 
 struct Built {
@@ -188,22 +200,22 @@ class Scheduler {
   bool compatible(ValueId v, const Space& s) const {
     if (g_.values[v].meta.device != device_) return false;
     const SymShape& sizes = g_.values[v].meta.sizes;
-    SymShape full = s.outer;
-    full.insert(full.end(), s.inner.begin(), s.inner.end());
-    return sizes == full || without_ones(sizes) == without_ones(s.outer);
+    return sizes == s.value_sizes() || without_ones(sizes) == without_ones(s.outer);
   }
 
   // The index at which member v is computed and stored: every var (element store), or the outer vars
   // matched to v's dims of size other than 1 (row store, once per row).
   Index member_index(KernelBuilder& kb, ValueId v, const Space& s, const std::vector<int>& outer, const std::vector<int>& inner) {
     const SymShape& sizes = g_.values[v].meta.sizes;
-    SymShape full = s.outer;
-    full.insert(full.end(), s.inner.begin(), s.inner.end());
     Index index;
-    if (sizes == full) {
+    if (sizes == s.value_sizes()) {
       std::vector<int> vars = outer;
       vars.insert(vars.end(), inner.begin(), inner.end());
-      for (size_t d = 0; d < sizes.size(); ++d) index.push_back(sizes[d].is_one() ? kb.index_constant(0) : kb.var(vars[d]));
+      index.resize(sizes.size());
+      for (size_t l = 0; l < vars.size(); ++l) {
+        const size_t d = s.dim_of_loop(l);
+        index[d] = sizes[d].is_one() ? kb.index_constant(0) : kb.var(vars[l]);
+      }
       return index;
     }
     std::vector<int> rows;
@@ -257,9 +269,25 @@ class Scheduler {
     if (sizes.empty()) return {};
     SymShape inner = {sizes.back()};
     sizes.pop_back();
-    return {sizes, inner};
+    return {sizes, inner, {}};
   }
-  Space reduction_space(ValueId v) const { return {g_.values[v].meta.sizes, {}}; }
+  Space reduction_space(ValueId v) const { return {g_.values[v].meta.sizes, {}, {}}; }
+  // A normalization's rows over the dims it does not reduce, its element loop over those it reduces
+  // (softmax over dim 0, layer_norm over two dims). CPU only: the CUDA printer has not run such a kernel
+  // on the GPU host.
+  std::optional<Space> normalization_space(ValueId v) const {
+    const auto& reduced = ctx_->row_dims[v];
+    const SymShape& sizes = g_.values[v].meta.sizes;
+    if (reduced.empty() || !g_.values[v].meta.device.is_cpu()) return std::nullopt;
+    Space s;
+    for (bool inner : {false, true})
+      for (size_t d = 0; d < sizes.size(); ++d)
+        if (std::binary_search(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) == inner) {
+          (inner ? s.inner : s.outer).push_back(sizes[d]);
+          s.dims.push_back(d);
+        }
+    return s;
+  }
 
   std::string describe(ValueId v) const {
     const int p = g_.values[v].producer;
@@ -304,22 +332,39 @@ class Scheduler {
   void start_group(ValueId v) {
     ctx_->group[v] = group_id_;
     std::string why;
-    for (const Space& s : {pointwise_space(v), reduction_space(v)}) {
+    std::vector<Space> spaces = {pointwise_space(v), reduction_space(v)};
+    if (auto s = normalization_space(v)) spaces.push_back(*s);
+    std::optional<NeedsBuffer> deferred;
+    for (size_t k = 0; k < spaces.size(); ++k) {
       try {
-        built_ = build({v}, s, group_id_);
+        built_ = build({v}, spaces[k], group_id_);
         members_ = {v};
-        space_ = s;
+        space_ = spaces[k];
         device_ = g_.values[v].meta.device;
         return;
       } catch (const NeedsBuffer& e) {
-        absorb(e, v);
         why = e.why;
+        // v reads a normalization elementwise (log_softmax(x, 0) * 2): try the normalization's own
+        // space, which computes both in one kernel, before storing the normalization.
+        auto shared = deferred ? std::nullopt : shared_normalization_space(e.value, v);
+        if (shared) {
+          deferred = e;
+          spaces.insert(spaces.begin() + static_cast<std::ptrdiff_t>(k) + 1, *shared);
+          continue;
+        }
+        absorb(e, v);
       }
     }
+    if (deferred) absorb(*deferred, v);
     ctx_->group[v] = -1;
     make_extern(static_cast<size_t>(g_.values[v].producer), "no kernel can compute it: " + why);
     log_decision(fmt::format("{} runs as an extern call: no kernel can compute it: {}", describe(v), why));
     throw Restart{};
+  }
+
+  std::optional<Space> shared_normalization_space(ValueId normalization, ValueId v) const {
+    if (normalization == v || stored_[normalization] || g_.values[normalization].meta.sizes != g_.values[v].meta.sizes) return std::nullopt;
+    return normalization_space(normalization);
   }
 
   void flush() {

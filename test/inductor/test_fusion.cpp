@@ -30,6 +30,12 @@ TEST_CASE("softmax is one kernel", "[inductor][fusion]") {
   CHECK(kernels_for([](const at::Tensor& x) { return at::log_softmax(x * 2, -1); }, at::randn({8, 33})) == 1);
 }
 
+TEST_CASE("softmax over a leading dim and layer_norm over two dims are one kernel each", "[inductor][fusion]") {
+  CHECK(kernels_for([](const at::Tensor& x) { return at::softmax(x, 0); }, at::randn({64, 30})) == 1);
+  CHECK(kernels_for([](const at::Tensor& x) { return at::log_softmax(x, 1) * 2; }, at::randn({4, 64, 30})) == 1);
+  CHECK(kernels_for([](const at::Tensor& x) { return at::layer_norm(x, {8, 30}) + 1; }, at::randn({4, 8, 30})) == 1);
+}
+
 TEST_CASE("layer_norm is one kernel", "[inductor][fusion]") {
   const auto x = at::randn({32, 256}), w = at::randn({256}), b = at::randn({256});
   CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {256}, w, b); }, x, w, b) == 1);

@@ -28,15 +28,6 @@ bool half_prod(const std::string& name, c10::ScalarType dtype) {
   return name == "prod" && (dtype == at::kHalf || dtype == at::kBFloat16);
 }
 
-// Softmax over a dim that is not the last one runs as an extern call: its lowering computes the row
-// statistics inside the output's kernel, whose rows then are not the statistics' rows. (Inductor stores
-// them in kernels of their own; not done here yet.) Compared with eager, not required to be lowered.
-template <class F>
-void check_reduction(const std::string& name, F fn, const at::Tensor& x) {
-  if (name.rfind("softmax_dim1", 0) == 0 && x.dim() > 2) jitc::testing::check_parity(name, fn, x);
-  else check(name, fn, x);
-}
-
 }  // namespace
 
 TEST_CASE("unary ops match eager across dtypes", "[inductor][ops]") {
@@ -80,8 +71,8 @@ TEST_CASE("size-0 and size-1 dims", "[inductor][ops]") {
 TEST_CASE("reductions match eager over any dims, with keepdim, across dtypes", "[inductor][ops]") {
   const auto& reductions = jitc::testing::reduction_ops();
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong, at::kBool})
-    for (const auto& [name, op] : reductions) check_reduction(std::string(name) + " " + c10::toString(dtype), op, sample({4, 5, 33}, dtype, 6));
-  for (const auto& [name, op] : reductions) check_reduction(std::string(name) + " transposed", op, at::randn({33, 5, 4}).permute({2, 1, 0}));
+    for (const auto& [name, op] : reductions) check(std::string(name) + " " + c10::toString(dtype), op, sample({4, 5, 33}, dtype, 6));
+  for (const auto& [name, op] : reductions) check(std::string(name) + " transposed", op, at::randn({33, 5, 4}).permute({2, 1, 0}));
 }
 
 TEST_CASE("reductions of tall inputs match eager (outer dims take rows side by side)", "[inductor][ops]") {
@@ -91,7 +82,7 @@ TEST_CASE("reductions of tall inputs match eager (outer dims take rows side by s
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kLong, at::kBool})
     for (const auto& [name, op] : reductions) {
       if (half_prod(name, dtype)) continue;
-      check_reduction(std::string(name) + " tall 3-d " + c10::toString(dtype), op, sample({2500, 3, 37}, dtype, 7));
+      check(std::string(name) + " tall 3-d " + c10::toString(dtype), op, sample({2500, 3, 37}, dtype, 7));
       check(std::string(name) + " tall 2-d " + c10::toString(dtype), op, sample({1000, 130}, dtype, 8));
     }
   // Several reductions and row values per kernel, a row value read by a later loop, two reduced dims.
@@ -187,9 +178,14 @@ TEST_CASE("normalizations match eager", "[inductor][ops]") {
   const auto x = at::randn({6, 40}), w = at::randn({40}), b = at::randn({40});
   check("layer_norm", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {40}, w, b); }, x, w, b);
   check("layer_norm without affine", [](const at::Tensor& x) { return at::layer_norm(x, {40}); }, x);
-  // Over two dims layer_norm runs as an extern call (the kernel's rows are the leading dims' elements,
-  // one loop per normalized dim: not the statistics' rows, as for softmax over a middle dim).
-  jitc::testing::check_parity("layer_norm over two dims", [](const at::Tensor& x) { return at::layer_norm(x, {5, 8}); }, x.view({6, 5, 8}));
+  check("layer_norm over two dims", [](const at::Tensor& x) { return at::layer_norm(x, {5, 8}); }, x.view({6, 5, 8}));
+  check("layer_norm over two dims of a transposed input", [](const at::Tensor& x) { return at::layer_norm(x, {5, 6}) + 1; },
+        x.view({8, 5, 6}).transpose(0, 2));
+  check("rms_norm over two dims", [](const at::Tensor& x) { return at::rms_norm(x, {5, 8}, std::nullopt, 1e-6); }, x.view({6, 5, 8}));
+  check("log_softmax over dim 0, then scaled", [](const at::Tensor& x) { return at::log_softmax(x, 0) * 2; }, x);
+  check("softmax over a middle dim of a permuted input", [](const at::Tensor& x) { return at::softmax(x, 1); },
+        x.view({8, 5, 6}).permute({2, 1, 0}));
+  check("softmax over dim 0 in half", [](const at::Tensor& x) { return at::softmax(x, 0); }, x.to(at::kHalf));
   check("rms_norm", [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {40}, w, 1e-6); }, x, w);
   const auto img = at::randn({2, 6, 5, 5}), gamma = at::randn({6}), beta = at::randn({6});
   check("group_norm", [](const at::Tensor& x, const at::Tensor& g, const at::Tensor& b) { return at::group_norm(x, 3, g, b); }, img, gamma, beta);
@@ -362,6 +358,7 @@ TEST_CASE("one compile serves every size of a dynamic dim across op kinds", "[in
   check_dynamic("reductions", [](const at::Tensor& x) { return x.amax(-1) + x.prod(-1) + x.logsumexp(-1) + x.std(-1); }, rows);
   check_dynamic("layer_norm", [](const at::Tensor& x) { return at::layer_norm(x, {12}) * 2; }, rows);
   check_dynamic("rms_norm", [](const at::Tensor& x) { return at::rms_norm(x, {12}, std::nullopt, 1e-6); }, rows);
+  check_dynamic("softmax over the dynamic dim", [](const at::Tensor& x) { return at::softmax(x, 0) - 1; }, rows);
   check_dynamic("views", [](const at::Tensor& x) { return x.unsqueeze(1).transpose(0, 2).flatten(0, 1).relu(); }, rows);
   check_dynamic("cat and pad", [](const at::Tensor& x) { return at::constant_pad_nd(at::cat({x, x * 2}, 1), {1, 1}); }, rows);
   const auto columns = at::tensor({0, 11, 4}, at::kLong);  // captured: read by reference on every call
