@@ -1,6 +1,7 @@
 #include "inductor/scheduler.h"
 
 #include "inductor/collapse_dims.h"
+#include "inductor/injected_failure.h"
 #include "inductor/loop_order.h"
 
 #include "graph/passes.h"
@@ -158,6 +159,7 @@ class Scheduler {
       if (auto why = unsupported_values(n); !why.empty()) { make_extern(i, why); continue; }
       const auto outs = outputs_of(n);
       try {
+        if (failure_injected("lowering", {n.name()})) throw std::runtime_error(kInjectedFailure);
         auto loaders = (*lowering)(*ctx_, n);
         if (loaders.size() != outs.size()) throw Unsupported(fmt::format("lowering gave {} results for {}", loaders.size(), outs.size()));
         for (size_t k = 0; k < outs.size(); ++k) ctx_->loader[outs[k]] = std::move(loaders[k]);
@@ -166,6 +168,8 @@ class Scheduler {
       } catch (const Unsupported& e) {
         for (ValueId v : outs) ctx_->loader[v] = nullptr;
         make_extern(i, e.what());
+      } catch (const std::exception& e) {  // a bug, not a limit: the graph runs eagerly (see engine)
+        throw std::runtime_error(fmt::format("lowering {} (node {}) failed: {}", n.name(), i, e.what()));
       }
     }
   }
@@ -248,6 +252,16 @@ class Scheduler {
     collapse_inner_dims(b.kernel);
     b.kernel.name = kernel_name(members, b.inlined);
     return b;
+  }
+
+  // The ops of the nodes computing these values, each once, in value order.
+  std::vector<std::string> ops_of(const std::vector<ValueId>& values) const {
+    std::vector<std::string> ops;
+    for (ValueId v : values) {
+      const int p = g_.values[v].producer;
+      if (p >= 0 && std::find(ops.begin(), ops.end(), g_.nodes[p].name()) == ops.end()) ops.push_back(g_.nodes[p].name());
+    }
+    return ops;
   }
 
   std::string kernel_name(const std::vector<ValueId>& members, const std::vector<ValueId>& inlined) const {
@@ -369,7 +383,7 @@ class Scheduler {
 
   void flush() {
     if (members_.empty()) return;
-    KernelLaunch launch{std::move(built_.kernel), device_, built_.buffers, members_};
+    KernelLaunch launch{std::move(built_.kernel), device_, built_.buffers, members_, ops_of(built_.inlined)};
     std::vector<std::string> inlined;
     for (ValueId v : built_.inlined)
       if (std::find(members_.begin(), members_.end(), v) == members_.end()) inlined.push_back(describe(v));

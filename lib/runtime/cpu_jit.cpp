@@ -11,6 +11,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -21,8 +22,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
+#include <string_view>
 
 namespace jitc::runtime {
 
@@ -190,6 +193,35 @@ std::unique_ptr<CpuModule> add_object(Jit& jit, const std::string& name, std::st
   return std::make_unique<OrcModule>(dylib, std::move(ir), std::move(assembly), std::move(object));
 }
 
+// The function whose body holds line `line_number` (1-based) of `ir`; "?" outside every function.
+std::string function_at_line(const std::string& ir, int line_number) {
+  std::string function = "?";
+  size_t start = 0;
+  for (int line = 1; line <= line_number && start < ir.size(); ++line) {
+    const size_t end = std::min(ir.find('\n', start), ir.size());
+    const std::string_view text(ir.data() + start, end - start);
+    if (text.rfind("define ", 0) == 0) {
+      const size_t at = text.find('@'), paren = text.find('(', at);
+      if (at != std::string_view::npos && paren != std::string_view::npos) function = std::string(text.substr(at + 1, paren - at - 1));
+    } else if (text == "}") {
+      function = "?";
+    }
+    start = end + 1;
+  }
+  return function;
+}
+
+// Invalid IR that parses (operand types, dominance) would crash the optimizer: LLVM's verifier names the
+// function at fault instead.
+void verify_functions(const llvm::Module& module, const std::string& name) {
+  for (const llvm::Function& f : module) {
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    if (llvm::verifyFunction(f, &os))
+      throw CompileError(fmt::format("LLVM rejected the IR of {} in function @{}: {}", name, f.getName().str(), os.str()));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly) {
@@ -198,11 +230,10 @@ std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const 
   llvm::SMDiagnostic diagnostic;
   auto module = llvm::parseIR(llvm::MemoryBufferRef(ir_text, name), diagnostic, *context);
   if (!module) {
-    std::string message;
-    llvm::raw_string_ostream os(message);
-    diagnostic.print(name.c_str(), os);
-    throw CompileError(fmt::format("jitc: LLVM rejected the IR of {}: {}\n{}", name, os.str(), ir_text));
+    throw CompileError(fmt::format("LLVM rejected the IR of {} in function @{}: {}", name,
+                                   function_at_line(ir_text, diagnostic.getLineNo()), diagnostic.getMessage().str()));
   }
+  verify_functions(*module, name);
   module->setDataLayout(jit.machine->createDataLayout());
   module->setTargetTriple(jit.machine->getTargetTriple().str());
   std::lock_guard<std::mutex> lock(jit.mutex);

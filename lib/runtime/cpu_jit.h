@@ -1,6 +1,6 @@
 // CpuJit: compiles LLVM IR text in-process with ORC LLJIT, optimized at O3 for the host CPU and its
 // features, and hands back function addresses. Code generators print IR text; only this file's .cpp
-// sees LLVM. Each compiled module has its own resource tracker, so a program can be dropped whole.
+// sees LLVM. Each compiled module has a JITDylib of its own, removed with it: a program is dropped whole.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -17,7 +17,8 @@ class CpuModule {
   virtual const std::string& object() const = 0;           // the relocatable object code (the disk cache)
 };
 
-// Throws jitc::CompileError with LLVM's message and the IR when parsing or compiling fails.
+// Throws jitc::CompileError with LLVM's message and the function at fault when the IR does not parse or
+// verify, or LLVM's message when compiling fails.
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly = false);
 
 // Loads object code that compile_cpu_module made (in this or an earlier process) without compiling.

@@ -2,6 +2,7 @@
 
 #include "inductor/codegen_cpu.h"
 #include "inductor/codegen_cuda.h"
+#include "inductor/injected_failure.h"
 #include "runtime/cuda_autotune.h"
 #include "runtime/cuda_jit.h"
 
@@ -17,9 +18,11 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -71,7 +74,14 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   std::vector<CudaSource> cuda_units;
   const auto gpu = timed(times, &CodegenStages::codegen, [&] { return code->emit(index32, tuning != nullptr, candidates, cuda_units); });
   if (!code->llvm_ir.empty())
-    code->module = timed(times, &CodegenStages::llvm, [&] { return compile_cpu_module(code->llvm_ir, name, want_assembly); });
+    code->module = timed(times, &CodegenStages::llvm, [&] {
+      try {
+        return compile_cpu_module(code->llvm_ir, name, want_assembly);
+      } catch (const CompileError& e) {
+        log(Artifact::kOutputCode, fmt::format("LLVM IR of {} that failed to compile:\n{}", name, code->llvm_ir), "");
+        throw CompileError(code->naming_kernels(e.what()));
+      }
+    });
   if (gpu) code->compile_cuda(cuda_units, name, gpu->index(), candidates, tuning, times);
   code->link();
   return code;
@@ -93,7 +103,7 @@ std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidat
     const auto& launch = plan.kernels[k];
     kernel_ir += inductor::to_text(launch.kernel);
     if (launch.device.is_cpu()) {
-      irs.push_back(inductor::emit_llvm_ir(launch.kernel));
+      irs.push_back(cpu_kernel_ir(launch));
       continue;
     }
     if (gpu && *gpu != launch.device) throw UnsupportedError("a graph whose kernels run on two CUDA devices");
@@ -110,6 +120,33 @@ std::optional<c10::Device> ProgramCode::emit(bool index32, bool tuning, Candidat
   llvm_ir = link_ir(irs);
   if (gpu) cuda_source = std::move(cuda);
   return gpu;
+}
+
+// A CPU kernel's LLVM IR. A failure names the kernel and its ops.
+std::string ProgramCode::cpu_kernel_ir(const inductor::KernelLaunch& launch) const {
+  std::string ir;
+  try {
+    if (inductor::failure_injected("codegen", launch.ops)) throw CompileError(inductor::kInjectedFailure);
+    ir = inductor::emit_llvm_ir(launch.kernel);
+  } catch (const std::exception& e) {
+    throw CompileError(fmt::format("generating kernel {} ({}) failed: {}", launch.kernel.name, fmt::join(launch.ops, ", "), e.what()));
+  }
+  // An invalid line in the kernel's first function: LLVM's parser rejects it, as it would a printer bug.
+  if (inductor::failure_injected("compile", launch.ops)) ir.insert(ir.find("{\n", ir.find("\ndefine ")) + 2, "  injected failure\n");
+  return ir;
+}
+
+// `message` (from LLVM, naming a function) after the kernels whose functions it names, with their ops.
+std::string ProgramCode::naming_kernels(const std::string& message) const {
+  auto names = [&](const std::string& kernel) {  // @kernel or @kernel.body, not @kernel0
+    const size_t at = message.find("@" + kernel);
+    const size_t after = at + kernel.size() + 1;
+    return at != std::string::npos && (after == message.size() || !std::isdigit(static_cast<unsigned char>(message[after])));
+  };
+  std::string named;
+  for (const auto& launch : plan.kernels)
+    if (names(launch.kernel.name)) named += fmt::format("kernel {} ({}): ", launch.kernel.name, fmt::join(launch.ops, ", "));
+  return named + message;
 }
 
 // NVRTC, then the driver's load, timed apart: the first is most of a cold CUDA compile. Each function is

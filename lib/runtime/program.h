@@ -61,6 +61,8 @@ struct ProgramCode {
  private:
   using Candidates = std::vector<std::vector<inductor::CudaConfig>>;  // per kernel
   std::optional<c10::Device> emit(bool index32, bool tuning, Candidates& candidates, std::vector<CudaSource>& cuda_units);
+  std::string cpu_kernel_ir(const inductor::KernelLaunch& launch) const;
+  std::string naming_kernels(const std::string& message) const;
   void compile_cuda(const std::vector<CudaSource>& units, const std::string& name, int device, const Candidates& candidates,
                     const TuningShapes* tuning, CompileTimes* times);
   void link();

@@ -3,7 +3,7 @@
 // JITC_LOGS output captured through a log sink, and that every result equals eager's.
 #include <catch2/catch.hpp>
 
-#include "runtime/env.h"
+#include "support/scoped_env.h"
 #include "runtime/log.h"
 
 #include <jitc/jitc.h>
@@ -21,6 +21,8 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
+
+using jitc::testing::ScopedEnv;
 
 namespace {
 
@@ -80,25 +82,6 @@ class LogCapture {
  private:
   mutable std::mutex mutex_;
   std::vector<std::string> chunks_;
-};
-
-// Sets an environment variable for one test and re-reads jitc's environment switches.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-    jitc::runtime::reload_env();
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-    jitc::runtime::reload_env();
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
 };
 
 class ScopedDefaultDtype {

@@ -1,0 +1,19 @@
+#include "inductor/injected_failure.h"
+
+#include <cstdlib>
+
+namespace jitc::inductor {
+
+bool failure_injected(std::string_view stage, const std::vector<std::string>& ops) {
+  const char* value = std::getenv("JITC_INJECT_FAILURE_TESTING_ONLY");
+  if (!value) return false;
+  const std::string_view spec(value);
+  const size_t colon = spec.find(':');
+  if (colon == std::string_view::npos || spec.substr(0, colon) != stage) return false;
+  const std::string_view op = spec.substr(colon + 1);
+  for (const std::string& name : ops)
+    if (name == op || (name.size() > op.size() && name.compare(0, op.size(), op) == 0 && name[op.size()] == '.')) return true;
+  return false;
+}
+
+}  // namespace jitc::inductor

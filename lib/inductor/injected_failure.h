@@ -1,0 +1,20 @@
+// Failures injected to test the eager fallback, as Inductor's inject_relu_bug_TESTING_ONLY does:
+//
+//   JITC_INJECT_FAILURE_TESTING_ONLY=<stage>:<op>     stage: lowering, codegen or compile
+//
+// makes that stage fail for the graphs where `op` (aten::relu, or with its overload) is computed by a
+// kernel: lowering throws from the op's lowering, codegen from its kernel's code generator, and compile
+// hands LLVM an invalid line in its kernel's function. Read at each compile, never on a call.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitc::inductor {
+
+// True when the variable names `stage` and one of `ops` (full names; "aten::relu" matches "aten::relu.default").
+bool failure_injected(std::string_view stage, const std::vector<std::string>& ops);
+
+inline constexpr const char* kInjectedFailure = "failure injected by JITC_INJECT_FAILURE_TESTING_ONLY";
+
+}  // namespace jitc::inductor
