@@ -72,6 +72,17 @@ void dump_artifacts(const std::string& root, const std::string& name, const grap
   }
 }
 
+// Kernel IR, then LLVM IR after O3 (before it when the code came from the disk cache, which keeps the
+// object code and the IR it was made from), then CUDA C.
+std::string output_code(const runtime::Program& program) {
+  std::string text = program.code().kernel_ir;
+  const std::string optimized = program.optimized_llvm_ir();
+  if (!optimized.empty()) text += "\n; LLVM IR after O3\n" + optimized;
+  else if (!program.code().llvm_ir.empty()) text += "\n; LLVM IR (before O3: the object code came from the disk cache)\n" + program.code().llvm_ir;
+  if (!program.code().cuda_source.empty()) text += "\n// CUDA C\n" + program.code().cuda_source;
+  return text;
+}
+
 // run_entry fills a program's inputs from the entry graph's, position by position.
 void require_same_inputs(const graph::Graph& traced, const graph::Graph& functional) {
   bool same = traced.inputs.size() == functional.inputs.size();
@@ -135,14 +146,16 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     if ((options_.mode == Mode::kMaxAutotune || options_.mode == Mode::kMaxAutotuneNoCudagraphs) && sizes_known)
       tuning = runtime::TuningShapes{&g, g.num_symbols > 0 ? entry.symbol_values.b : std::vector<int64_t>{}};
     auto obtained = runtime::obtain_code(g, module_name, !debug_dir.empty(), schedule, id, tuning ? &*tuning : nullptr, &times);
+    if (obtained.source != runtime::CodeSource::kCompiled)
+      runtime::log(runtime::Artifact::kFusion,
+                   fmt::format("{}: code from the compile cache, fused when it was compiled (JITC_DISABLE_CACHE=1 logs the decisions)", name_), id);
     for (const auto& reason : obtained.code->plan.extern_reasons)
       runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
     auto program = std::make_shared<runtime::Program>(std::move(g), obtained.code);
     if (!debug_dir.empty()) dump_artifacts(debug_dir, module_name, entry.graph, functional, *program);
     if (runtime::log_enabled(runtime::Artifact::kOutputCode))
-      runtime::log(runtime::Artifact::kOutputCode,
-                   fmt::format("Output code of {}:\n{}\n{}", name_, program->code().kernel_ir, program->optimized_llvm_ir()), id);
+      runtime::log(runtime::Artifact::kOutputCode, fmt::format("Output code of {}:\n{}", name_, output_code(*program)), id);
     if (obtained.source == runtime::CodeSource::kCompiled) kernels_compiled_ += static_cast<int64_t>(program->kernel_count());
     else programs_from_cache_ += 1;
     programs_compiled_ += 1;

@@ -499,6 +499,9 @@ bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::
     switch (step.kind) {
       case inductor::Step::Kind::kKernel: launch(static_cast<size_t>(step.index), values, symbols, pool); break;
       case inductor::Step::Kind::kExtern:
+        // An extern op allocates from the allocator, not from the pool: dropped buffers go back first,
+        // or they would stay live beside its outputs and raise the call's peak.
+        pool.clear();
         if (!replay_node(graph_, graph_.nodes[step.index], {&values, symbols}, why)) return false;
         restride_outputs(graph_, graph_.nodes[step.index], values, symbols);
         break;

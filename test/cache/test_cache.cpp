@@ -52,11 +52,11 @@ void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::
 
 const std::string kKey = jitc::cache::sha256_hex("a graph");
 
-// Runs the cache child with this cache directory; returns its last output line.
-std::string run_child(const fs::path& dir, const std::string& out_file = "") {
+// Runs the cache child with this cache directory (and JITC_LOGS=logs); returns its output.
+std::string run_child(const fs::path& dir, const std::string& out_file = "", const std::string& logs = "") {
   const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
   const std::string out = out_file.empty() ? (dir / "child.out").string() : out_file;
-  const std::string cmd = "JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.string() + " " + exe.string() + " > " + out + " 2>&1";
+  const std::string cmd = "JITC_LOGS=" + logs + " JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.string() + " " + exe.string() + " > " + out + " 2>&1";
   CHECK(std::system(cmd.c_str()) == 0);
   return read(out);
 }
@@ -223,4 +223,16 @@ TEST_CASE("JITC_LOGS=cache logs hits and explains a miss by the part of the key 
   const std::string hit = read(out);
   INFO(hit);
   CHECK(hit.find("cache hit (disk)") != std::string::npos);
+}
+
+TEST_CASE("after a disk cache hit JITC_LOGS=output_code prints the cached code and fusion says where it came from", "[cache][process]") {
+  TempDir dir;
+  run_child(dir.path);
+  const std::string warm = run_child(dir.path, "", "output_code,fusion");
+  INFO(warm);
+  CHECK(warm.find("programs_from_cache=2") != std::string::npos);
+  CHECK(warm.find("kernel cpp_fused_") != std::string::npos);  // kernel IR
+  CHECK(warm.find("; LLVM IR (before O3: the object code came from the disk cache)") != std::string::npos);
+  CHECK(warm.find("define void @cpp_fused_") != std::string::npos);
+  CHECK(warm.find("code from the compile cache, fused when it was compiled") != std::string::npos);
 }

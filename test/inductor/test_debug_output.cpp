@@ -1,0 +1,82 @@
+// What a user sees of the generated code: JITC_LOGS=output_code and the JITC_DEBUG_DIR dumps (CPU).
+#include "support/log_capture.h"
+#include "support/parity.h"
+#include "support/scoped_env.h"
+
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TempDir {
+ public:
+  TempDir() : path_(fs::temp_directory_path() / "jitc_debug_XXXXXX") {
+    std::string name = path_.string();
+    if (!mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = name;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+at::Tensor scaled_sines(const at::Tensor& x) { return x.sin() * 2 + x.cos(); }
+
+}  // namespace
+
+TEST_CASE("JITC_LOGS=output_code prints the kernel IR and the optimized, vectorized LLVM IR", "[inductor][output]") {
+  jitc::testing::LogCapture logs("output_code");
+  auto f = jitc::compile(scaled_sines);
+  const auto x = at::randn({16, 1000});
+  f(x);
+  CHECK(jitc::testing::difference(f(x), scaled_sines(x), {1e-6, 1e-6}) == "");
+  const std::string text = logs.text();
+  INFO(text.substr(0, 2000));
+  CHECK(text.find("[__output_code] Output code of") != std::string::npos);
+  CHECK(text.find("kernel cpp_fused_") != std::string::npos);    // kernel IR
+  CHECK(text.find("; LLVM IR after O3") != std::string::npos);
+  CHECK(text.find("define void @cpp_fused_") != std::string::npos);
+  CHECK(text.find("x float>") != std::string::npos);              // the element loop is vectorized
+}
+
+TEST_CASE("JITC_DEBUG_DIR dumps graph text, DOT, kernel IR, LLVM IR and assembly per compiled graph", "[inductor][output]") {
+  TempDir dir;
+  jitc::testing::ScopedEnv debug_dir("JITC_DEBUG_DIR", dir.path().c_str());
+  auto f = jitc::compile(scaled_sines);
+  const auto x = at::randn({16, 1000});
+  f(x);
+  CHECK(jitc::testing::difference(f(x), scaled_sines(x), {1e-6, 1e-6}) == "");
+  std::vector<fs::path> graphs;
+  for (const auto& entry : fs::directory_iterator(dir.path())) graphs.push_back(entry.path());
+  REQUIRE(graphs.size() == 1);
+  const fs::path g = graphs[0];
+  CHECK(read(g / "graph.txt").find("aten::sin") != std::string::npos);
+  CHECK(read(g / "graph.dot").rfind("digraph", 0) == 0);
+  CHECK(read(g / "functional.txt").find("aten::cos") != std::string::npos);
+  CHECK(read(g / "kernels.txt").find("kernel cpp_fused_") != std::string::npos);
+  CHECK(read(g / "kernels.ll").find("define void @cpp_fused_") != std::string::npos);
+  CHECK(read(g / "kernels.opt.ll").find("x float>") != std::string::npos);
+  const std::string assembly = read(g / "kernels.s");
+  CHECK(assembly.find("cpp_fused_") != std::string::npos);
+  CHECK((assembly.find("ymm") != std::string::npos || assembly.find("zmm") != std::string::npos || assembly.find("xmm") != std::string::npos));
+}
