@@ -329,6 +329,7 @@ class Scheduler {
         try {
           built_ = build(members, space_, group_id_);
           members_ = std::move(members);
+          placed_[v] = 1;
           log(fmt::format("fused {} into {} (horizontal: same iteration space {})", describe(v), built_.kernel.name, space_.text()));
           return;
         } catch (const NeedsBuffer& e) {
@@ -353,6 +354,7 @@ class Scheduler {
       try {
         built_ = build({v}, spaces[k], group_id_);
         members_ = {v};
+        placed_[v] = 1;
         space_ = spaces[k];
         device_ = g_.values[v].meta.device;
         return;
@@ -381,8 +383,70 @@ class Scheduler {
     return normalization_space(normalization);
   }
 
+  // ---- horizontal fusion of later values ---------------------------------------------------------
+  // The buffers a kernel computing v reads: graph inputs, extern outputs and stored values, reached
+  // through the lowered values it inlines.
+  const std::vector<ValueId>& sources(ValueId v) {
+    if (sources_done_[v]) return sources_[v];
+    sources_done_[v] = 1;
+    const int p = g_.values[v].producer;
+    std::vector<ValueId> found;
+    for (ValueId a : tensor_args(g_.nodes[p])) {
+      const int q = g_.values[a].producer;
+      if (q < 0 || extern_[q] || ctx_->stored[a]) found.push_back(a);
+      else for (ValueId s : sources(a)) found.push_back(s);
+    }
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    return sources_[v] = std::move(found);
+  }
+
+  // True when every buffer w reads exists at this point of the plan (node `position_` is next).
+  bool ready(ValueId w) {
+    for (ValueId s : sources(w)) {
+      const int q = g_.values[s].producer;
+      if (q >= 0 && (extern_[q] ? q >= position_ : !placed_[s])) return false;
+    }
+    return true;
+  }
+
+  bool shares_a_source(ValueId w) {
+    for (ValueId m : members_)
+      for (ValueId s : sources(m))
+        if (std::binary_search(sources(w).begin(), sources(w).end(), s)) return true;
+    return false;
+  }
+
+  // Before the kernel is closed: later stored values of its iteration space that read one of its buffers
+  // and need nothing not yet computed join it, up to the first op that writes a tensor
+  // ((x.sin(), x.sum(0), x.cos()): sin and cos share a kernel). One that does not fit keeps its place.
+  void fuse_later_values() {
+    for (size_t j = static_cast<size_t>(position_); j < g_.nodes.size() && members_.size() < kMaxFusedValues; ++j) {
+      if (g_.nodes[j].mutates) return;
+      if (extern_[j]) continue;
+      for (ValueId w : outputs_of(g_.nodes[j])) {
+        if (!ctx_->stored[w] || placed_[w] || members_.size() >= kMaxFusedValues || !compatible(w, space_)) continue;
+        if (!ready(w) || !shares_a_source(w)) continue;
+        ctx_->group[w] = group_id_;
+        auto members = members_;
+        members.push_back(w);
+        try {
+          built_ = build(members, space_, group_id_);
+        } catch (const NeedsBuffer&) {
+          ctx_->group[w] = -1;
+          continue;
+        }
+        members_ = std::move(members);
+        placed_[w] = 1;
+        log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})",
+                        describe(w), built_.kernel.name, space_.text(), position_));
+      }
+    }
+  }
+
   void flush() {
     if (members_.empty()) return;
+    fuse_later_values();
     KernelLaunch launch{std::move(built_.kernel), device_, built_.buffers, members_, ops_of(built_.inlined)};
     std::vector<std::string> inlined;
     for (ValueId v : built_.inlined)
@@ -413,7 +477,11 @@ class Scheduler {
     lower_nodes();
     mark_needs();
     for (size_t v = 0; v < g_.values.size(); ++v) ctx_->stored[v] = stored_[v] && ctx_->loader[v];
+    placed_.assign(g_.values.size(), 0);
+    sources_.assign(g_.values.size(), {});
+    sources_done_.assign(g_.values.size(), 0);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      position_ = static_cast<int>(i);
       const Node& n = g_.nodes[i];
       if (extern_[i]) {
         if (!members_.empty() && (reads_current_group(n) || n.mutates)) {
@@ -429,8 +497,9 @@ class Scheduler {
       std::vector<ValueId> outs = outputs_of(n);
       if (outs.size() > 1) std::rotate(outs.begin(), outs.begin() + 1, outs.end());
       for (ValueId v : outs)
-        if (ctx_->stored[v]) place(v);
+        if (ctx_->stored[v] && !placed_[v]) place(v);
     }
+    position_ = static_cast<int>(g_.nodes.size());
     flush();
     Plan plan;
     plan.kernels = std::move(kernels_);
@@ -491,6 +560,10 @@ class Scheduler {
   c10::Device device_{c10::kCPU};
   Built built_;
   int group_id_ = 0;
+  int position_ = 0;                        // the node being scheduled
+  std::vector<char> placed_;                // per stored value: in a kernel already
+  std::vector<std::vector<ValueId>> sources_;  // memo of sources()
+  std::vector<char> sources_done_;
   std::vector<std::string> decisions_, attempt_log_;
 };
 

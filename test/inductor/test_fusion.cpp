@@ -69,6 +69,47 @@ TEST_CASE("outputs of the same iteration space share a kernel (horizontal fusion
   CHECK(f.stats().kernels_compiled == 1);
 }
 
+TEST_CASE("later values that read the same inputs join a kernel (horizontal fusion across other kernels)", "[inductor][fusion]") {
+  const auto x = at::randn({64, 100}), w = at::randn({100, 100}) / 10;
+  auto apart = [](const at::Tensor& x) { return std::make_tuple(x.sin(), x.sum(0), x.cos()); };
+  auto f = jitc::compile(apart);
+  f(x);
+  const auto [s, total, c] = f(x);
+  CHECK(jitc::testing::difference(s, x.sin(), {1e-6, 1e-6}) == "");
+  CHECK(jitc::testing::difference(total, x.sum(0), {1e-5, 1e-5}) == "");
+  CHECK(jitc::testing::difference(c, x.cos(), {1e-6, 1e-6}) == "");
+  CHECK(f.stats().kernels_compiled == 2);  // sin and cos; the column sums
+  // A value that needs an extern's result waits for it: the matmul runs between the two kernels.
+  auto around = [w](const at::Tensor& x) {
+    auto a = x.sin();
+    auto m = at::mm(a, w);
+    return std::make_tuple(a, (m + x).cos(), x.exp());
+  };
+  auto g = jitc::compile(around);
+  g(x);
+  const auto [a, mc, e] = g(x);
+  CHECK(jitc::testing::difference(mc, (at::mm(x.sin(), w) + x).cos(), {1e-5, 1e-5}) == "");
+  CHECK(jitc::testing::difference(e, x.exp(), {1e-6, 1e-6}) == "");
+  CHECK(g.stats().kernels_compiled == 2);  // sin and exp; then cos after the matmul
+}
+
+TEST_CASE("a kernel stores at most kMaxFusedValues values", "[inductor][fusion]") {
+  jitc::testing::LogCapture logs("fusion");
+  auto many = [](const at::Tensor& x) {
+    std::vector<at::Tensor> out;
+    for (int k = 0; k < 20; ++k) out.push_back(x * k);
+    return out;
+  };
+  auto f = jitc::compile(many);
+  const auto x = at::randn({8, 16});
+  f(x);
+  const auto got = f(x);
+  REQUIRE(got.size() == 20);
+  for (int k = 0; k < 20; ++k) CHECK(jitc::testing::difference(got[k], x * k, {0, 0}) == "");
+  CHECK(f.stats().kernels_compiled == 2);  // 16 and 4
+  CHECK(logs.contains("exceeds max fusion size 16"));
+}
+
 TEST_CASE("a reduction read per element of another dim is stored by its own kernel", "[inductor][fusion]") {
   // The column sums are read at every row: recomputing them per row would be quadratic.
   CHECK(kernels_for([](const at::Tensor& x) { return x - x.sum(0); }, at::randn({20, 30})) == 2);
