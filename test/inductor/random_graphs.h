@@ -398,9 +398,11 @@ inline void check_compiled_vs_eager(const Program& program, at::Device device) {
   INFO(to_string(program));
   const std::vector<at::Tensor> want = interpret(program, inputs);
   auto compiled = jitc::compile([program](const std::vector<at::Tensor>& xs) { return interpret(program, xs); });
+  LogCapture logs("perf_hints,fusion");
   compiled(inputs);
   const std::vector<at::Tensor> got = compiled(inputs);
   CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(unlowered_ops(logs) == std::vector<std::string>{});  // every generated op has a lowering
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     std::string diff = difference(got[i], want[i], kTolerance);
