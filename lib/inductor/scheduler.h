@@ -41,6 +41,10 @@ struct Plan {
   std::vector<std::string> extern_reasons;  // one line per extern op: op name and why (perf_hints)
 };
 
+// The plan as JITC_LOGS=schedule prints it: one line per step, each kernel with the values it stores and
+// the buffers it reads, each extern op with its results, each release (plan_text.cpp).
+std::string plan_text(const Plan& plan, const graph::Graph& graph);
+
 // Schedules `graph` (functional: no mutation before its copy_ epilogue). Kernel names start with
 // `prefix`. `log` receives the fusion decisions.
 Plan schedule(const graph::Graph& graph, const std::string& prefix, const std::function<void(const std::string&)>& log);

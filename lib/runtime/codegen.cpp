@@ -151,6 +151,8 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
                    fmt::format("{}: code from the compile cache, fused when it was compiled (JITC_DISABLE_CACHE=1 logs the decisions)", name_), id);
     for (const auto& reason : obtained.code->plan.extern_reasons)
       runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
+    if (runtime::log_enabled(runtime::Artifact::kSchedule))
+      runtime::log(runtime::Artifact::kSchedule, fmt::format("Schedule of {}: {}", name_, inductor::plan_text(obtained.code->plan, g)), id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
     auto program = std::make_shared<runtime::Program>(std::move(g), obtained.code);
     if (!debug_dir.empty()) dump_artifacts(debug_dir, module_name, entry.graph, functional, *program);

@@ -80,3 +80,20 @@ TEST_CASE("JITC_DEBUG_DIR dumps graph text, DOT, kernel IR, LLVM IR and assembly
   CHECK(assembly.find("cpp_fused_") != std::string::npos);
   CHECK((assembly.find("ymm") != std::string::npos || assembly.find("zmm") != std::string::npos || assembly.find("xmm") != std::string::npos));
 }
+
+TEST_CASE("JITC_LOGS=schedule prints the plan: kernels, extern calls and releases in order", "[inductor][output]") {
+  jitc::testing::LogCapture logs("schedule");
+  auto block = [](const at::Tensor& x, const at::Tensor& w) { return at::mm(at::mm(x, w).relu(), w) + 1; };
+  auto f = jitc::compile(block);
+  const auto x = at::randn({8, 8}), w = at::randn({8, 8});
+  f(x, w);
+  CHECK(jitc::testing::difference(f(x, w), block(x, w), {1e-5, 1e-5}) == "");
+  const std::string text = logs.text();
+  INFO(text);
+  CHECK(text.find("[__schedule] Schedule of") != std::string::npos);
+  CHECK(text.find("2 kernels, 2 extern calls") != std::string::npos);
+  const size_t first_mm = text.find("extern aten::mm"), relu = text.find("kernel cpp_fused_relu"), release = text.find("release buf");
+  CHECK(first_mm < relu);
+  CHECK(relu < release);
+  CHECK(release != std::string::npos);
+}
