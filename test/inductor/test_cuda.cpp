@@ -21,6 +21,7 @@
 namespace {
 
 using jitc::testing::check_parity;
+using jitc::testing::check_parity_reducing;
 
 bool have_gpu() { return at::hasCUDA() && c10::cuda::device_count() > 0; }
 
@@ -63,10 +64,10 @@ TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
     for (const auto& [name, op] : jitc::testing::reduction_ops())
       check_parity(std::string(name) + " tall " + c10::toString(dtype), op, cuda_sample({2500, 3, 37}, dtype, 7));
   const auto x = at::randn({64, 768}, at::kCUDA), w = at::randn({768}, at::kCUDA), b = at::randn({768}, at::kCUDA);
-  check_parity("layer_norm", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {768}, w, b); }, x, w, b);
-  check_parity("rms_norm", [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {768}, w, 1e-6); }, x, w);
-  check_parity("layer_norm half", [](const at::Tensor& x) { return at::layer_norm(x, {768}); }, x.to(at::kHalf));
-  check_parity("softmax bf16", [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
+  check_parity_reducing("layer_norm", 768, [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {768}, w, b); }, x, w, b);
+  check_parity_reducing("rms_norm", 768, [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {768}, w, 1e-6); }, x, w);
+  check_parity_reducing("layer_norm half", 768, [](const at::Tensor& x) { return at::layer_norm(x, {768}); }, x.to(at::kHalf));
+  check_parity_reducing("softmax bf16", 768, [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
 }
 
 // Persistent rows move groups of 16 bytes when a group's addresses are aligned and element by element
@@ -83,13 +84,13 @@ TEST_CASE("CUDA: persistent rows read aligned and unaligned rows alike", "[cuda]
     const std::string type = c10::toString(dtype);
     const auto wide = cuda_sample({64, 1030}, dtype, 11), w = cuda_sample({1024}, dtype, 12);
     for (int64_t offset : {0, 1, 2, 3}) {
-      check_parity("softmax at offset " + std::to_string(offset) + " " + type, softmax, wide.narrow(1, offset, 1024));
-      check_parity("layer_norm at offset " + std::to_string(offset) + " " + type, norm, wide.narrow(1, offset, 1024), w);
+      check_parity_reducing("softmax at offset " + std::to_string(offset) + " " + type, 1024, softmax, wide.narrow(1, offset, 1024));
+      check_parity_reducing("layer_norm at offset " + std::to_string(offset) + " " + type, 1024, norm, wide.narrow(1, offset, 1024), w);
     }
     const auto alternate = cuda_sample({64, 1026}, dtype, 13).narrow(1, 0, 1024);
-    check_parity("softmax of rows alternately aligned " + type, softmax, alternate);
-    check_parity("layer_norm of rows alternately aligned " + type, norm, alternate, w);
-    check_parity("softmax of ragged rows " + type, softmax, cuda_sample({16, 1000}, dtype, 14));
+    check_parity_reducing("softmax of rows alternately aligned " + type, 1024, softmax, alternate);
+    check_parity_reducing("layer_norm of rows alternately aligned " + type, 1024, norm, alternate, w);
+    check_parity_reducing("softmax of ragged rows " + type, 1000, softmax, cuda_sample({16, 1000}, dtype, 14));
   }
 }
 

@@ -52,35 +52,44 @@ inline std::string difference(const at::Tensor& got, const at::Tensor& want, Tol
   return fmt::format("max abs difference {} (rtol {}, atol {})", diff.max().item<double>(), tol.rtol, tol.atol);
 }
 
-// A float32 sum rounds differently in every summation order (the kernel's is vectorized, ATen's is its
-// own), by about sqrt(n) ulps over n terms: the tolerance of a result that reduces n elements into each
-// of its elements grows with sqrt(n) (DESIGN.md section 9). n is estimated as the largest input's size
-// over the result's (1 for pointwise ops and broadcasts).
-template <class... Args>
-Tolerance tolerance_for_result(const at::Tensor& want, const Args&... args) {
-  Tolerance t = tolerance_for(want.scalar_type());
-  if (want.scalar_type() != c10::ScalarType::Float) return t;
-  int64_t largest = 0;
-  ((largest = std::max<int64_t>(largest, args.numel())), ...);
-  const double reduced = std::max<double>(1.0, static_cast<double>(largest) / std::max<int64_t>(1, want.numel()));
-  return {t.rtol * std::sqrt(reduced), t.atol * std::sqrt(reduced)};
+// A float32 sum rounds differently in every summation order (the kernel's is vectorized or split over
+// threads, ATen's is its own), by about sqrt(n) ulps over n terms: the tolerance of a result whose
+// elements each depend on a reduction of n elements grows with sqrt(n) (DESIGN.md section 9).
+inline Tolerance reduction_tolerance(c10::ScalarType t, int64_t reduced) {
+  const Tolerance base = tolerance_for(t);
+  if (t != c10::ScalarType::Float || reduced <= 1) return base;
+  const double scale = std::sqrt(static_cast<double>(reduced));
+  return {base.rtol * scale, base.atol * scale};
 }
 
-// Runs `fn` eagerly and through jitc (trace, then compiled program); returns the difference.
+// Runs `fn` eagerly and through jitc (trace, then compiled program); returns the difference. `reduced`:
+// the elements reduced into each result element; 0 estimates it as the largest input's size over the
+// result's (a reduction's ratio; 1 for pointwise ops and broadcasts), which a normalization's row
+// statistics do not show: its checks give the row length.
 template <class F, class... Args>
-std::string compiled_vs_eager(F fn, const Args&... args) {
+std::string compiled_vs_eager_reducing(int64_t reduced, F fn, const Args&... args) {
   const at::Tensor want = fn(args...);
   auto compiled = jitc::compile(fn);
   compiled(args...);
   const at::Tensor got = compiled(args...);
   if (compiled.stats().programs_compiled != 1) return "no compiled program ran (see the warnings above)";
-  return difference(got, want, tolerance_for_result(want, args...));
+  if (reduced == 0) {
+    int64_t largest = 0;
+    ((largest = std::max<int64_t>(largest, args.numel())), ...);
+    reduced = std::max<int64_t>(1, largest / std::max<int64_t>(1, want.numel()));
+  }
+  return difference(got, want, reduction_tolerance(want.scalar_type(), reduced));
+}
+
+template <class F, class... Args>
+std::string compiled_vs_eager(F fn, const Args&... args) {
+  return compiled_vs_eager_reducing(0, fn, args...);
 }
 
 // Checks fn compiled against eager on these inputs; combinations eager itself rejects (bitwise ops on
 // floats...) are skipped.
 template <class F, class... T>
-void check_parity(const std::string& name, F fn, const T&... inputs) {
+void check_parity_reducing(const std::string& name, int64_t reduced, F fn, const T&... inputs) {
   try {
     fn(inputs...);
   } catch (const std::exception&) {
@@ -88,7 +97,12 @@ void check_parity(const std::string& name, F fn, const T&... inputs) {
   }
   std::function<at::Tensor(const T&...)> wrapped = fn;
   INFO(name);
-  CHECK(compiled_vs_eager([wrapped](const T&... x) { return wrapped(x...); }, inputs...) == "");
+  CHECK(compiled_vs_eager_reducing(reduced, [wrapped](const T&... x) { return wrapped(x...); }, inputs...) == "");
+}
+
+template <class F, class... T>
+void check_parity(const std::string& name, F fn, const T&... inputs) {
+  check_parity_reducing(name, 0, fn, inputs...);
 }
 
 // Ops that did not become kernel code: extern ATen calls (perf_hints names them, views aside) and ops
