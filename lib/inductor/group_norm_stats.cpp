@@ -22,8 +22,6 @@ using graph::ValueId;
 bool applies(const Graph& g, const Node& n) {
   if (n.name() != "aten::group_norm" || n.mutates || n.args.size() < 2 || n.args[0].kind != Arg::Kind::kValue) return false;
   if (!n.args[1].constant.isInt() || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return false;
-  // CPU only for now: the CUDA backend's native_group_norm kernels have not run on the GPU host.
-  if (!g.values[n.args[0].value].meta.device.is_cpu()) return false;
   const auto& sizes = g.values[n.args[0].value].meta.sizes;
   const int64_t groups = n.args[1].constant.toInt();
   return sizes.size() >= 2 && groups > 0 && sizes[1].is_constant() && sizes[1].offset % groups == 0 &&

@@ -7,7 +7,7 @@
 
 namespace jitc::inductor {
 
-// Rewrites aten::group_norm nodes over CPU inputs of static sizes [N, C, *] into aten::native_group_norm(input,
+// Rewrites aten::group_norm nodes over inputs of static sizes [N, C, *] into aten::native_group_norm(input,
 // weight, bias, N, C, HxW, groups, eps), whose extra results (mean and rstd, [N, groups]) are new values.
 // Returns g unchanged where there is no such node.
 graph::Graph group_norm_with_stats(const graph::Graph& g);

@@ -333,6 +333,21 @@ TEST_CASE("CUDA: random graphs of pointwise reduction and view ops match eager",
   for (uint32_t seed = first; seed < end; ++seed) check_compiled_vs_eager(generate(seed), at::Device(at::kCUDA, 0));
 }
 
+TEST_CASE("CUDA: group_norm is lowered: a statistics kernel, then the output's", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  auto fn = [](const at::Tensor& x, const at::Tensor& g, const at::Tensor& b) { return at::group_norm(x, 4, g, b) + x; };
+  const auto img = cuda_sample({4, 32, 16, 16}, at::kFloat, 40), gamma = cuda_sample({32}, at::kFloat, 41), beta = cuda_sample({32}, at::kFloat, 42);
+  for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+    jitc::testing::LogCapture logs("perf_hints,fusion");
+    // Each group's statistics reduce 8 channels of 16 x 16.
+    check_parity_reducing(std::string("group_norm ") + c10::toString(dtype), 8 * 16 * 16, fn, img.to(dtype), gamma.to(dtype), beta.to(dtype));
+    CHECK(jitc::testing::unlowered_ops(logs) == std::vector<std::string>{});
+  }
+}
+
 TEST_CASE("CUDA: max-autotune times candidate block sizes and keeps the fastest", "[cuda][autotune]") {
   if (!have_gpu()) {
     WARN("no CUDA device: skipped");

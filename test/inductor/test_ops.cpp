@@ -199,6 +199,36 @@ TEST_CASE("normalizations match eager", "[inductor][ops]") {
   check("layer_norm half", [](const at::Tensor& x) { return at::layer_norm(x, {40}); }, x.to(at::kHalf));
 }
 
+// A normalization's half or bfloat16 result is rounded before the op that reads it, as eager stores it:
+// a - float(a) rounded to the dtype is exactly 0 in eager, and in jitc only when a was rounded.
+TEST_CASE("normalizations round half and bfloat16 results as eager stores them", "[inductor][ops]") {
+  const auto img = at::randn({2, 6, 5, 5}) * 4, rows = at::randn({6, 40}) * 4, mean = at::randn({6}), var = at::rand({6}) + 0.5;
+  using Norm = std::function<at::Tensor(const at::Tensor&)>;
+  const std::vector<std::tuple<const char*, Norm, at::Tensor>> norms = {
+      {"group_norm", [](const at::Tensor& x) { return at::group_norm(x, 3); }, img},
+      {"batch_norm", [mean, var](const at::Tensor& x) {
+         return at::batch_norm(x, {}, {}, mean.to(x.scalar_type()), var.to(x.scalar_type()), false, 0.1, 1e-5, false);
+       }, img},
+      {"softmax", [](const at::Tensor& x) { return at::softmax(x, -1); }, rows},
+      {"log_softmax over dim 0", [](const at::Tensor& x) { return at::log_softmax(x, 0); }, rows},
+      {"layer_norm", [](const at::Tensor& x) { return at::layer_norm(x, {40}); }, rows},
+  };
+  for (auto dtype : {at::kHalf, at::kBFloat16})
+    for (const auto& [name, norm, input] : norms) {
+      auto rounding_error = [norm = norm](const at::Tensor& x) {
+        const at::Tensor a = norm(x);
+        return a - a.to(at::kFloat).to(a.scalar_type());
+      };
+      const at::Tensor x = input.to(dtype);
+      INFO(name << " " << c10::toString(dtype));
+      REQUIRE(at::equal(rounding_error(x), at::zeros_like(x)));
+      auto f = jitc::compile(rounding_error);
+      f(x);
+      CHECK(at::equal(f(x), at::zeros_like(x)));
+      CHECK(f.stats().programs_compiled == 1);
+    }
+}
+
 TEST_CASE("views, cat, stack, pad, indexing and factories match eager", "[inductor][ops]") {
   const auto x = at::randn({4, 6}), y = at::randn({4, 6});
   check("view", [](const at::Tensor& x) { return (x + 1).view({6, 4}) * 2; }, x);
