@@ -113,6 +113,7 @@ def make_workloads():
         ("pointwise_chain", randn_inputs((4 << 20,)), lambda x: (torch.sin(x) + torch.cos(x)).relu()),
         ("bias_gelu", randn_inputs((ROWS, COLS), (COLS,)), lambda x, b: F.gelu(x + b)),
         ("softmax", randn_inputs((ROWS, COLS)), lambda x: torch.softmax(x, -1)),
+        ("softmax_dim0", randn_inputs((ROWS, COLS)), lambda x: torch.softmax(x, 0)),
         ("layer_norm", randn_inputs((ROWS, COLS), (COLS,), (COLS,)),
          lambda x, w, b: F.layer_norm(x, (COLS,), w, b, 1e-5)),
         ("rms_norm_residual", randn_inputs((ROWS, COLS), (ROWS, COLS), (COLS,)),

@@ -45,6 +45,12 @@ Workload softmax() {
           Fn1([](const at::Tensor& x) { return at::softmax(x, -1); }), bytes_of({kRows * kCols, kRows * kCols})};
 }
 
+// Over the outer dim: each column's statistics run down 4096 rows (jitc: blocks of columns side by side).
+Workload softmax_dim0() {
+  return {"softmax_dim0", "softmax(x, 0), x [4096,1024]", randn_inputs({{kRows, kCols}}),
+          Fn1([](const at::Tensor& x) { return at::softmax(x, 0); }), bytes_of({kRows * kCols, kRows * kCols})};
+}
+
 Workload layer_norm() {
   return {"layer_norm", "layer_norm(x, [1024], w, b), x [4096,1024]",
           randn_inputs({{kRows, kCols}, {kCols}, {kCols}}),
@@ -131,8 +137,8 @@ Workload resnet_block() {
 }  // namespace
 
 std::vector<Workload> make_workloads() {
-  return {pointwise_chain(), bias_gelu(),   softmax(),  layer_norm(), rms_norm_residual(),
-          row_sum_squares(), mlp_block(),   attention(), tiny_chain(), resnet_block()};
+  return {pointwise_chain(), bias_gelu(), softmax(),   softmax_dim0(), layer_norm(),  rms_norm_residual(),
+          row_sum_squares(), mlp_block(), attention(), tiny_chain(),   resnet_block()};
 }
 
 }  // namespace jitc::bench
