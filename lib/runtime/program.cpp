@@ -132,7 +132,8 @@ std::string ProgramCode::cpu_kernel_ir(const inductor::KernelLaunch& launch) con
     throw CompileError(fmt::format("generating kernel {} ({}) failed: {}", launch.kernel.name, fmt::join(launch.ops, ", "), e.what()));
   }
   // An invalid line in the kernel's first function: LLVM's parser rejects it, as it would a printer bug.
-  if (inductor::failure_injected("compile", launch.ops)) ir.insert(ir.find("{\n", ir.find("\ndefine ")) + 2, "  injected failure\n");
+  if (inductor::failure_injected("compile", launch.ops))
+    if (const size_t body = ir.find("{\n", ir.find("define ")); body != std::string::npos) ir.insert(body + 2, "  injected failure\n");
   return ir;
 }
 
