@@ -1,8 +1,6 @@
 #include "graph/passes.h"
 #include "graph/renumber.h"
 
-#include <numeric>
-
 namespace jitc::graph {
 
 namespace {
@@ -36,9 +34,7 @@ Graph eliminate_dead_code(const Graph& g) {
     keep[i] = true;
     mark_args_live(n, live);
   }
-  std::vector<ValueId> identity(g.values.size());
-  std::iota(identity.begin(), identity.end(), 0);
-  return rebuild(g, keep, identity);
+  return rebuild(g, keep);
 }
 
 }  // namespace jitc::graph

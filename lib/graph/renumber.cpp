@@ -1,5 +1,7 @@
 #include "graph/renumber.h"
 
+#include <numeric>
+
 namespace jitc::graph {
 
 namespace {
@@ -45,5 +47,13 @@ Graph rebuild(const Graph& g, const std::vector<bool>& keep_node, const std::vec
   for (ValueId v : g.outputs) r.out.outputs.push_back(r.use(v));
   return r.out;
 }
+
+Graph rebuild(const Graph& g, const std::vector<bool>& keep_node) {
+  std::vector<ValueId> identity(g.values.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  return rebuild(g, keep_node, identity);
+}
+
+Graph renumbered(const Graph& g) { return rebuild(g, std::vector<bool>(g.nodes.size(), true)); }
 
 }  // namespace jitc::graph

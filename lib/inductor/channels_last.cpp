@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <vector>
 
 namespace jitc::inductor {
@@ -80,9 +79,7 @@ class Rewrite {
       }
       r.nodes.push_back(std::move(n));
     }
-    std::vector<ValueId> identity(r.values.size());
-    std::iota(identity.begin(), identity.end(), 0);
-    return graph::rebuild(r, std::vector<bool>(r.nodes.size(), true), identity);
+    return graph::renumbered(r);
   }
 
  private:

@@ -5,7 +5,6 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
-#include <numeric>
 #include <vector>
 
 namespace jitc::inductor {
@@ -72,9 +71,7 @@ graph::Graph group_norm_with_stats(const graph::Graph& g) {
     rewrote = true;
   }
   if (!rewrote) return r;
-  std::vector<ValueId> identity(r.values.size());
-  std::iota(identity.begin(), identity.end(), 0);
-  return graph::rebuild(r, std::vector<bool>(r.nodes.size(), true), identity);  // the new values in node order
+  return graph::renumbered(r);  // the new values in node order
 }
 
 }  // namespace jitc::inductor

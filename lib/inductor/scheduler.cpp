@@ -264,13 +264,12 @@ class Scheduler {
     return ops;
   }
 
+  // cpp_fused_<up to four op names>_<index>: aten::_softmax.int reads as softmax.
   std::string kernel_name(const std::vector<ValueId>& members, const std::vector<ValueId>& inlined) const {
     std::vector<std::string> ops;
-    for (ValueId v : inlined) {
-      const int p = g_.values[v].producer;
-      if (p < 0) continue;
-      std::string op = g_.nodes[p].op.operator_name().name;
+    for (std::string op : ops_of(inlined)) {
       op = op.substr(op.find("::") + 2);
+      op = op.substr(0, op.find('.'));
       while (!op.empty() && op[0] == '_') op.erase(0, 1);
       if (std::find(ops.begin(), ops.end(), op) == ops.end() && ops.size() < 4) ops.push_back(op);
     }
@@ -323,25 +322,34 @@ class Scheduler {
       if (!compatible(v, space_)) why = fmt::format("iteration space {} differs from the kernel's {}", graph::to_string(g_.values[v].meta.sizes), space_.text());
       else if (members_.size() >= kMaxFusedValues) why = fmt::format("exceeds max fusion size {}", kMaxFusedValues);
       if (why.empty()) {
-        ctx_->group[v] = group_id_;
-        auto members = members_;
-        members.push_back(v);
-        try {
-          built_ = build(members, space_, group_id_);
-          members_ = std::move(members);
-          placed_[v] = 1;
+        const auto failed = try_join(v);
+        if (!failed) {
           log(fmt::format("fused {} into {} (horizontal: same iteration space {})", describe(v), built_.kernel.name, space_.text()));
           return;
-        } catch (const NeedsBuffer& e) {
-          ctx_->group[v] = -1;
-          absorb(e, v);
-          why = e.why;
         }
+        absorb(*failed, v);
+        why = failed->why;
       }
       log(fmt::format("cannot fuse {} into {}: {}", describe(v), built_.kernel.name, why));
       flush();
     }
     start_group(v);
+  }
+
+  // Rebuilds the kernel with v as one more stored value; the NeedsBuffer that stopped it otherwise.
+  std::optional<NeedsBuffer> try_join(ValueId v) {
+    ctx_->group[v] = group_id_;
+    auto members = members_;
+    members.push_back(v);
+    try {
+      built_ = build(members, space_, group_id_);
+    } catch (const NeedsBuffer& e) {
+      ctx_->group[v] = -1;
+      return e;
+    }
+    members_ = std::move(members);
+    placed_[v] = 1;
+    return std::nullopt;
   }
 
   void start_group(ValueId v) {
@@ -426,18 +434,7 @@ class Scheduler {
       if (extern_[j]) continue;
       for (ValueId w : outputs_of(g_.nodes[j])) {
         if (!ctx_->stored[w] || placed_[w] || members_.size() >= kMaxFusedValues || !compatible(w, space_)) continue;
-        if (!ready(w) || !shares_a_source(w)) continue;
-        ctx_->group[w] = group_id_;
-        auto members = members_;
-        members.push_back(w);
-        try {
-          built_ = build(members, space_, group_id_);
-        } catch (const NeedsBuffer&) {
-          ctx_->group[w] = -1;
-          continue;
-        }
-        members_ = std::move(members);
-        placed_[w] = 1;
+        if (!ready(w) || !shares_a_source(w) || try_join(w)) continue;
         log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})",
                         describe(w), built_.kernel.name, space_.text(), position_));
       }

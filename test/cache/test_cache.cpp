@@ -2,6 +2,7 @@
 // version), and separate processes sharing it (a warm process generates no code; concurrent writers).
 #include "cache/disk_cache.h"
 #include "cache/sha256.h"
+#include "support/scoped_env.h"
 
 #include <catch2/catch.hpp>
 
@@ -20,19 +21,7 @@ using jitc::cache::DiskCache;
 namespace {
 
 // A fresh directory per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("jitc-cache-test-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-};
+using jitc::testing::TempDir;
 
 struct Reports {
   std::vector<std::string> lines;

@@ -23,22 +23,6 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / "jitc_debug_XXXXXX") {
-    std::string name = path_.string();
-    if (!mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = name;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 at::Tensor scaled_sines(const at::Tensor& x) { return x.sin() * 2 + x.cos(); }
 
@@ -60,14 +44,14 @@ TEST_CASE("JITC_LOGS=output_code prints the kernel IR and the optimized, vectori
 }
 
 TEST_CASE("JITC_DEBUG_DIR dumps graph text, DOT, kernel IR, LLVM IR and assembly per compiled graph", "[inductor][output]") {
-  TempDir dir;
-  jitc::testing::ScopedEnv debug_dir("JITC_DEBUG_DIR", dir.path().c_str());
+  jitc::testing::TempDir dir;
+  jitc::testing::ScopedEnv debug_dir("JITC_DEBUG_DIR", dir.path.c_str());
   auto f = jitc::compile(scaled_sines);
   const auto x = at::randn({16, 1000});
   f(x);
   CHECK(jitc::testing::difference(f(x), scaled_sines(x), {1e-6, 1e-6}) == "");
   std::vector<fs::path> graphs;
-  for (const auto& entry : fs::directory_iterator(dir.path())) graphs.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(dir.path)) graphs.push_back(entry.path());
   REQUIRE(graphs.size() == 1);
   const fs::path g = graphs[0];
   CHECK(read(g / "graph.txt").find("aten::sin") != std::string::npos);

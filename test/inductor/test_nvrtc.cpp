@@ -5,6 +5,7 @@
 #include "inductor/codegen_cuda.h"
 #include "inductor/scheduler.h"
 #include "runtime/cuda_jit.h"
+#include "support/scoped_env.h"
 #include "support/trace_of.h"
 
 #include <jitc/errors.h>
@@ -74,21 +75,12 @@ std::string broken_compile_error(bool cubin) {
 // JITC_DEBUG_DIR set to a fresh temporary directory for one scope (env_debug_dir reads it on every call).
 class ScopedDebugDir {
  public:
-  ScopedDebugDir() : dir_((std::filesystem::temp_directory_path() / "jitc_nvrtc_XXXXXX").string()) {
-    if (!mkdtemp(dir_.data())) throw std::runtime_error("mkdtemp failed");
-    setenv("JITC_DEBUG_DIR", dir_.c_str(), 1);
-  }
-  ~ScopedDebugDir() {
-    unsetenv("JITC_DEBUG_DIR");
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  ScopedDebugDir(const ScopedDebugDir&) = delete;
-  ScopedDebugDir& operator=(const ScopedDebugDir&) = delete;
-  const std::string& dir() const { return dir_; }
+  ScopedDebugDir() : env_("JITC_DEBUG_DIR", dir_.path.c_str()) {}
+  std::string dir() const { return dir_.path.string(); }
 
  private:
-  std::string dir_;
+  jitc::testing::TempDir dir_;  // removed after env_ is restored
+  jitc::testing::ScopedEnv env_;
 };
 
 }  // namespace

@@ -2,8 +2,12 @@
 #pragma once
 #include "runtime/env.h"
 
+#include <stdlib.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace jitc::testing {
@@ -25,6 +29,22 @@ class ScopedEnv {
  private:
   const char* name_;
   std::optional<std::string> old_;
+};
+
+// A fresh temporary directory, removed with everything in it at the end of the scope.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string name = (std::filesystem::temp_directory_path() / "jitc_test_XXXXXX").string();
+    if (!mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
+    path = name;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
 };
 
 }  // namespace jitc::testing
