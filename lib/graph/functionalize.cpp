@@ -33,7 +33,7 @@ at::Tensor meta_tensor(const TensorMeta& m) {
   for (const auto& e : m.sizes) sizes.push_back(e.offset);
   for (const auto& e : m.strides) strides.push_back(e.offset);
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(at::kMeta))
-      .as_strided(sizes, strides, m.storage_offset);
+      .as_strided(sizes, strides, m.storage_offset.offset);
 }
 
 struct RawInfo {
@@ -131,7 +131,7 @@ class Functionalizer {
     m.device = device;
     m.sizes = constant_shape(t.sizes().data(), t.sizes().size());
     m.strides = constant_shape(t.strides().data(), t.strides().size());
-    m.storage_offset = t.storage_offset();
+    m.storage_offset = SymExpr::constant(t.storage_offset());
     return m;
   }
 
@@ -281,7 +281,7 @@ class Functionalizer {
     if (name == "aten::as_strided") {
       // as_strided_scatter addresses a fresh contiguous copy of the base: right only for such bases.
       int64_t expected = 1;
-      bool contiguous = base_meta.storage_offset == 0;
+      bool contiguous = base_meta.storage_offset == SymExpr::constant(0);
       for (size_t d = base_meta.sizes.size(); d-- > 0;) {
         contiguous = contiguous && (base_meta.sizes[d].offset == 1 || base_meta.strides[d].offset == expected);
         expected *= base_meta.sizes[d].offset;

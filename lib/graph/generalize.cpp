@@ -66,14 +66,21 @@ class Generalizer {
     return true;
   }
 
+  bool offset(int64_t x, int64_t y, SymExpr& out, size_t value) {
+    auto e = fit_line(x, y, s_);
+    if (!e) return fail(fmt::format("the storage offset of %{} ({} vs {}) is not a line in one dynamic size", value, x, y));
+    out = *e;
+    return true;
+  }
+
   bool values(Graph& out) {
     for (size_t v = 0; v < a_.values.size(); ++v) {
       const TensorMeta& x = a_.values[v].meta;
       const TensorMeta& y = b_.values[v].meta;
-      if (x.dtype != y.dtype || x.device != y.device || x.storage_offset != y.storage_offset ||
-          a_.values[v].storage != b_.values[v].storage)
-        return fail(fmt::format("%{} has a different dtype, device, offset or aliasing", v));
-      if (!shape(x.sizes, y.sizes, out.values[v].meta.sizes, "size", v) ||
+      if (x.dtype != y.dtype || x.device != y.device || a_.values[v].storage != b_.values[v].storage)
+        return fail(fmt::format("%{} has a different dtype, device or aliasing", v));
+      if (!offset(x.storage_offset.offset, y.storage_offset.offset, out.values[v].meta.storage_offset, v) ||
+          !shape(x.sizes, y.sizes, out.values[v].meta.sizes, "size", v) ||
           !shape(x.strides, y.strides, out.values[v].meta.strides, "stride", v))
         return false;
     }
@@ -142,6 +149,21 @@ std::optional<SymExpr> fit(int64_t ca, int64_t cb, const SymbolValues& s) {
     for (int j = i; j < n; ++j) fit_monomial(candidates, ca, cb, s.a[i] * s.a[j], s.b[i] * s.b[j], i, j);
   if (candidates.size() != 1) return std::nullopt;  // none, or ambiguous between symbols
   return candidates[0];
+}
+
+std::optional<SymExpr> fit_line(int64_t ca, int64_t cb, const SymbolValues& s) {
+  if (ca == cb) return SymExpr::constant(ca);
+  if (auto e = fit(ca, cb, s)) return e;
+  std::optional<SymExpr> line;
+  for (size_t i = 0; i < s.a.size(); ++i) {
+    const int64_t ds = s.b[i] - s.a[i];
+    if (ds == 0 || (cb - ca) % ds != 0) continue;
+    const int64_t k = (cb - ca) / ds;
+    const SymExpr e = SymExpr::monomial(k, static_cast<int>(i), -1, ca - k * s.a[i]);
+    if (line && *line != e) return std::nullopt;  // ambiguous between symbols
+    line = e;
+  }
+  return line;
 }
 
 std::optional<Graph> generalize(const Graph& a, const Graph& b, const SymbolValues& symbols, std::string* why_not) {

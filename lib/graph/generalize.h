@@ -5,7 +5,8 @@
 // outside the dispatcher and only its result is seen. Each integer that differs between the traces must
 // be explained by exactly one form with one free parameter (k*s, s + c, k*s*t), fixed by the first trace
 // and verified by the second; anything else (a different op sequence, an unexplained or ambiguous
-// integer, a differing float) keeps the dims static. Two traces cannot rule out an integer that only
+// integer, a differing float) keeps the dims static. A view's storage offset is the one exception: it may
+// be any line k*s + c in one symbol (a slice from the end of a dynamic dim starts at (s - c') * stride). Two traces cannot rule out an integer that only
 // looks affine at those two sizes (x.size(0) / 2 is 1 at 2 and 3), so the engine trusts the result at a
 // new size only once that size's own trace generalizes to the same graph (runtime::SizeLedger).
 #pragma once
@@ -24,6 +25,11 @@ struct SymbolValues {
 
 // The unique SymExpr that gives `in_a` under a and `in_b` under b, or nullopt.
 std::optional<SymExpr> fit(int64_t in_a, int64_t in_b, const SymbolValues& symbols);
+
+// As fit, and also a line k*s + c in one symbol: two free parameters, which the two traces fix without
+// verifying. Used for storage offsets only, which no other integer is computed from; the size ledger's
+// trace at every new size then checks the line.
+std::optional<SymExpr> fit_line(int64_t in_a, int64_t in_b, const SymbolValues& symbols);
 
 std::optional<Graph> generalize(const Graph& a, const Graph& b, const SymbolValues& symbols, std::string* why_not);
 

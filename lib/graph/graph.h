@@ -26,7 +26,7 @@ struct TensorMeta {
   c10::Device device{c10::kCPU};
   SymShape sizes;
   SymShape strides;
-  int64_t storage_offset = 0;
+  SymExpr storage_offset;  // a view from the end of a dynamic dim starts at a symbolic offset
 };
 
 struct Value {

@@ -29,7 +29,7 @@ std::string meta_text(const TensorMeta& m) {
   std::string s = fmt::format("{}{}{{", dtype_name(m.dtype), to_string(m.sizes));
   for (size_t i = 0; i < m.strides.size(); ++i) s += (i ? ", " : "") + m.strides[i].to_string();
   s += "}";
-  if (m.storage_offset) s += fmt::format("+{}", m.storage_offset);
+  if (m.storage_offset != SymExpr::constant(0)) s += fmt::format("+{}", m.storage_offset.to_string());
   if (!m.device.is_cpu()) s += " " + m.device.str();
   return s;
 }

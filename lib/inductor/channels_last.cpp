@@ -89,7 +89,7 @@ class Rewrite {
     static const c10::OperatorHandle clone = c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
     TensorMeta meta = r.values[v].meta;
     meta.strides = channels_last_strides(meta.sizes);
-    meta.storage_offset = 0;
+    meta.storage_offset = graph::SymExpr::constant(0);
     const ValueId c = r.add_value(meta, static_cast<int32_t>(r.nodes.size()), storage);
     Node n(clone);
     graph::Arg self;

@@ -219,8 +219,8 @@ int KernelBuilder::reduce(ReduceKind kind, int value, int loop, int position) {
   return intern(e, deps);
 }
 
-int KernelBuilder::linear(const Index& index, const std::vector<graph::SymExpr>& strides, int64_t offset) {
-  int acc = index_constant(offset);
+int KernelBuilder::linear(const Index& index, const std::vector<graph::SymExpr>& strides) {
+  int acc = index_constant(0);
   for (size_t d = 0; d < index.size(); ++d) acc = add(acc, mul(index[d], extent(strides[d])));
   return acc;
 }

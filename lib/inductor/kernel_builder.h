@@ -55,7 +55,7 @@ class KernelBuilder {
   // Index helpers (int64, folded).
   int add(int a, int b) { return binary(ScalarOp::kAdd, a, b); }
   int mul(int a, int b) { return binary(ScalarOp::kMul, a, b); }
-  int linear(const Index& index, const std::vector<graph::SymExpr>& strides, int64_t offset);
+  int linear(const Index& index, const std::vector<graph::SymExpr>& strides);  // sum of index[d] * strides[d]
 
   c10::ScalarType dtype(int e) const { return kernel_.body[e].dtype; }
   const Expr& expr(int e) const { return kernel_.body[e]; }

@@ -37,6 +37,16 @@ int64_t wrap_dim(int64_t d, size_t rank) {
   return d;
 }
 
+// Where `start` (negative: from the end, clamped to 0 as slice does) falls in a dim of `size` elements.
+// A dynamic size makes a start from the end a run-time value; a select's index is in range (eager
+// checked it when tracing, and every size is traced once before it runs compiled).
+int position_in(KernelBuilder& kb, int64_t start, const SymExpr& size) {
+  if (start >= 0) return kb.index_constant(start);
+  if (size.is_constant()) return kb.index_constant(std::max<int64_t>(start + size.offset, 0));
+  const int from_end = kb.add(kb.extent(size), kb.index_constant(start));
+  return kb.binary(ScalarOp::kMax, from_end, kb.index_constant(0));
+}
+
 // A view's loader: straight from the buffer it views, or the viewed value at the remapped index.
 Loader view(LoweringContext& c, ValueId in, ValueId out, Remap remap) {
   return [&c, in, out, remap](KernelBuilder& kb, const Index& index) {
@@ -135,15 +145,11 @@ void register_view_ops(Registry& r) {
     const SymExpr size = c.sizes(in)[dim];
     int64_t start = 0;
     if (n.args.size() > 2 && !n.args[2].constant.isNone()) start = int_arg(n, 2);
-    if (start < 0) {
-      if (!size.is_constant()) throw Unsupported("slice from the end of a dynamic dim");
-      start = std::max<int64_t>(start + size.offset, 0);
-    }
-    if (size.is_constant()) start = std::min(start, size.offset);
+    if (size.is_constant()) start = std::clamp<int64_t>(start < 0 ? start + size.offset : start, 0, size.offset);
     const int64_t step = n.args.size() > 4 ? int_arg(n, 4) : 1;
-    return {view(c, in, out, [dim, start, step](KernelBuilder& kb, const Index& index) {
+    return {view(c, in, out, [dim, start, size, step](KernelBuilder& kb, const Index& index) {
       Index in = index;
-      in[dim] = kb.add(kb.index_constant(start), kb.mul(index[dim], kb.index_constant(step)));
+      in[dim] = kb.add(position_in(kb, start, size), kb.mul(index[dim], kb.index_constant(step)));
       return in;
     })};
   };
@@ -152,14 +158,11 @@ void register_view_ops(Registry& r) {
   r["aten::select"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId in = c.tensor_arg(n, 0), out = output(n);
     const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(in).size());
-    int64_t at = int_arg(n, 2);
-    if (at < 0) {
-      if (!c.sizes(in)[dim].is_constant()) throw Unsupported("select from the end of a dynamic dim");
-      at += c.sizes(in)[dim].offset;
-    }
-    return {view(c, in, out, [dim, at](KernelBuilder& kb, const Index& index) {
+    const int64_t at = int_arg(n, 2);
+    const SymExpr size = c.sizes(in)[dim];
+    return {view(c, in, out, [dim, at, size](KernelBuilder& kb, const Index& index) {
       Index in = index;
-      in.insert(in.begin() + dim, kb.index_constant(at));
+      in.insert(in.begin() + dim, position_in(kb, at, size));
       return in;
     })};
   };
@@ -170,17 +173,17 @@ void register_view_ops(Registry& r) {
       const size_t rank = c.sizes(in).size();
       const int64_t dim = wrap_dim(select ? (n.args.size() > 1 ? int_arg(n, 1) : 0) : (n.args.size() > 2 ? int_arg(n, 2) : 0), rank);
       std::vector<Loader> out;
-      int64_t start = 0;
+      std::vector<SymExpr> before;  // the extents of the pieces before this one: its start is their sum
       for (ValueId v : n.outputs.at(0).values) {
-        const SymExpr extent = c.sizes(v).size() == rank ? c.sizes(v)[dim] : SymExpr::constant(1);
-        if (!extent.is_constant()) throw Unsupported("split of a dynamic dim");
-        out.push_back(view(c, in, v, [dim, start, select](KernelBuilder& kb, const Index& index) {
+        out.push_back(view(c, in, v, [dim, before, select](KernelBuilder& kb, const Index& index) {
+          int start = kb.index_constant(0);
+          for (const auto& e : before) start = kb.add(start, kb.extent(e));
           Index i = index;
-          if (select) i.insert(i.begin() + dim, kb.index_constant(start));
-          else i[dim] = kb.add(index[dim], kb.index_constant(start));
+          if (select) i.insert(i.begin() + dim, start);
+          else i[dim] = kb.add(index[dim], start);
           return i;
         }));
-        start += extent.offset;
+        before.push_back(c.sizes(v).size() == rank ? c.sizes(v)[dim] : SymExpr::constant(1));
       }
       return out;
     };
@@ -314,12 +317,13 @@ void register_factories(Registry& r) {
   auto constant = [](std::optional<double> fixed, size_t value_at) {
     return [fixed, value_at](LoweringContext& c, const Node& n) -> std::vector<Loader> {
       c10::Scalar v = fixed ? c10::Scalar(*fixed) : c10::Scalar(int64_t{0});
-      if (!fixed) {
-        const auto& a = n.args.at(value_at);
-        if (a.kind != graph::Arg::Kind::kConstant || !a.symbolic.empty()) throw Unsupported("a fill value that is not a constant");
-        v = a.constant.toScalar();
-      }
       const ScalarType t = compute_type_of(c.meta(output(n)).dtype);
+      if (!fixed) {
+        const Operand o = c.operand_of(n, value_at);
+        if (o.is_tensor()) throw Unsupported("a fill value that is a tensor");
+        if (o.symbolic) return {c.operand(o, c.sizes(output(n)), t)};  // a size, read at run time
+        v = o.scalar;
+      }
       // An integer fill goes in as an integer: through a double, values beyond 2^53 would round.
       const bool exact = !c10::isFloatingType(t) && t != ScalarType::Bool && v.isIntegral(false);
       return {[v, t, exact](KernelBuilder& kb, const Index&) { return exact ? kb.integer(v.toLong(), t) : kb.constant(v.toDouble(), t); }};
@@ -343,21 +347,28 @@ void register_factories(Registry& r) {
     const std::string overload = n.op.operator_name().overload_name;
     auto number = [&](size_t i) {
       const Operand o = c.operand_of(n, i);
-      if (o.is_tensor() || o.symbolic) throw Unsupported("arange bounds that are not constants");
-      return o.scalar;
+      if (o.is_tensor()) throw Unsupported("an arange bound that is a tensor");
+      return o;
     };
-    const c10::Scalar start = overload.empty() ? c10::Scalar(int64_t{0}) : number(0);
-    const c10::Scalar step = overload == "start_step" ? number(2) : c10::Scalar(int64_t{1});
+    Operand start, step;  // 0 and 1 unless given
+    step.scalar = int64_t{1};
+    if (!overload.empty()) start = number(0);
+    if (overload == "start_step") step = number(2);
     const ScalarType out = c.meta(output(n)).dtype;
     const ScalarType t = compute_type_of(out);
     const bool integral = !c10::isFloatingType(out);
     const bool cpu = c.meta(output(n)).device.is_cpu();
     return {[=](KernelBuilder& kb, const Index& index) {
-      if (integral) return kb.cast(kb.add(kb.index_constant(start.toLong()), kb.mul(index[0], kb.index_constant(step.toLong()))), t);
+      // A bound computed from a size is a run-time integer (arange(n, 2 * n)).
+      auto value = [&kb](const Operand& o, ScalarType type) {
+        if (o.symbolic) return kb.cast(kb.extent(*o.symbolic), type);
+        return type == ScalarType::Long ? kb.index_constant(o.scalar.toLong()) : kb.constant(o.scalar.toDouble(), type);
+      };
+      if (integral) return kb.cast(kb.add(value(start, ScalarType::Long), kb.mul(index[0], value(step, ScalarType::Long))), t);
       // ATen's accumulate type: double on CPU (acc_type<float, false>), float for float32 on CUDA.
       const ScalarType acc = out == ScalarType::Double || cpu ? ScalarType::Double : ScalarType::Float;
       const int i = kb.cast(index[0], acc);
-      return kb.cast(kb.binary(ScalarOp::kAdd, kb.constant(start.toDouble(), acc), kb.binary(ScalarOp::kMul, i, kb.constant(step.toDouble(), acc))), t);
+      return kb.cast(kb.binary(ScalarOp::kAdd, value(start, acc), kb.binary(ScalarOp::kMul, i, value(step, acc))), t);
     }};
   };
 }

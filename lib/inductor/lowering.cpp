@@ -27,7 +27,8 @@ std::optional<int> LoweringContext::load_view(KernelBuilder& kb, ValueId view, c
   while (root != graph::kNoValue && !is_buffer(root) && graph_.values[root].storage == storage) root = view_of[root];
   if (root == graph::kNoValue || graph_.values[root].storage != storage) return std::nullopt;
   const auto& m = meta(view);
-  return kb.load(buffer(kb, root, false), kb.linear(index, m.strides, m.storage_offset - meta(root).storage_offset));
+  const int base = kb.binary(ScalarOp::kSub, kb.extent(m.storage_offset), kb.extent(meta(root).storage_offset));
+  return kb.load(buffer(kb, root, false), kb.add(base, kb.linear(index, m.strides)));
 }
 
 int LoweringContext::buffer(KernelBuilder& kb, ValueId v, bool written) {
@@ -59,7 +60,7 @@ int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
       return loader[v](kb, index);
     });
   const auto& m = meta(v);
-  return kb.load(buffer(kb, v, false), kb.linear(index, m.strides, 0));
+  return kb.load(buffer(kb, v, false), kb.linear(index, m.strides));
 }
 
 namespace {

@@ -240,7 +240,7 @@ class Scheduler {
       const Index index = member_index(kb, v, s, outer, inner);
       const auto& m = g_.values[v].meta;
       const int value = kb.cast(ctx_->at(kb, v, index), compute_type_of(m.dtype));
-      kb.store(ctx_->buffer(kb, v, true), kb.linear(index, m.strides, 0), value);
+      kb.store(ctx_->buffer(kb, v, true), kb.linear(index, m.strides), value);
     }
     bool reduces = false;
     for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;

@@ -103,7 +103,7 @@ bool fits_32_bits(const graph::Graph& g) {
       if (size == 0) extent = 0;
       if (size > 0) extent += (size - 1) * std::abs(stride);
     }
-    if (extent + v.meta.storage_offset >= (int64_t{1} << 31)) return false;
+    if (extent + v.meta.storage_offset.offset >= (int64_t{1} << 31)) return false;
   }
   return true;
 }

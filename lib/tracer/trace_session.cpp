@@ -20,7 +20,7 @@ graph::TensorMeta meta_of(const at::Tensor& t) {
   m.device = t.device();
   m.sizes = graph::constant_shape(t.sizes().data(), t.sizes().size());
   m.strides = graph::constant_shape(t.strides().data(), t.strides().size());
-  m.storage_offset = t.storage_offset();
+  m.storage_offset = graph::SymExpr::constant(t.storage_offset());
   return m;
 }
 

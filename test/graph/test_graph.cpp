@@ -355,6 +355,31 @@ TEST_CASE("fit keeps equal values constant and rejects unexplained or ambiguous 
   CHECK(product->to_string() == "s0*s1");
 }
 
+TEST_CASE("fit_line also finds k*s + c in one symbol for storage offsets", "[graph]") {
+  using jitc::graph::fit_line;
+  const SymbolValues s{{4}, {8}};
+  auto rows_from_end = fit_line(24, 72, s);  // x[-2:] of [s, 12]: 12 * (s - 2)
+  REQUIRE(rows_from_end);
+  CHECK(*rows_from_end == SymExpr::monomial(12, 0, -1, -24));
+  const int64_t at_seven[] = {7};
+  CHECK(rows_from_end->eval(at_seven) == 60);
+  CHECK(*fit_line(8, 16, s) == SymExpr::monomial(2, 0));  // what fit finds comes first
+  CHECK_FALSE(fit_line(3, 6, s));  // 3/4 per unit of s is no integer line
+  const SymbolValues two{{4, 10}, {8, 14}};  // both symbols grow by 4: 12*s0 - 24 and 12*s1 - 96 alike
+  CHECK_FALSE(fit_line(24, 72, two));
+}
+
+TEST_CASE("generalize fits the storage offset of a slice from the end of a dynamic dim", "[graph]") {
+  auto fn = [](const at::Tensor& x) { return x.slice(0, -2).relu(); };
+  std::string why;
+  auto g = jitc::graph::generalize(graph_of(fn, at::randn({4, 12})), graph_of(fn, at::randn({6, 12})), SymbolValues{{4}, {6}}, &why);
+  INFO(why);
+  REQUIRE(g);
+  bool found = false;
+  for (const auto& v : g->values) found = found || v.meta.storage_offset == SymExpr::monomial(12, 0, -1, -24);
+  CHECK(found);
+}
+
 // ---- generalize ------------------------------------------------------------------------------------------
 
 TEST_CASE("generalize turns two traces of a size-dependent view into a symbolic graph", "[graph]") {

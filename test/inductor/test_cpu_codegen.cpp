@@ -46,13 +46,13 @@ jitc::inductor::Kernel fused_kernel(const at::Tensor& out, const at::Tensor& a, 
   const int j = kb.var(kb.inner_var(SymExpr::constant(out.size(1))));
   auto load = [&](const at::Tensor& t, int buffer) {
     const auto e = t.expand(out.sizes());
-    return kb.load(buffer, kb.linear({i, j}, constants(e.strides()), 0));
+    return kb.load(buffer, kb.linear({i, j}, constants(e.strides())));
   };
   const int o = kb.buffer("out", at::kFloat, true);
   const int ba = kb.buffer("a", at::kFloat, false), bb = kb.buffer("b", at::kFloat, false), bc = kb.buffer("c", at::kFloat, false);
   const int sum = kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, load(a, ba), load(b, bb)), load(c, bc));
   const int relu = kb.where(kb.binary(ScalarOp::kLt, sum, kb.floating(0, at::kFloat)), kb.floating(0, at::kFloat), sum);
-  kb.store(o, kb.linear({i, j}, constants(out.strides()), 0), relu);
+  kb.store(o, kb.linear({i, j}, constants(out.strides())), relu);
   kb.set_tile(tile);
   return kb.take();
 }
@@ -91,7 +91,7 @@ TEST_CASE("a row reduction kernel with dynamic sizes serves every size", "[induc
   std::vector<int> vars;
   const int loop = kb.reduction_loop({s1}, &vars);
   const int x = kb.buffer("x", at::kFloat, false), out = kb.buffer("out", at::kFloat, true);
-  const int v = kb.load(x, kb.linear({i, kb.var(vars[0])}, {s1, SymExpr::constant(1)}, 0));
+  const int v = kb.load(x, kb.linear({i, kb.var(vars[0])}, {s1, SymExpr::constant(1)}));
   const int total = kb.reduce(ReduceKind::kSum, kb.binary(ScalarOp::kMul, v, v), loop);
   kb.store(out, i, total);
   const auto kernel = kb.take();

@@ -364,10 +364,12 @@ TEST_CASE("views cat stack pad and indexing match eager across dtypes and on str
 
 namespace {
 
-// fn compiled once and run at several sizes of a dynamic leading dim: one program, eager's results.
+// fn compiled once and run at several sizes of a dynamic dim: one program, every op lowered, eager's
+// results.
 template <class F>
 void check_dynamic(const std::string& name, F fn, const std::function<at::Tensor(int64_t)>& input_of) {
   INFO(name);
+  jitc::testing::LogCapture logs("perf_hints,fusion");
   auto compiled = jitc::compile(fn);
   compiled(input_of(3));
   compiled(input_of(5));  // the second size makes the dim symbolic
@@ -377,6 +379,7 @@ void check_dynamic(const std::string& name, F fn, const std::function<at::Tensor
     CHECK(jitc::testing::difference(compiled(x), fn(x), jitc::testing::tolerance_for(fn(x).scalar_type())) == "");
   }
   CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(jitc::testing::unlowered_ops(logs) == std::vector<std::string>{});
 }
 
 }  // namespace
@@ -394,4 +397,33 @@ TEST_CASE("one compile serves every size of a dynamic dim across op kinds", "[in
   const auto columns = at::tensor({0, 11, 4}, at::kLong);  // captured: read by reference on every call
   check_dynamic("index_select", [columns](const at::Tensor& x) { return x.index_select(1, columns); }, rows);
   check_dynamic("where", [](const at::Tensor& x) { return at::where(x > 0, x, 0.0); }, rows);
+}
+
+TEST_CASE("one compile serves views from the end of a dynamic dim and splits and factories sized by it", "[inductor][ops][dynamic]") {
+  // A view from the end starts at a storage offset that depends on the size: s - 2 in the last dim,
+  // 12 * (s - 2) in the leading one.
+  auto rows = [](int64_t n) { return at::randn({n, 12}); };
+  auto columns = [](int64_t n) { return at::randn({4, n}); };
+  check_dynamic("slice from the end of the leading dim", [](const at::Tensor& x) { return x.slice(0, -2) * 2; }, rows);
+  check_dynamic("slice from the end of the last dim", [](const at::Tensor& x) { return x.slice(1, -2) * 2; }, columns);
+  check_dynamic("slice from the end of a computed value", [](const at::Tensor& x) { return (x + 1).slice(0, -2).relu(); }, rows);
+  check_dynamic("narrow from the end", [](const at::Tensor& x) { return x.narrow(1, -2, 2) - 1; }, columns);
+  check_dynamic("select from the end", [](const at::Tensor& x) { return x.select(0, -1) + x.select(0, -2); }, rows);
+  check_dynamic("select from the end of the last dim", [](const at::Tensor& x) { return (x * 3).select(1, -1).exp(); }, columns);
+  check_dynamic("split with a dynamic last piece", [](const at::Tensor& x) {
+    auto pieces = x.split_with_sizes({2, x.size(0) - 2});
+    return pieces[0].sum(0) + pieces[1].sum(0);
+  }, rows);
+  check_dynamic("split of a computed value", [](const at::Tensor& x) {
+    auto pieces = (x * 2).split_with_sizes({x.size(1) - 1, 1}, 1);
+    return pieces[0].sum(1) - pieces[1].squeeze(1);
+  }, columns);
+  check_dynamic("arange from a size", [](const at::Tensor& x) { return x + at::arange(x.size(1), 2 * x.size(1), at::kFloat); }, columns);
+  check_dynamic("integer arange with a step from a size", [](const at::Tensor& x) {
+    return x + at::arange(0, 2 * x.size(1) * x.size(1), x.size(1) * 2, at::kLong);
+  }, columns);
+  check_dynamic("full of a size", [](const at::Tensor& x) { return x * at::full({1}, x.size(1), at::kFloat); }, columns);
+  check_dynamic("new_full of a size in an integer type", [](const at::Tensor& x) {
+    return x.new_full({4, x.size(1)}, x.size(1) - 1, at::TensorOptions(at::kInt)) + x;
+  }, columns);
 }
