@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <bit>
 #include <stdexcept>
 
@@ -14,6 +17,12 @@ c10::ScalarType compute_type_of(c10::ScalarType dtype) {
 }
 
 namespace {
+
+// v (a float) rounded to half or bfloat16, as eager stores it.
+double rounded(double v, ScalarType dtype) {
+  const float f = static_cast<float>(v);
+  return dtype == ScalarType::Half ? static_cast<float>(c10::Half(f)) : static_cast<float>(c10::BFloat16(f));
+}
 
 bool is_comparison(ScalarOp op) {
   return op == ScalarOp::kEq || op == ScalarOp::kNe || op == ScalarOp::kLt || op == ScalarOp::kLe ||
@@ -176,12 +185,29 @@ int KernelBuilder::cast(int a, c10::ScalarType dtype) {
 
 int KernelBuilder::round_to(int a, c10::ScalarType dtype) {
   if ((dtype != ScalarType::Half && dtype != ScalarType::BFloat16) || this->dtype(a) != ScalarType::Float) return a;
+  if (holds(a, dtype)) return a;
+  if (kernel_.body[a].op == ScalarOp::kConst) return floating(rounded(kernel_.body[a].value, dtype), ScalarType::Float);
   Expr e;
   e.op = ScalarOp::kRoundTo;
   e.dtype = ScalarType::Float;
   e.a = a;
   e.ivalue = static_cast<int64_t>(dtype);
   return intern(e, deps_[a]);
+}
+
+bool KernelBuilder::holds(int a, c10::ScalarType dtype) const {
+  const Expr& x = kernel_.body[a];
+  switch (x.op) {
+    case ScalarOp::kRoundTo: return x.ivalue == static_cast<int64_t>(dtype);
+    case ScalarOp::kLoad: return kernel_.buffers[x.buffer].dtype == dtype;
+    case ScalarOp::kConst: return rounded(x.value, dtype) == x.value;
+    case ScalarOp::kCast: {  // bools and 8-bit integers are exact in half and bfloat16
+      const ScalarType from = kernel_.body[x.a].dtype;
+      return from == ScalarType::Bool || from == ScalarType::Byte || from == ScalarType::Char;
+    }
+    case ScalarOp::kWhere: return holds(x.b, dtype) && holds(x.c, dtype);
+    default: return false;
+  }
 }
 
 int KernelBuilder::load(int buffer, int index) {

@@ -46,7 +46,8 @@ class KernelBuilder {
   int binary(ScalarOp op, int a, int b);
   int where(int cond, int a, int b);
   int cast(int a, c10::ScalarType dtype);
-  // A float rounded to the precision of `dtype` when it is half or bfloat16 (else a itself).
+  // A float rounded to the precision of `dtype` when it is half or bfloat16 (else a itself). Folded
+  // where `a` holds such a value already (see holds) and for constants.
   int round_to(int a, c10::ScalarType dtype);
   int load(int buffer, int index);
   void store(int buffer, int index, int value);
@@ -69,6 +70,9 @@ class KernelBuilder {
   Kernel take() { return std::move(kernel_); }
 
  private:
+  // Whether the float expression `a` is exactly a value of `dtype`: a rounding to it, a load from a
+  // buffer of it, a constant it represents, a small integer, or a choice between such values.
+  bool holds(int a, c10::ScalarType dtype) const;
   int add_var(LoopVar::Kind kind, const graph::SymExpr& extent, int loop);
   int intern(const Expr& e, uint64_t deps);
 

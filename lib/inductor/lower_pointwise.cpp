@@ -27,15 +27,14 @@ bool is_floating(ScalarType t) { return c10::isFloatingType(t); }
 std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vector<Operand>& operands, ScalarType compute,
                               Body body) {
   const auto shape = c.sizes(output(n));
-  const ScalarType stored = c.meta(output(n)).dtype;
-  const ScalarType result = compute_type_of(stored);
+  const ScalarType result = compute_type_of(c.meta(output(n)).dtype);
   compute = compute_type_of(compute);
   std::vector<Loader> loaders;
   for (const auto& o : operands) loaders.push_back(c.operand(o, shape, compute));
-  return {[loaders, body, compute, result, stored](KernelBuilder& kb, const Index& index) {
+  return {[loaders, body, compute, result](KernelBuilder& kb, const Index& index) {
     Values x;
     for (const auto& l : loaders) x.push_back(l(kb, index));
-    return kb.round_to(kb.cast(body(kb, x, compute), result), stored);
+    return kb.cast(body(kb, x, compute), result);
   }};
 }
 

@@ -146,10 +146,10 @@ ValueId out_value(const Node& n, size_t k = 0) {
 Loader reduction_loader(LoweringContext& c, ValueId owner, std::string tag,
                         std::function<int(KernelBuilder&, const Index&)> compute) {
   const SymShape out_sizes = c.sizes(owner);
-  const ScalarType stored = c.meta(owner).dtype, result = compute_type_of(stored);
-  return [&c, owner, out_sizes, result, stored, tag, compute](KernelBuilder& kb, const Index& index) {
+  const ScalarType result = compute_type_of(c.meta(owner).dtype);
+  return [&c, owner, out_sizes, result, tag, compute](KernelBuilder& kb, const Index& index) {
     require_row_aligned(kb, owner, index, out_sizes);
-    return c.memoized(fmt::format("{}%{}", tag, owner), index, [&] { return kb.round_to(kb.cast(compute(kb, index), result), stored); });
+    return c.memoized(fmt::format("{}%{}", tag, owner), index, [&] { return kb.cast(compute(kb, index), result); });
   };
 }
 
@@ -283,13 +283,13 @@ LowerFn softmax(bool log) {
     const ValueId in = c.tensor_arg(n, 0), out = out_value(n);
     const size_t rank = c.sizes(in).size();
     Reduction r{c.sizes(in), normalize_dims({n.args.at(1).constant.toInt()}, rank), true};
-    const ScalarType stored = c.meta(out).dtype, t = compute_type_of(stored);
+    const ScalarType t = compute_type_of(c.meta(out).dtype);
     Loader x = c.input(in);
     const SymShape out_sizes = c.sizes(out);
     SymShape row_sizes = out_sizes;  // the statistics' shape: the reduced dim kept as 1
     for (int64_t d : r.dims) row_sizes[d] = SymExpr::constant(1);
     c.row_dims[out] = r.dims;
-    return {[&c, r, t, stored, x, out, row_sizes, log](KernelBuilder& kb, const Index& index) {
+    return {[&c, r, t, x, out, row_sizes, log](KernelBuilder& kb, const Index& index) {
       Index row = index;
       for (int64_t d : r.dims) row[d] = kb.index_constant(0);
       require_row_aligned(kb, out, row, row_sizes);
@@ -301,9 +301,9 @@ LowerFn softmax(bool log) {
         });
       });
       const int shifted = kb.binary(ScalarOp::kSub, element(kb, index), m);
-      if (log) return kb.round_to(kb.binary(ScalarOp::kSub, shifted, kb.unary(ScalarOp::kLog, sum)), stored);
+      if (log) return kb.binary(ScalarOp::kSub, shifted, kb.unary(ScalarOp::kLog, sum));
       // One division per row, a multiplication per element (as ATen's vectorized kernel scales).
-      return kb.round_to(kb.binary(ScalarOp::kMul, kb.unary(ScalarOp::kExp, shifted), kb.binary(ScalarOp::kDiv, kb.constant(1, t), sum)), stored);
+      return kb.binary(ScalarOp::kMul, kb.unary(ScalarOp::kExp, shifted), kb.binary(ScalarOp::kDiv, kb.constant(1, t), sum));
     }};
   };
 }
@@ -360,7 +360,7 @@ int normalized_element(KernelBuilder& kb, const Normalization& z, LoweringContex
   const SymShape shape = c.sizes(z.out);
   if (z.weight) y = kb.binary(ScalarOp::kMul, y, kb.cast(c.broadcast(*z.weight, shape)(kb, index), t));
   if (z.bias) y = kb.binary(ScalarOp::kAdd, y, kb.cast(c.broadcast(*z.bias, shape)(kb, index), t));
-  return kb.round_to(y, c.meta(z.out).dtype);
+  return y;
 }
 
 Index row_of(KernelBuilder& kb, const Reduction& r, Index index) {
@@ -458,15 +458,14 @@ LowerFn group_norm() {
       return kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kDiv, squares, count(kb)), kb.constant(eps, t)));
     });
     const auto weight = optional_tensor(n, 1), bias = optional_tensor(n, 2);
-    const ScalarType stored = c.meta(out_value(n, 0)).dtype;
-    Loader y = [&c, x, t, stored, per_group, mean_v, rstd_v, weight, bias](KernelBuilder& kb, const Index& index) {
+    Loader y = [&c, x, t, per_group, mean_v, rstd_v, weight, bias](KernelBuilder& kb, const Index& index) {
       const Index ng = {index[0], kb.binary(ScalarOp::kDiv, index[1], kb.index_constant(per_group))};
       const int m = kb.cast(c.at(kb, mean_v, ng), t);
       int scale = kb.cast(c.at(kb, rstd_v, ng), t);
       if (weight) scale = kb.binary(ScalarOp::kMul, scale, kb.cast(c.at(kb, *weight, {index[1]}), t));
       int shift = kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, scale, m));
       if (bias) shift = kb.binary(ScalarOp::kAdd, shift, kb.cast(c.at(kb, *bias, {index[1]}), t));
-      return kb.round_to(kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), scale), shift), stored);
+      return kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), scale), shift);
     };
     return {y, mean, rstd};
   };
@@ -481,16 +480,16 @@ LowerFn batch_norm_inference(size_t training_at, size_t eps_at) {
     const auto weight = optional_tensor(n, 1), bias = optional_tensor(n, 2), mean = optional_tensor(n, 3), var = optional_tensor(n, 4);
     if (!mean || !var || c.sizes(in).size() < 2) throw Unsupported("batch_norm without running statistics");
     const double eps = double_arg(n, eps_at, 1e-5);
-    const ScalarType stored = c.meta(out_value(n)).dtype, t = compute_type_of(stored);
+    const ScalarType t = compute_type_of(c.meta(out_value(n)).dtype);
     Loader x = c.input(in);
-    Loader y = [&c, x, t, stored, eps, weight, bias, mean, var](KernelBuilder& kb, const Index& index) {
+    Loader y = [&c, x, t, eps, weight, bias, mean, var](KernelBuilder& kb, const Index& index) {
       const Index channel = {index[1]};
       auto param = [&](ValueId v) { return kb.cast(c.at(kb, v, channel), t); };
       int alpha = kb.unary(ScalarOp::kRsqrt, kb.binary(ScalarOp::kAdd, param(*var), kb.constant(eps, t)));
       if (weight) alpha = kb.binary(ScalarOp::kMul, alpha, param(*weight));
       int beta = kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, param(*mean), alpha));
       if (bias) beta = kb.binary(ScalarOp::kAdd, beta, param(*bias));
-      return kb.round_to(kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), alpha), beta), stored);
+      return kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, kb.cast(x(kb, index), t), alpha), beta);
     };
     std::vector<Loader> out = {y};
     Loader empty = [t](KernelBuilder& kb, const Index&) { return kb.constant(0, t); };  // save_mean/invstd: size 0

@@ -54,10 +54,12 @@ int LoweringContext::memoized(const std::string& key, const Index& index, const 
 }
 
 int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
+  // Eager stores every op's result in its dtype: an inlined half or bfloat16 value is rounded as that
+  // store would round it, so no lowering has to remember to (rounding a rounded value is folded).
   if (!is_buffer(v))
     return memoized(fmt::format("%{}", v), index, [&] {
       if (std::find(inlined.begin(), inlined.end(), v) == inlined.end()) inlined.push_back(v);
-      return loader[v](kb, index);
+      return kb.round_to(loader[v](kb, index), meta(v).dtype);
     });
   const auto& m = meta(v);
   return kb.load(buffer(kb, v, false), kb.linear(index, m.strides));

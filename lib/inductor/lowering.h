@@ -20,6 +20,8 @@
 
 namespace jitc::inductor {
 
+// A value's element at an index, in its compute type (float for half and bfloat16: the reader, through
+// LoweringContext::at, rounds it as eager's store would).
 using Loader = std::function<int(KernelBuilder&, const Index&)>;
 
 // A lowering cannot handle this node (an argument it does not support): the node runs as an extern call.
