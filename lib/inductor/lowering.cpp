@@ -32,6 +32,7 @@ std::optional<int> LoweringContext::load_view(KernelBuilder& kb, ValueId view, c
 }
 
 int LoweringContext::buffer(KernelBuilder& kb, ValueId v, bool written) {
+  if (!written && loader[v] && stored[v] && group[v] < 0) throw ReadsUnplaced{v};
   const int b = kb.buffer(fmt::format("buf{}", v), meta(v).dtype, written);
   auto& values = buffer_values.back();
   if (static_cast<size_t>(b) == values.size()) values.push_back(v);

@@ -36,6 +36,13 @@ struct NeedsBuffer {
   std::string why;
 };
 
+// Thrown while a kernel is built: it reads the buffer of `value`, a stored value no kernel computes yet
+// (another result of the same node, such as native_layer_norm's statistics, which its output reads).
+// The scheduler places `value` first.
+struct ReadsUnplaced {
+  graph::ValueId value;
+};
+
 // A tensor argument or a number, as an op's operand.
 struct Operand {
   graph::ValueId value = graph::kNoValue;

@@ -76,7 +76,7 @@ class Scheduler {
  public:
   Scheduler(const graph::Graph& g, std::string prefix, const std::function<void(const std::string&)>& log)
       : g_(g), prefix_(std::move(prefix)), log_(log), extern_(g.nodes.size(), 0), reason_(g.nodes.size()),
-        stored_(g.values.size(), 0) {}
+        stored_(g.values.size(), 0), read_by_a_sibling_(g.values.size(), 0) {}
 
   Plan run() {
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
@@ -346,6 +346,9 @@ class Scheduler {
     } catch (const NeedsBuffer& e) {
       ctx_->group[v] = -1;
       return e;
+    } catch (const ReadsUnplaced&) {
+      ctx_->group[v] = -1;
+      throw;
     }
     members_ = std::move(members);
     placed_[v] = 1;
@@ -434,7 +437,12 @@ class Scheduler {
       if (extern_[j]) continue;
       for (ValueId w : outputs_of(g_.nodes[j])) {
         if (!ctx_->stored[w] || placed_[w] || members_.size() >= kMaxFusedValues || !compatible(w, space_)) continue;
-        if (!ready(w) || !shares_a_source(w) || try_join(w)) continue;
+        if (!ready(w) || !shares_a_source(w)) continue;
+        try {
+          if (try_join(w)) continue;
+        } catch (const ReadsUnplaced&) {  // its node's other results come first: it keeps its place
+          continue;
+        }
         log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})",
                         describe(w), built_.kernel.name, space_.text(), position_));
       }
@@ -489,12 +497,20 @@ class Scheduler {
         steps_.push_back({Step::Kind::kExtern, static_cast<int>(i)});
         continue;
       }
-      // A node's later results first: the statistics of native_layer_norm / native_group_norm, which
-      // its first result reads from their buffers, must be computed before it.
+      // A node's results in the order they read each other: native_layer_norm's output reads its
+      // statistics from their buffers, so those go first once a kernel found it reading them.
       std::vector<ValueId> outs = outputs_of(n);
-      if (outs.size() > 1) std::rotate(outs.begin(), outs.begin() + 1, outs.end());
-      for (ValueId v : outs)
-        if (ctx_->stored[v] && !placed_[v]) place(v);
+      std::stable_partition(outs.begin(), outs.end(), [&](ValueId v) { return read_by_a_sibling_[v]; });
+      for (ValueId v : outs) {
+        if (!ctx_->stored[v] || placed_[v]) continue;
+        try {
+          place(v);
+        } catch (const ReadsUnplaced& e) {
+          read_by_a_sibling_[e.value] = 1;
+          log_decision(fmt::format("{} is placed before {}, which reads its buffer", describe(e.value), describe(v)));
+          throw Restart{};
+        }
+      }
     }
     position_ = static_cast<int>(g_.nodes.size());
     flush();
@@ -559,6 +575,7 @@ class Scheduler {
   int group_id_ = 0;
   int position_ = 0;                        // the node being scheduled
   std::vector<char> placed_;                // per stored value: in a kernel already
+  std::vector<char> read_by_a_sibling_;  // results placed before the other results of their node
   std::vector<std::vector<ValueId>> sources_;  // memo of sources()
   std::vector<char> sources_done_;
   std::vector<std::string> decisions_, attempt_log_;

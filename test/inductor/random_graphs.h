@@ -36,20 +36,25 @@ enum class Op {
   // with a scalar
   kMulScalar, kAddScalar,
   // reductions
-  kSum, kMean, kAmax, kAmin, kVar, kSoftmax, kLogSoftmax, kLogsumexp,
+  kSum, kMean, kAmax, kAmin, kVar, kSoftmax, kLogSoftmax, kLogsumexp, kLayerNorm,
   // views
   kTranspose, kUnsqueeze, kReshape, kSlice, kExpand, kPermute,
 };
 constexpr Op kFirstUnary = Op::kNeg, kLastUnary = Op::kSquare;
 constexpr Op kFirstBinary = Op::kAdd, kLastBinary = Op::kDivAbsPlus1;
-constexpr Op kFirstReduction = Op::kSum, kLastReduction = Op::kLogsumexp;
+constexpr Op kFirstReduction = Op::kSum, kLastReduction = Op::kLayerNorm;
+
+// Which normalizations a program may hold: softmax over any dim and layer_norm over several trailing
+// dims are one CPU kernel each, but extern calls on CUDA (whose code generator keeps a normalization's
+// row in the last dim), where the test requires every op lowered.
+enum class Normalizations { kLastDim, kAnyDims };
 
 inline const char* name(Op op) {
   static const char* const names[] = {
       "neg", "abs", "exp_clamped", "tanh", "sigmoid", "relu", "sin", "sqrt_abs_plus_1", "gelu", "silu", "square",
       "add", "sub", "mul", "maximum", "minimum", "where_greater", "div_abs_plus_1",
       "mul_scalar", "add_scalar",
-      "sum", "mean", "amax", "amin", "var", "softmax", "log_softmax", "logsumexp",
+      "sum", "mean", "amax", "amin", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
       "transpose", "unsqueeze", "reshape", "slice", "expand", "permute"};
   return names[static_cast<int>(op)];
 }
@@ -58,7 +63,7 @@ inline const char* name(Op op) {
 struct Step {
   Op op = Op::kNeg;
   int a = 0, b = 0;
-  int64_t dim = 0, dim2 = 0;      // reductions, transpose, unsqueeze, slice, expand
+  int64_t dim = 0, dim2 = 0;      // reductions (layer_norm: how many trailing dims), transpose, unsqueeze, slice
   bool keepdim = false;
   int64_t correction = 0;         // var
   double scalar = 0;              // mul_scalar, add_scalar
@@ -103,9 +108,10 @@ inline at::Tensor run_step(const Step& s, const std::vector<at::Tensor>& pool) {
     case Op::kAmax: return x.amax(s.dim, s.keepdim);
     case Op::kAmin: return x.amin(s.dim, s.keepdim);
     case Op::kVar: return at::var(x, at::IntArrayRef{s.dim}, at::Scalar(s.correction), s.keepdim);
-    case Op::kSoftmax: return at::softmax(x, -1);
-    case Op::kLogSoftmax: return at::log_softmax(x, -1);
+    case Op::kSoftmax: return at::softmax(x, s.dim);
+    case Op::kLogSoftmax: return at::log_softmax(x, s.dim);
     case Op::kLogsumexp: return at::logsumexp(x, s.dim, s.keepdim);
+    case Op::kLayerNorm: return at::layer_norm(x, x.sizes().slice(x.dim() - s.dim));
     case Op::kTranspose: return x.transpose(s.dim, s.dim2);
     case Op::kUnsqueeze: return x.unsqueeze(s.dim);
     case Op::kReshape: return x.reshape(s.ints);
@@ -152,7 +158,8 @@ inline std::string to_string(const Program& p) {
       case Op::kAddScalar: args += fmt::format(", {}", s.scalar); break;
       case Op::kVar: args += fmt::format(", dim={}, correction={}, keepdim={}", s.dim, s.correction, s.keepdim); break;
       case Op::kSoftmax:
-      case Op::kLogSoftmax: args += ", dim=-1"; break;
+      case Op::kLogSoftmax: args += fmt::format(", dim={}", s.dim); break;
+      case Op::kLayerNorm: args += fmt::format(", over the last {} dims", s.dim); break;
       case Op::kTranspose: args += fmt::format(", {}, {}", s.dim, s.dim2); break;
       case Op::kUnsqueeze: args += fmt::format(", {}", s.dim); break;
       case Op::kSlice: args += fmt::format(", dim={}, {}:{}:{}", s.dim, s.start, s.end, s.step); break;
@@ -173,7 +180,7 @@ inline std::string to_string(const Program& p) {
 // ---- the generator -----------------------------------------------------------------------------------
 class Generator {
  public:
-  explicit Generator(uint32_t seed) : rng_(seed) { program_.seed = seed; }
+  Generator(uint32_t seed, Normalizations normalizations) : rng_(seed), normalizations_(normalizations) { program_.seed = seed; }
 
   Program generate() {
     make_inputs();
@@ -264,6 +271,9 @@ class Generator {
       s.op = static_cast<Op>(uniform(static_cast<int>(kFirstReduction), static_cast<int>(kLastReduction)));
       s.dim = random_dim(rank);
       s.keepdim = chance(0.5);
+      const bool any_dims = normalizations_ == Normalizations::kAnyDims;
+      if ((s.op == Op::kSoftmax || s.op == Op::kLogSoftmax) && !any_dims) s.dim = -1;
+      if (s.op == Op::kLayerNorm) s.dim = any_dims ? uniform(1, static_cast<int>(rank)) : 1;
       if (s.op == Op::kVar) {
         if (x.size(s.dim) <= 1) return false;
         s.correction = uniform(0, 1);
@@ -358,11 +368,12 @@ class Generator {
   }
 
   std::mt19937 rng_;
+  Normalizations normalizations_;
   Program program_;
   std::vector<at::Tensor> pool_;  // the program's values on its inputs
 };
 
-inline Program generate(uint32_t seed) { return Generator(seed).generate(); }
+inline Program generate(uint32_t seed, Normalizations normalizations) { return Generator(seed, normalizations).generate(); }
 
 // The seeds to run: 0..default_seeds-1, or JITC_RANDOM_SEEDS=<n> for 0..n-1, or JITC_RANDOM_SEED=<s> for
 // one. Each test picks its default budget (what fits its CI or GPU host run).

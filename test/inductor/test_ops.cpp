@@ -201,6 +201,24 @@ TEST_CASE("normalizations match eager", "[inductor][ops]") {
 
 // A normalization's half or bfloat16 result is rounded before the op that reads it, as eager stores it:
 // a - float(a) rounded to the dtype is exactly 0 in eager, and in jitc only when a was rounded.
+// A constant row has mean x and variance 0: eager's Welford statistics get both exactly, so the output is
+// the bias. A mean off by one ulp (sum / n) would come out as 316 ulps (rstd = 1/sqrt(eps)).
+TEST_CASE("normalizations of constant rows give exactly the bias as in eager", "[inductor][ops]") {
+  const auto rows = at::tensor({7.1f, 0.3f, -5.7f, 1e4f}).view({4, 1, 1}).expand({4, 6, 5}).contiguous();
+  const auto w = at::randn({6, 5}), b = at::randn({6, 5}), w5 = at::randn({5}), b5 = at::randn({5});
+  const jitc::testing::Tolerance exact{0, 0};
+  auto same = [&](auto fn, const auto&... inputs) {
+    const at::Tensor want = fn(inputs...);
+    auto f = jitc::compile(fn);
+    f(inputs...);
+    return jitc::testing::difference(f(inputs...), want, exact);
+  };
+  CHECK(same([&](const at::Tensor& x) { return at::layer_norm(x, {5}, w5, b5); }, rows) == "");
+  CHECK(same([&](const at::Tensor& x) { return at::layer_norm(x, {6, 5}, w, b); }, rows) == "");
+  CHECK(same([](const at::Tensor& x) { return at::group_norm(x.view({4, 6, 5, 1}), 2); }, rows) == "");
+  CHECK(same([](const at::Tensor& x) { return std::get<1>(at::native_layer_norm(x, {5}, {}, {}, 1e-5)); }, rows) == "");
+}
+
 // Eager stores every op's result, so an inlined half or bfloat16 value must be rounded before the next
 // op reads it. Here that op is a cast to float, whose result is returned: it must hold half or bfloat16
 // values, bit for bit.
