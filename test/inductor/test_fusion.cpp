@@ -110,6 +110,18 @@ TEST_CASE("a kernel stores at most kMaxFusedValues values", "[inductor][fusion]"
   CHECK(logs.contains("exceeds max fusion size 16"));
 }
 
+TEST_CASE("group_norm's statistics are placed before the output that reads them", "[inductor][fusion]") {
+  jitc::testing::LogCapture logs("fusion");
+  auto fn = [](const at::Tensor& x) { return at::group_norm(x, 2); };
+  const auto x = at::randn({2, 4, 3, 3});
+  auto f = jitc::compile(fn);
+  f(x);
+  CHECK(jitc::testing::difference(f(x), fn(x), jitc::testing::reduction_tolerance(at::kFloat, 18)) == "");
+  CHECK(f.stats().kernels_compiled == 2);  // the statistics, then the output
+  INFO(logs.text());
+  CHECK(logs.lines_with("is placed before buf1 (aten::native_group_norm), which reads its buffer").size() == 1);
+}
+
 TEST_CASE("a reduction read per element of another dim is stored by its own kernel", "[inductor][fusion]") {
   // The column sums are read at every row: recomputing them per row would be quadratic.
   CHECK(kernels_for([](const at::Tensor& x) { return x - x.sum(0); }, at::randn({20, 30})) == 2);
