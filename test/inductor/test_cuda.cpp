@@ -226,6 +226,32 @@ TEST_CASE("CUDA: one compiled program serves every size of a dynamic dim", "[cud
   CHECK(f.stats().kernels_compiled == 1);
 }
 
+// Views from the end of the dynamic dim start at a storage offset computed from the size at run time; a
+// split's dynamic last piece starts after the constant one; arange and full take the size as a value.
+TEST_CASE("CUDA: views from the end of a dynamic dim and factories sized by it take one compile", "[cuda][dynamic]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  auto fn = [](const at::Tensor& x) {
+    const auto pieces = x.split_with_sizes({2, x.size(0) - 2});
+    return x.slice(0, -2) * 2 + x.select(0, -1) + pieces[1].sum(0, true) - pieces[0].amax(0, true) +
+           at::arange(x.size(0), x.size(0) + x.size(1), x.options()) * at::full({1}, x.size(0), x.options());
+  };
+  jitc::testing::LogCapture logs("perf_hints,fusion");
+  auto f = jitc::compile(fn);
+  f(at::randn({3, 700}, at::kCUDA));
+  f(at::randn({5, 700}, at::kCUDA));
+  for (int64_t rows : {2, 4, 9, 131}) {
+    const auto x = at::randn({rows, 700}, at::kCUDA);
+    f(x);
+    INFO("rows " << rows);
+    CHECK(jitc::testing::difference(f(x), fn(x), jitc::testing::reduction_tolerance(at::kFloat, rows)) == "");
+  }
+  CHECK(f.stats().programs_compiled == 1);
+  CHECK(jitc::testing::unlowered_ops(logs) == std::vector<std::string>{});
+}
+
 TEST_CASE("CUDA: kernels run on the caller's current stream, from several threads", "[cuda]") {
   if (!have_gpu()) {
     WARN("no CUDA device: skipped");
