@@ -6,9 +6,10 @@
 // be explained by exactly one form with one free parameter (k*s, s + c, k*s*t), fixed by the first trace
 // and verified by the second; anything else (a different op sequence, an unexplained or ambiguous
 // integer, a differing float) keeps the dims static. A view's storage offset is the one exception: it may
-// be any line k*s + c in one symbol (a slice from the end of a dynamic dim starts at (s - c') * stride). Two traces cannot rule out an integer that only
-// looks affine at those two sizes (x.size(0) / 2 is 1 at 2 and 3), so the engine trusts the result at a
-// new size only once that size's own trace generalizes to the same graph (runtime::SizeLedger).
+// be any line k*s + c in one symbol (a slice from the end of a dynamic dim starts at (s - c') * stride).
+// Two traces cannot rule out an integer that only looks affine at those two sizes (x.size(0) / 2 is 1 at
+// 2 and 3), so the engine trusts the result at a new size only once that size's own trace generalizes to
+// the same graph (runtime::SizeLedger).
 #pragma once
 #include "graph/graph.h"
 
