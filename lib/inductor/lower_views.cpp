@@ -356,19 +356,15 @@ void register_factories(Registry& r) {
     if (overload == "start_step") step = number(2);
     const ScalarType out = c.meta(output(n)).dtype;
     const ScalarType t = compute_type_of(out);
-    const bool integral = !c10::isFloatingType(out);
-    const bool cpu = c.meta(output(n)).device.is_cpu();
+    // ATen's accumulate type: int64 for integer outputs, double on CPU (acc_type<float, false>), float
+    // for float32 on CUDA. A bound computed from a size is a run-time integer (arange(n, 2 * n)).
+    const ScalarType acc = !c10::isFloatingType(out) ? ScalarType::Long
+                           : out == ScalarType::Double || c.meta(output(n)).device.is_cpu() ? ScalarType::Double
+                                                                                             : ScalarType::Float;
+    const Loader first = c.operand(start, {}, acc), stride = c.operand(step, {}, acc);
     return {[=](KernelBuilder& kb, const Index& index) {
-      // A bound computed from a size is a run-time integer (arange(n, 2 * n)).
-      auto value = [&kb](const Operand& o, ScalarType type) {
-        if (o.symbolic) return kb.cast(kb.extent(*o.symbolic), type);
-        return type == ScalarType::Long ? kb.index_constant(o.scalar.toLong()) : kb.constant(o.scalar.toDouble(), type);
-      };
-      if (integral) return kb.cast(kb.add(value(start, ScalarType::Long), kb.mul(index[0], value(step, ScalarType::Long))), t);
-      // ATen's accumulate type: double on CPU (acc_type<float, false>), float for float32 on CUDA.
-      const ScalarType acc = out == ScalarType::Double || cpu ? ScalarType::Double : ScalarType::Float;
       const int i = kb.cast(index[0], acc);
-      return kb.cast(kb.binary(ScalarOp::kAdd, value(start, acc), kb.binary(ScalarOp::kMul, i, value(step, acc))), t);
+      return kb.cast(kb.binary(ScalarOp::kAdd, first(kb, index), kb.binary(ScalarOp::kMul, i, stride(kb, index))), t);
     }};
   };
 }
