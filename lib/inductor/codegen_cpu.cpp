@@ -22,7 +22,7 @@ namespace jitc::inductor {
 
 namespace llvm_ir {
 
-Printer::Printer(const Kernel& k) : k_(k), emitted_(k.body.size()), lane_array_(k.body.size()) {
+Printer::Printer(const Kernel& k) : k_(k), checks_(has_checks(k)), emitted_(k.body.size()), lane_array_(k.body.size()) {
   Placement p = place(k_);
   scope_ = std::move(p.scope);
   loop_of_ = std::move(p.loop);
@@ -54,9 +54,14 @@ std::string Printer::body_function(bool columns) {
   std::fill(emitted_.begin(), emitted_.end(), false);
   std::string params;
   for (size_t b = 0; b < k_.buffers.size(); ++b) params += fmt::format("ptr noalias %buf{}, ", b);
+  if (checks_) params += "ptr %status, ";
   out_ += fmt::format("define internal void @{}({}ptr %syms, i64 %tile_begin, i64 %tile_end) alwaysinline {} {{\n",
                       function, params, kVectorWidth);
   label("entry");
+  if (checks_) {  // a failed check sets the flag (an `or` reduction: loops still vectorize)
+    line("%checkflag = alloca i1");
+    line("store i1 false, ptr %checkflag");
+  }
   for (size_t i = 0; i < k_.body.size(); ++i)
     if (scope_[i] == Scope::kEntry) emit(static_cast<int>(i));
   // here: an alloca inside the tile loop would take stack per tile
@@ -83,6 +88,7 @@ std::string Printer::body_function(bool columns) {
   line("br label %tile.head");
   label("exit");
   if (!columns) fence_streaming_stores();
+  if (checks_) report_failed_checks();
   line("ret void");
   out_ += "}\n";
   return std::exchange(out_, "");
@@ -97,6 +103,11 @@ std::string Printer::wrapper() {
     line(fmt::format("%slot{} = getelementptr ptr, ptr %buffers, i64 {}", b, b));
     line(fmt::format("%buf{} = load ptr, ptr %slot{}", b, b));
     args += fmt::format("ptr %buf{}, ", b);
+  }
+  if (checks_) {  // the status word follows the buffers
+    line(fmt::format("%slot.status = getelementptr ptr, ptr %buffers, i64 {}", k_.buffers.size()));
+    line("%status = load ptr, ptr %slot.status");
+    args += "ptr %status, ";
   }
   auto call = [&](const char* body) {
     line(fmt::format("call void @{}.{}({}ptr %syms, i64 %tile_begin, i64 %tile_end)", k_.name, body, args));
@@ -268,6 +279,25 @@ void Printer::element_pass(const std::string& lo, const std::string& hi) {
   else loop_nest(inner, lo, hi, body);
   pass_ = -1;
   emitted_ = std::move(saved);
+}
+
+// After the tiles: a failed check stores 1 into the status word (tiles run on several threads, which
+// may all store it).
+void Printer::report_failed_checks() {
+  line("%checked = load i1, ptr %checkflag");
+  line("br i1 %checked, label %check.failed, label %check.done");
+  label("check.failed");
+  line("store atomic i32 1, ptr %status monotonic, align 4");
+  line("br label %check.done");
+  label("check.done");
+}
+
+// A check that fails sets the function's flag; the tile goes on (its loads and divisions are safe).
+void Printer::check(const std::string& v, const std::string& holds) {
+  line(fmt::format("{}.old = load i1, ptr %checkflag", v));
+  line(fmt::format("{}.bad = xor i1 {}, true", v, holds));
+  line(fmt::format("{} = or i1 {}.old, {}.bad", v, v, v));
+  line(fmt::format("store i1 {}, ptr %checkflag", v));
 }
 
 // ---- reductions -------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ void Printer::column_row() {
   column_elements(skip);
   lane_loop(skip, [&](const std::string&) {
     for (size_t i = 0; i < k_.body.size(); ++i)
-      if (scope_[i] == Scope::kRow && k_.body[i].op == ScalarOp::kStore) emit(static_cast<int>(i));
+      if (scope_[i] == Scope::kRow && (k_.body[i].op == ScalarOp::kStore || k_.body[i].op == ScalarOp::kCheck)) emit(static_cast<int>(i));
   });
 }
 

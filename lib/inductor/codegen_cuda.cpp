@@ -390,6 +390,7 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kConst: define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue)); break;
     case ScalarOp::kLoad: load(i, e); break;
     case ScalarOp::kStore: store(e); break;
+    case ScalarOp::kCheck: line(fmt::format("if (!{}) check_failed();", a)); break;  // a device-side assert, as eager's
     default: define(cuda::value_of(e, ty, a, b, c));
   }
 }

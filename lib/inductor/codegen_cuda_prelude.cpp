@@ -27,6 +27,10 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
 __device__ __forceinline__ float fast_div(float a, float b) { float q; asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; }
 template <class T> __device__ __forceinline__ T max_nan(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T min_nan(T a, T b) { return (a < b || a != a) ? a : b; }
+// A failed kCheck (an index out of range) stops the kernel with a device-side assert, as eager's kernels do
+// (CUDA_KERNEL_ASSERT): the launch fails with cudaErrorAssert.
+extern "C" __device__ void __assertfail(const char* message, const char* file, unsigned line, const char* function, decltype(sizeof(0)) size);
+__device__ __noinline__ void check_failed() { __assertfail("index out of bounds", "jitc kernel", 0, "jitc", 1); }
 template <class T> __device__ __forceinline__ T safe_divisor(T b) { return b == 0 ? T(1) : b; }
 template <class T> __device__ __forceinline__ T floor_div_int(T a, T b) {
   b = safe_divisor(b); T q = a / b, r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;

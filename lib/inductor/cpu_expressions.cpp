@@ -13,6 +13,11 @@
 
 namespace jitc::inductor::llvm_ir {
 
+namespace {
+// The largest value of a signed integer of `width` bits, computed without overflow (int64 included).
+int64_t signed_max(int width) { return static_cast<int64_t>((uint64_t{1} << (width - 1)) - 1); }
+}  // namespace
+
 std::string Printer::identity(ReduceKind kind, ScalarType t) {
   const bool f = is_float(t);
   switch (kind) {
@@ -23,12 +28,12 @@ std::string Printer::identity(ReduceKind kind, ScalarType t) {
     case ReduceKind::kMax:
     case ReduceKind::kArgMax:
       if (f) return float_literal(-std::numeric_limits<double>::infinity(), t);
-      return t == ScalarType::Bool ? "false" : is_unsigned(t) ? "0" : std::to_string(-(int64_t{1} << (bits(t) - 1)));
+      return t == ScalarType::Bool ? "false" : is_unsigned(t) ? "0" : std::to_string(-signed_max(bits(t)) - 1);
     case ReduceKind::kMin:
     case ReduceKind::kArgMin:
       if (f) return float_literal(std::numeric_limits<double>::infinity(), t);
       if (t == ScalarType::Bool) return "true";
-      return is_unsigned(t) ? "-1" : std::to_string((int64_t{1} << (bits(t) - 2)) - 1 + (int64_t{1} << (bits(t) - 2)));
+      return is_unsigned(t) ? "-1" : std::to_string(signed_max(bits(t)));
   }
   return "0";
 }
@@ -225,6 +230,11 @@ void Printer::expr(int i, const Expr& e) {
       break;
     case ScalarOp::kFloorDiv: floor_div(v, t, a, b); break;
     case ScalarOp::kRem: remainder(v, t, a, b); break;
+    case ScalarOp::kFmod:  // frem is C's fmod, as ATen computes it; srem truncates as C's %
+      if (f) bin("frem", "");
+      else line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "urem" : "srem", ty, a, safe_divisor(t, b)));
+      break;
+    case ScalarOp::kCheck: check(v, a); break;
     case ScalarOp::kPow:
       if (f) {
         const char* suffix = t == ScalarType::Float ? "f32" : "f64";

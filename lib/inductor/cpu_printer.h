@@ -37,6 +37,8 @@ class Printer : private Emitter {
   void element_loop(const std::string& column_tile);
   void element_pass(const std::string& lo, const std::string& hi);
   void reduction(int r);
+  void check(const std::string& v, const std::string& holds);  // a kCheck
+  void report_failed_checks();                                 // at the body's exit
   // Float max/min reductions track NaN in a flag of their own (maxnum ignores NaN; ATen's max keeps it).
   bool needs_nan_flag(int r) const;
   // One step of reduction r (not argmax/argmin): value `v` combined into accumulator `acc` (and `nan`).
@@ -124,6 +126,7 @@ class Printer : private Emitter {
   void store_lane(const std::string& slot, const char* type, const std::string& value);
 
   const Kernel& k_;
+  const bool checks_;  // the kernel has kCheck expressions: it takes a status word
   std::vector<Scope> scope_;
   std::vector<int> loop_of_;
   std::vector<bool> emitted_;

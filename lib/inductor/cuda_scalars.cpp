@@ -52,6 +52,11 @@ int bits(ScalarType t) {
   }
 }
 
+namespace {
+// The largest value of a signed integer of `width` bits, computed without overflow (int64 included).
+int64_t signed_max(int width) { return static_cast<int64_t>((uint64_t{1} << (width - 1)) - 1); }
+}  // namespace
+
 std::string identity(ReduceKind kind, ScalarType t) {
   const bool f = is_float(t);
   switch (kind) {
@@ -62,11 +67,11 @@ std::string identity(ReduceKind kind, ScalarType t) {
     case ReduceKind::kMax:
     case ReduceKind::kArgMax:
       if (f) return literal(-INFINITY, t);
-      return is_unsigned(t) ? "0" : fmt::format("({})(-{}ll - 1)", c_type(t), (int64_t{1} << (bits(t) - 1)) - 1);
+      return is_unsigned(t) ? "0" : fmt::format("({})(-{}ll - 1)", c_type(t), signed_max(bits(t)));
     case ReduceKind::kMin:
     case ReduceKind::kArgMin:
       if (f) return literal(INFINITY, t);
-      return is_unsigned(t) ? (t == ScalarType::Bool ? "1" : "255") : fmt::format("({}){}ll", c_type(t), (int64_t{1} << (bits(t) - 1)) - 1);
+      return is_unsigned(t) ? (t == ScalarType::Bool ? "1" : "255") : fmt::format("({}){}ll", c_type(t), signed_max(bits(t)));
   }
   return "0";
 }
@@ -153,6 +158,7 @@ std::string value_of(const Expr& e, const std::string& ty, const std::string& a,
     case ScalarOp::kDiv: return f ? fmt::format("{} / {}", a, b) : fmt::format("({})({} / safe_divisor({}))", ty, a, b);
     case ScalarOp::kFloorDiv: return f ? fmt::format("floor({} / {})", a, b) : fmt::format("floor_div_int<{}>({}, {})", ty, a, b);
     case ScalarOp::kRem: return f ? fmt::format("rem_float<{}>({}, {})", ty, a, b) : fmt::format("rem_int<{}>({}, {})", ty, a, b);
+    case ScalarOp::kFmod: return f ? fmt::format("fmod({}, {})", a, b) : fmt::format("({})({} % safe_divisor({}))", ty, a, b);
     case ScalarOp::kPow: return f ? fmt::format("pow({}, {})", a, b) : fmt::format("pow_int<{}>({}, {})", ty, a, b);
     case ScalarOp::kAtan2: return fmt::format("atan2({}, {})", a, b);
     case ScalarOp::kMax: return fmt::format("max_nan<{}>({}, {})", ty, a, b);

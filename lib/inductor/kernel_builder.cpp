@@ -229,6 +229,17 @@ void KernelBuilder::store(int buffer, int index, int value) {
   intern(e, deps_[index] | deps_[value]);
 }
 
+void KernelBuilder::check(int holds) {
+  if (dtype(holds) != ScalarType::Bool) throw std::logic_error("kernel builder: a check takes a bool");
+  const Expr& x = kernel_.body[holds];
+  if (x.op == ScalarOp::kConst && x.ivalue != 0) return;  // holds always
+  Expr e;
+  e.op = ScalarOp::kCheck;
+  e.dtype = ScalarType::Bool;
+  e.a = holds;
+  intern(e, deps_[holds]);
+}
+
 int KernelBuilder::reduce(ReduceKind kind, int value, int loop, int position) {
   Expr e;
   e.op = ScalarOp::kReduce;

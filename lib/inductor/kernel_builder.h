@@ -51,6 +51,8 @@ class KernelBuilder {
   int round_to(int a, c10::ScalarType dtype);
   int load(int buffer, int index);
   void store(int buffer, int index, int value);
+  // A run-time check that bool `holds` is true (kCheck), emitted wherever `holds` is computed.
+  void check(int holds);
   int reduce(ReduceKind kind, int value, int loop, int position = -1);
 
   // Index helpers (int64, folded).

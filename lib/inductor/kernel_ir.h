@@ -37,6 +37,11 @@ enum class ScalarOp : uint8_t {
   // binary
   kAdd, kSub, kMul, kDiv, kFloorDiv, kRem, kPow, kAtan2, kMax, kMin, kAnd, kOr, kXor, kShl, kShr,
   kEq, kNe, kLt, kLe, kGt, kGe,
+  kFmod,   // C's fmod (the dividend's sign); kRem is Python's remainder (the divisor's sign)
+  // a run-time check: bool a must hold, or the kernel reports a failure (CPU: a status word the runtime
+  // reads after the launch, which then replays the graph eagerly so that eager raises its own error;
+  // CUDA: a device-side assert, as eager's kernels do). Emitted wherever its operands are, like a store.
+  kCheck,
   // reductions: a is the value reduced over loop `loop`; kArgMax/kArgMin also take b, the position
   kReduce,
 };
@@ -94,6 +99,14 @@ struct Kernel {
     return out;
   }
 };
+
+// Whether a kernel holds run-time checks (kCheck): on the CPU it then takes a status word after its
+// buffers, which it sets when a check fails.
+inline bool has_checks(const Kernel& kernel) {
+  for (const Expr& e : kernel.body)
+    if (e.op == ScalarOp::kCheck) return true;
+  return false;
+}
 
 // Readable text of a kernel (JITC_LOGS=output_code, golden tests, cache keys).
 std::string to_text(const Kernel& kernel);  // kernel_text.cpp

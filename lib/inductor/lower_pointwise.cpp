@@ -22,15 +22,27 @@ ValueId output(const Node& n) { return n.outputs.at(0).values.at(0); }
 
 bool is_floating(ScalarType t) { return c10::isFloatingType(t); }
 
+// How a number operand (a Python scalar, a wrapped number) enters an op whose common dtype is half or
+// bfloat16. TensorIterator converts it to the common dtype, so eager's CPU kernels see it rounded (add, sub,
+// remainder, pow, comparisons...: `x_half == 0.1` compares with half(0.1)); mul and div take the original
+// value in float instead (`original_scalar_value<opmath_t>` in BinaryOpsKernel.cpp).
+enum class Numbers { kRounded, kOriginal };
+
 // The loader of `n`'s output: each operand read at the output's index, cast to `compute`, combined by
 // `body`, and cast to the output's compute type.
 std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vector<Operand>& operands, ScalarType compute,
-                              Body body) {
+                              Body body, Numbers numbers = Numbers::kRounded) {
   const auto shape = c.sizes(output(n));
   const ScalarType result = compute_type_of(c.meta(output(n)).dtype);
+  const ScalarType common = compute;
   compute = compute_type_of(compute);
   std::vector<Loader> loaders;
-  for (const auto& o : operands) loaders.push_back(c.operand(o, shape, compute));
+  for (const auto& o : operands) {
+    Loader l = c.operand(o, shape, compute);
+    if (!o.is_tensor() && !o.symbolic && numbers == Numbers::kRounded && compute != common)
+      l = [l, common](KernelBuilder& kb, const Index& index) { return kb.round_to(l(kb, index), common); };
+    loaders.push_back(std::move(l));
+  }
   return {[loaders, body, compute, result](KernelBuilder& kb, const Index& index) {
     Values x;
     for (const auto& l : loaders) x.push_back(l(kb, index));
@@ -39,6 +51,7 @@ std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vect
 }
 
 ScalarType out_dtype(LoweringContext& c, const Node& n) { return c.meta(output(n)).dtype; }
+bool on_cpu(LoweringContext& c, const Node& n) { return c.meta(output(n)).device.is_cpu(); }
 
 std::optional<double> optional_number(LoweringContext& c, const Node& n, size_t i) {
   if (i >= n.args.size() || (n.args[i].kind == graph::Arg::Kind::kConstant && n.args[i].constant.isNone())) return std::nullopt;
@@ -236,9 +249,9 @@ void register_unary(Registry& r) {
 // ---- binary and ternary ---------------------------------------------------------------------------
 
 // Arithmetic computed in the output's type (ATen computes in the promoted type, which is the output's).
-LowerFn binary(Body body) {
-  return [body](LoweringContext& c, const Node& n) {
-    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n), body);
+LowerFn binary(Body body, Numbers numbers = Numbers::kRounded) {
+  return [body, numbers](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n), body, numbers);
   };
 }
 
@@ -259,20 +272,70 @@ LowerFn compare(ScalarOp op, bool logical) {
 LowerFn add_sub(ScalarOp op, bool reversed) {
   return [op, reversed](LoweringContext& c, const Node& n) {
     const double alpha = number(c, n, 2, 1);
-    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
+    const ScalarType common = out_dtype(c, n);
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, common,
                      [=](KernelBuilder& kb, const Values& x, ScalarType t) {
                        int a = x[reversed ? 1 : 0], b = x[reversed ? 0 : 1];
-                       if (alpha != 1) b = kb.binary(ScalarOp::kMul, b, k(kb, alpha, t));
+                       // alpha converted to the common dtype, as eager's CPU kernel takes it
+                       if (alpha != 1) b = kb.binary(ScalarOp::kMul, b, kb.round_to(k(kb, alpha, t), common));
                        if (t == ScalarType::Bool) return kb.binary(ScalarOp::kOr, a, b);
                        return kb.binary(op, a, b);
                      });
   };
 }
 
-int divide(KernelBuilder& kb, int a, int b, ScalarType t, const std::string& mode) {
-  if (mode == "floor") return kb.binary(ScalarOp::kFloorDiv, a, b);
+// Integer division, remainder and fmod by zero: ATen's CPU kernels raise ZeroDivisionError, its CUDA
+// kernels do not (the hardware's quotient). On the CPU a check reports it (the program then replays the
+// graph eagerly, which raises); the kernel itself divides by one meanwhile.
+void check_divisor(KernelBuilder& kb, int b, ScalarType t, bool cpu) {
+  if (cpu && !is_floating(t) && t != ScalarType::Bool) kb.check(kb.binary(ScalarOp::kNe, b, k(kb, 0, t)));
+}
+
+// ATen's div_floor_floating (c10/util/generic_math.h): the quotient of a - fmod(a, b), corrected, so that
+// 1.0 // 0.1 is 9 as in eager (floor(1.0 / 0.1) is 10); b == 0 gives IEEE's a / b.
+int floor_divide_floating(KernelBuilder& kb, int a, int b, ScalarType t) {
+  const int zero = k(kb, 0, t), one = k(kb, 1, t);
+  const int mod = kb.binary(ScalarOp::kFmod, a, b);
+  int div = kb.binary(ScalarOp::kDiv, kb.binary(ScalarOp::kSub, a, mod), b);
+  const int signs_differ = kb.binary(ScalarOp::kNe, kb.binary(ScalarOp::kLt, b, zero), kb.binary(ScalarOp::kLt, mod, zero));
+  const int adjust = kb.binary(ScalarOp::kAnd, kb.binary(ScalarOp::kNe, mod, zero), signs_differ);
+  div = kb.where(adjust, kb.binary(ScalarOp::kSub, div, one), div);
+  const int floored = kb.unary(ScalarOp::kFloor, div);
+  const int rounded = kb.where(kb.binary(ScalarOp::kGt, kb.binary(ScalarOp::kSub, div, floored), k(kb, 0.5, t)),
+                               kb.binary(ScalarOp::kAdd, floored, one), floored);
+  const int quotient = kb.binary(ScalarOp::kDiv, a, b);
+  const int signed_zero = kb.binary(ScalarOp::kMul, quotient, zero);  // copysign(0, a / b): a / b is finite here
+  const int result = kb.where(kb.binary(ScalarOp::kNe, div, zero), rounded, signed_zero);
+  return kb.where(kb.binary(ScalarOp::kEq, b, zero), quotient, result);
+}
+
+int floor_divide(KernelBuilder& kb, int a, int b, ScalarType t, bool cpu) {
+  if (is_floating(t)) return floor_divide_floating(kb, a, b, t);
+  check_divisor(kb, b, t, cpu);
+  return kb.binary(ScalarOp::kFloorDiv, a, b);
+}
+
+int divide(KernelBuilder& kb, int a, int b, ScalarType t, const std::string& mode, bool cpu) {
+  if (mode == "floor") return floor_divide(kb, a, b, t, cpu);
+  if (!is_floating(t)) check_divisor(kb, b, t, cpu);  // trunc: only integers divide as integers
   const int q = kb.binary(ScalarOp::kDiv, a, b);
   return mode == "trunc" && is_floating(t) ? kb.unary(ScalarOp::kTrunc, q) : q;
+}
+
+// ATen's shifts (BinaryOpsKernel.cpp): a left shift by a negative amount or by the width or more is 0; a
+// right shift by such an amount fills with the sign (0 for unsigned types). C's (and LLVM's) shifts leave
+// those amounts undefined, so the shift itself takes an amount in range.
+int shift(KernelBuilder& kb, int a, int b, ScalarType t, bool left) {
+  const int64_t width = static_cast<int64_t>(c10::elementSize(t)) * 8;
+  const bool is_signed = c10::isSignedType(t);
+  const int64_t limit = left || !is_signed ? width : width - 1;
+  const int zero = k(kb, 0, t);
+  const int negative = is_signed ? kb.binary(ScalarOp::kLt, b, zero) : kb.integer(0, ScalarType::Bool);
+  const int out_of_range = kb.binary(ScalarOp::kOr, negative, kb.binary(ScalarOp::kGe, b, k(kb, static_cast<double>(limit), t)));
+  const int amount = kb.where(out_of_range, zero, b);
+  const int shifted = kb.binary(left ? ScalarOp::kShl : ScalarOp::kShr, a, amount);
+  if (left || !is_signed) return kb.where(out_of_range, zero, shifted);
+  return kb.where(out_of_range, kb.binary(ScalarOp::kShr, a, k(kb, static_cast<double>(width - 1), t)), shifted);
 }
 
 // pow(x, exponent) with ATen's special cases for a constant exponent (they round differently from powf).
@@ -295,20 +358,28 @@ void register_binary(Registry& r) {
   r["aten::rsub"] = add_sub(ScalarOp::kSub, true);
   r["aten::mul"] = binary([](KernelBuilder& kb, const Values& x, ScalarType t) {
     return t == ScalarType::Bool ? kb.binary(ScalarOp::kAnd, x[0], x[1]) : kb.binary(ScalarOp::kMul, x[0], x[1]);
-  });
+  }, Numbers::kOriginal);
   r["aten::div"] = [](LoweringContext& c, const Node& n) {
     const std::string mode = string_arg(n, 2, "");
+    const bool cpu = on_cpu(c, n);
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
-                     [mode](KernelBuilder& kb, const Values& x, ScalarType t) { return divide(kb, x[0], x[1], t, mode); });
+                     [mode, cpu](KernelBuilder& kb, const Values& x, ScalarType t) { return divide(kb, x[0], x[1], t, mode, cpu); },
+                     Numbers::kOriginal);
   };
-  r["aten::true_divide"] = binary_op(ScalarOp::kDiv);
-  r["aten::floor_divide"] = binary_op(ScalarOp::kFloorDiv);
-  r["aten::remainder"] = binary_op(ScalarOp::kRem);
-  r["aten::fmod"] = binary([](KernelBuilder& kb, const Values& x, ScalarType t) {  // C's fmod: the dividend's sign
-    const int q = kb.binary(ScalarOp::kDiv, x[0], x[1]);
-    if (!is_floating(t)) return kb.binary(ScalarOp::kSub, x[0], kb.binary(ScalarOp::kMul, q, x[1]));
-    return kb.binary(ScalarOp::kSub, x[0], kb.binary(ScalarOp::kMul, kb.unary(ScalarOp::kTrunc, q), x[1]));
-  });
+  r["aten::true_divide"] = binary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kDiv, x[0], x[1]); },
+                                  Numbers::kOriginal);
+  r["aten::floor_divide"] = [](LoweringContext& c, const Node& n) {
+    return binary([cpu = on_cpu(c, n)](KernelBuilder& kb, const Values& x, ScalarType t) { return floor_divide(kb, x[0], x[1], t, cpu); },
+                  Numbers::kOriginal)(c, n);
+  };
+  // remainder: Python's (the divisor's sign); fmod: C's (the dividend's sign).
+  for (const auto& [name, op] : {std::pair{"aten::remainder", ScalarOp::kRem}, std::pair{"aten::fmod", ScalarOp::kFmod}})
+    r[name] = [op](LoweringContext& c, const Node& n) {
+      return binary([op, cpu = on_cpu(c, n)](KernelBuilder& kb, const Values& x, ScalarType t) {
+        check_divisor(kb, x[1], t, cpu);
+        return kb.binary(op, x[0], x[1]);
+      })(c, n);
+    };
   r["aten::pow"] = [](LoweringContext& c, const Node& n) {
     const Operand base = c.operand_of(n, 0), exponent = c.operand_of(n, 1);
     std::optional<double> constant;
@@ -323,8 +394,8 @@ void register_binary(Registry& r) {
   for (const char* name : {"aten::bitwise_and", "aten::__and__"}) r[name] = binary_op(ScalarOp::kAnd);
   for (const char* name : {"aten::bitwise_or", "aten::__or__"}) r[name] = binary_op(ScalarOp::kOr);
   for (const char* name : {"aten::bitwise_xor", "aten::__xor__"}) r[name] = binary_op(ScalarOp::kXor);
-  r["aten::bitwise_left_shift"] = binary_op(ScalarOp::kShl);
-  r["aten::bitwise_right_shift"] = binary_op(ScalarOp::kShr);
+  r["aten::bitwise_left_shift"] = binary([](KernelBuilder& kb, const Values& x, ScalarType t) { return shift(kb, x[0], x[1], t, true); });
+  r["aten::bitwise_right_shift"] = binary([](KernelBuilder& kb, const Values& x, ScalarType t) { return shift(kb, x[0], x[1], t, false); });
   r["aten::logical_and"] = compare(ScalarOp::kAnd, true);
   r["aten::logical_or"] = compare(ScalarOp::kOr, true);
   r["aten::logical_xor"] = compare(ScalarOp::kXor, true);

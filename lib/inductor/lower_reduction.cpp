@@ -253,6 +253,10 @@ size_t keepdim_position(const Node& n) {
   return overload.empty() ? 99 : 3;
 }
 
+bool single_element(const SymShape& sizes) {
+  return std::all_of(sizes.begin(), sizes.end(), [](const SymExpr& e) { return e.is_constant() && e.offset == 1; });
+}
+
 LowerFn var_std(bool sqrt, bool with_mean) {
   return [=](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId in = c.tensor_arg(n, 0);
@@ -260,10 +264,18 @@ LowerFn var_std(bool sqrt, bool with_mean) {
     Reduction r{c.sizes(in), no_dims ? normalize_dims({}, c.sizes(in).size()) : dims_arg(n, 1, c.sizes(in).size()),
                 bool_arg(n, keepdim_position(n), false)};
     const double correction = correction_arg(n);
-    const ScalarType t = compute_type_of(c.meta(out_value(n)).dtype);
+    // ATen's CPU kernel accumulates in double (WelfordOps<scalar_t, double>): float sums and squares of
+    // large values overflow where its result is finite. Its CUDA kernel accumulates in float.
+    const ScalarType t = c.meta(in).device.is_cpu() ? ScalarType::Double : compute_type_of(c.meta(out_value(n)).dtype);
     Loader x = c.input(in);
+    // A variance of a whole float tensor (one output element) takes ATen's std_var_all_cpu instead: the
+    // mean is self.mean() in the tensor's dtype (a float sum, which may overflow), the squares in double.
+    const ScalarType input = c.meta(in).dtype;
+    const bool whole = t == ScalarType::Double && single_element(c.sizes(out_value(n, 0))) &&
+                       (input == ScalarType::Float || input == ScalarType::Double);
     std::vector<Loader> out = {reduction_loader(c, out_value(n, 0), "var", [=, &c](KernelBuilder& kb, const Index& index) {
-      int mean = c.memoized(fmt::format("vmean%{}", out_value(n, 0)), index, [&] { return mean_of(kb, r, index, x, t); });
+      int mean = whole ? kb.cast(mean_of(kb, r, index, x, input), t)
+                       : c.memoized(fmt::format("vmean%{}", out_value(n, 0)), index, [&] { return mean_of(kb, r, index, x, t); });
       const int v = variance(kb, r, index, x, t, correction, &mean);
       return sqrt ? kb.unary(ScalarOp::kSqrt, v) : v;
     })};

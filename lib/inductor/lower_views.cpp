@@ -3,8 +3,9 @@
 // ones and their _like forms). A view of a buffer loads straight from it through the view's strides; a
 // view of a computed value remaps the index and inlines the value.
 //
-// Indices read from tensors (embedding, gather...) are clamped into range so that a kernel never reads
-// outside its buffers; eager raises an IndexError for such indices instead (see lib/inductor/README.md).
+// Indices read from tensors (embedding, index_select, gather) are checked (kCheck: on the CPU the program
+// then replays the graph eagerly, which raises eager's IndexError; on CUDA a device-side assert, as eager's)
+// and clamped into range, so that the kernel's own reads stay inside its buffers until the check reports.
 #include "inductor/lowering.h"
 
 #include <fmt/format.h>
@@ -278,6 +279,14 @@ void register_assembly(Registry& r) {
 
 // ---- indexing -------------------------------------------------------------------------------------
 
+// An index read from a tensor: checked to lie in [0, extent) as eager checks it (no wrapping of negative
+// indices), then clamped so that the kernel's load is in bounds whatever the check reports.
+int checked_index(KernelBuilder& kb, int position, int extent) {
+  const int at_least_0 = kb.binary(ScalarOp::kGe, position, kb.index_constant(0));
+  kb.check(kb.binary(ScalarOp::kAnd, at_least_0, kb.binary(ScalarOp::kLt, position, extent)));
+  return clamp_index(kb, position, extent);
+}
+
 void register_indexing(Registry& r) {
   r["aten::embedding"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId weight = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 1);
@@ -285,7 +294,7 @@ void register_indexing(Registry& r) {
     if (is_empty_dim(rows)) throw Unsupported("embedding of an empty weight (eager raises the index error)");
     return {[&c, weight, indices, rows](KernelBuilder& kb, const Index& index) {
       const Index at_indices(index.begin(), index.end() - 1);
-      const int row = clamp_index(kb, kb.cast(c.at(kb, indices, at_indices), ScalarType::Long), kb.extent(rows));
+      const int row = checked_index(kb, kb.cast(c.at(kb, indices, at_indices), ScalarType::Long), kb.extent(rows));
       return c.at(kb, weight, {row, index.back()});
     }};
   };
@@ -302,7 +311,7 @@ void register_indexing(Registry& r) {
         Index i = index;
         const Index at_indices = whole_position ? index : scalar_index ? Index{} : Index{index[dim]};
         const int position = kb.cast(c.at(kb, indices, at_indices), ScalarType::Long);
-        i[dim] = clamp_index(kb, position, kb.extent(extent));
+        i[dim] = checked_index(kb, position, kb.extent(extent));
         return c.at(kb, self, i);
       }};
     };

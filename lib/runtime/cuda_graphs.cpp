@@ -149,6 +149,10 @@ bool CudaGraphs::capture(Recording& r, const std::vector<at::Tensor>& values, co
     return false;
   }
   for (graph::ValueId out : g.outputs) {
+    if (out == graph::kNoValue) {  // a result leaf that is no tensor (a number, an undefined tensor)
+      r.outputs.emplace_back();
+      continue;
+    }
     const at::Tensor& t = captured[out];
     for (const auto& in : g.inputs)
       if (t.defined() && values[in.value].defined() && t.storage().is_alias_of(values[in.value].storage())) {
@@ -187,6 +191,7 @@ void CudaGraphs::replay(const std::shared_ptr<Recording>& r, std::vector<at::Ten
   counters_->replays += 1;
   const auto& outputs = program_.graph().outputs;
   for (size_t k = 0; k < outputs.size(); ++k) {
+    if (outputs[k] == graph::kNoValue) continue;  // not a tensor
     const at::Tensor& output = r->outputs[k];
     if (!output.defined()) {
       values[outputs[k]] = at::Tensor();

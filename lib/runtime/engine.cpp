@@ -166,11 +166,11 @@ bool Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std:
 }
 
 bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves,
-                       const int64_t* symbols, std::string* failure, ResultLeaves& out) {
+                       const int64_t* symbols, std::string* failure, ResultLeaves& out, bool compiled) {
   ValuesLease lease;
   auto& values = lease.get();
   // A program runs its own (functional) graph, whose inputs are the entry graph's, position by position.
-  const runtime::Program* program = program_for(entry);
+  const runtime::Program* program = compiled ? program_for(entry) : nullptr;
   const graph::Graph& g = program ? program->graph() : entry.graph;
   values.resize(g.values.size());
   for (const auto& in : g.inputs)
@@ -191,8 +191,17 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
     generator_state = generator.get_state();
   }
   std::string why;
-  const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
-  const bool completed = replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
+  bool completed = false;
+  try {
+    const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
+    completed = replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
+  } catch (const runtime::ChecksFailed& failed) {
+    runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: a run-time check of kernel {} failed (an index out of range or a division by "
+                                          "zero): the call runs through eager replay, which raises eager's error",
+                                          compile_id(entry.compile_number), failed.kernel));
+    values.clear();
+    return run_entry(entry, captured, leaves, symbols, failure, out, false);
+  }
   if (!completed) {
     for (auto it = backups.rbegin(); it != backups.rend(); ++it) it->first.copy_(it->second);
     if (generator_state.defined()) {

@@ -58,8 +58,10 @@ class Engine {
   EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
                       size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured);
   // Runs a guard-checked entry into `out`; false (out untouched) when a graph break's check failed.
+  // compiled=false runs it through eager replay even when it has a program (after a failed run-time
+  // check of the program: see runtime::ChecksFailed).
   bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves,
-                 const int64_t* symbols, std::string* failure, ResultLeaves& out);
+                 const int64_t* symbols, std::string* failure, ResultLeaves& out, bool compiled = true);
   std::optional<std::string> eager_reason(c10::ArrayRef<Leaf> leaves) const;
   // ---- code generation (codegen.cpp) ----
   // The entry's compiled program under backend=inductor (built once, on first use); null = eager replay.

@@ -7,6 +7,8 @@
 #include "runtime/cuda_jit.h"
 
 #include <jitc/errors.h>
+
+#include <atomic>
 #include "runtime/cpu_jit.h"
 #include "runtime/compile_times.h"
 #include "runtime/eager_replay.h"
@@ -193,6 +195,7 @@ void ProgramCode::link() {
     if (k.device.is_cpu()) {
       e.run = reinterpret_cast<KernelFn>(module->symbol(k.kernel.name));
       e.tiles = reinterpret_cast<TilesFn>(module->symbol(k.kernel.name + ".tiles"));
+      e.checks = inductor::has_checks(k.kernel);
     } else {
       e.cuda_function = cuda_module->function(cuda_names.at(&k - plan.kernels.data()));
       e.cuda_config = cuda_configs.at(&k - plan.kernels.data());
@@ -453,8 +456,11 @@ void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* s
   const int64_t tiles = c.tiles(syms);
   if (tiles <= 0) return;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, largest / tiles));
+  std::atomic<int32_t> status{0};  // set by a failed check (an index out of range, a division by zero)
+  if (c.checks) pointers.push_back(&status);
   void* const* buffers = pointers.data();
   parallel_for(tiles, grain, [&](int64_t begin, int64_t end) { c.run(buffers, syms, begin, end); });
+  if (status.load(std::memory_order_relaxed) != 0) throw ChecksFailed{launch.kernel.name};
 }
 
 void Program::launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const {

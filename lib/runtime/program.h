@@ -36,6 +36,7 @@ struct ProgramCode {
     void* cuda_function = nullptr;  // CUDA kernels (a CUfunction)
     void* cuda_final_function = nullptr;  // split reductions: the pass that combines a row's slices
     inductor::CudaConfig cuda_config;  // how it is launched
+    bool checks = false;  // CPU kernels with run-time checks take a status word after their buffers
   };
 
   // Generates and compiles every kernel of `plan` (throws jitc::CompileError). index32: every tensor of
@@ -70,12 +71,21 @@ struct ProgramCode {
   static std::string candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates);
 };
 
+// Thrown by Program::run when a run-time check of a CPU kernel failed (an index out of range, an integer
+// division by zero): the kernel's results are not eager's, and eager raises for such inputs. The engine
+// then runs the call through eager replay, which raises eager's own error (type and text). Nothing of
+// the program has written into arguments by then: its writes into them are extern steps after the
+// kernels that compute them.
+struct ChecksFailed {
+  std::string kernel;
+};
+
 class Program {
  public:
   Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code) : graph_(std::move(graph)), code_(std::move(code)) {}
 
   // `values` has a slot per graph value, inputs filled. Returns false when a graph-break check fails
-  // (`why` says which); ATen errors of extern calls propagate.
+  // (`why` says which); ATen errors of extern calls propagate; throws ChecksFailed (see there).
   bool run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const;
 
   const graph::Graph& graph() const { return graph_; }

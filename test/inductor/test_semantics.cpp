@@ -1,0 +1,244 @@
+// Eager's semantics at the edges, through compiled programs (the second call of each function runs the
+// compiled kernels): errors eager raises (indices out of range, integer division by zero) are raised
+// with eager's type and text, and special values (signed zeros, infinities, NaN, shift amounts past the
+// width, float32 sums that overflow) give eager's results bit for bit.
+#include "support/log_capture.h"
+#include "support/parity.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+at::Tensor same_elements(const at::Tensor& got, const at::Tensor& want) {
+  if (!at::isFloatingType(want.scalar_type())) return got == want;
+  const auto g = got.to(at::kDouble), w = want.to(at::kDouble);
+  return (g == w & at::signbit(g) == at::signbit(w)) | (at::isnan(g) & at::isnan(w));
+}
+
+// Equal values, NaN where eager has NaN, and the same sign of zero.
+bool identical(const at::Tensor& got, const at::Tensor& want) {
+  if (got.scalar_type() != want.scalar_type() || got.sizes() != want.sizes()) return false;
+  return same_elements(got, want).all().item<bool>();
+}
+
+// The first few elements where got and want differ, with the inputs there (all of one shape).
+template <class... T>
+std::string mismatches(const at::Tensor& got, const at::Tensor& want, const T&... inputs) {
+  if (got.scalar_type() != want.scalar_type() || got.sizes() != want.sizes()) return "dtypes or sizes differ";
+  const auto wrong = at::nonzero(~same_elements(got, want).flatten()).flatten();
+  std::ostringstream out;
+  for (int64_t k = 0; k < std::min<int64_t>(wrong.numel(), 5); ++k) {
+    const int64_t i = wrong[k].item<int64_t>();
+    out << "at " << i << ": got " << got.flatten()[i].item<double>() << " want " << want.flatten()[i].item<double>() << " inputs";
+    ((out << " " << inputs.flatten()[i].template item<double>()), ...);
+    out << "\n";
+  }
+  return out.str();
+}
+
+// The text eager's error gives (without its backtrace), or "" if eager succeeds.
+template <class F, class... T>
+std::string eager_error(F fn, const T&... args) {
+  try {
+    fn(args...);
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "";
+}
+
+// Compiles fn, runs it on `good` twice (trace, then the compiled program) and checks the program's
+// result; then runs it on `bad`, which must raise what eager raises, then on `good` again.
+template <class E, class F, class Args>
+void check_raises_as_eager(const std::string& name, F fn, const Args& good, const Args& bad) {
+  INFO(name);
+  auto compiled = jitc::compile(fn);
+  auto run = [](auto& f, const Args& args) { return std::apply(f, args); };
+  run(compiled, good);
+  CHECK(identical(run(compiled, good), run(fn, good)));
+  REQUIRE(compiled.stats().programs_compiled == 1);
+  const std::string want = eager_error([&] { run(fn, bad); });
+  REQUIRE(want != "");
+  std::string got;
+  try {
+    run(compiled, bad);
+  } catch (const E& e) {
+    got = e.what_without_backtrace();
+  }
+  CHECK(got == want);
+  CHECK(identical(run(compiled, good), run(fn, good)));
+  CHECK(compiled.stats().programs_compiled == 1);
+}
+
+at::Tensor longs(std::vector<int64_t> v) { return at::tensor(v, at::kLong); }
+
+// Eager's result element by element (1-d inputs of one shape): eager's CPU kernels run one-element
+// tensors through their scalar loop. Its vectorized loop differs for fmod and what is built on it: Sleef's
+// vectorized fmod is not C's (floor_divide(-7, 0.0010004) in half is -6996 there, -7000 in the scalar loop;
+// fmod(3e38, 0.1) is NaN there, 0.0796 in the scalar loop), so eager's own result depends on an element's
+// position in the tensor. jitc computes C's fmod everywhere, as eager's scalar loop does.
+template <class F, class... T>
+at::Tensor eager_per_element(F fn, const T&... args) {
+  std::vector<at::Tensor> parts;
+  const int64_t n = std::max({args.numel()...});
+  for (int64_t i = 0; i < n; ++i) parts.push_back(fn(args.slice(0, i, i + 1)...));
+  return at::cat(parts);
+}
+
+template <class F, class... T>
+void check_identical(const std::string& name, F fn, const T&... args) {
+  INFO(name);
+  auto compiled = jitc::compile(fn);
+  compiled(args...);
+  const at::Tensor got = compiled(args...);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(mismatches(got, fn(args...), args...) == "");
+}
+
+// Close to eager's result (rtol 1e-5), with infinities and NaN where eager has them.
+template <class F, class... T>
+void check_close(const std::string& name, F fn, const T&... args) {
+  auto compiled = jitc::compile(fn);
+  compiled(args...);
+  const at::Tensor got = compiled(args...), want = fn(args...);
+  INFO(name << ": got " << got << " want " << want);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(at::allclose(got, want, 1e-5, 0, /*equal_nan=*/true));
+}
+
+// check_identical against eager's scalar loop (see eager_per_element).
+template <class F, class... T>
+void check_identical_to_scalar_loop(const std::string& name, F fn, const T&... args) {
+  INFO(name);
+  auto compiled = jitc::compile(fn);
+  compiled(args...);
+  const at::Tensor got = compiled(args...);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(mismatches(got, eager_per_element(fn, args...), args...) == "");
+}
+
+}  // namespace
+
+TEST_CASE("indices out of range raise eager's IndexError from compiled programs", "[inductor][semantics]") {
+  const auto table = at::randn({5, 3});
+  for (int64_t bad : {5, 17, -1}) {
+    const std::string tag = " index " + std::to_string(bad);
+    check_raises_as_eager<c10::IndexError>(
+        "embedding" + tag, [&table](const at::Tensor& i) { return at::embedding(table, i) * 2; }, std::make_tuple(longs({0, 4, 2})),
+        std::make_tuple(longs({0, bad, 2})));
+    check_raises_as_eager<c10::Error>(
+        "index_select" + tag, [](const at::Tensor& x, const at::Tensor& i) { return x.index_select(1, i) + 1; },
+        std::make_tuple(at::randn({4, 3}), longs({2, 0})), std::make_tuple(at::randn({4, 3}), longs({2, bad == 5 ? 3 : bad})));
+    check_raises_as_eager<c10::Error>(
+        "gather" + tag, [](const at::Tensor& x, const at::Tensor& i) { return x.gather(0, i).relu(); },
+        std::make_tuple(at::randn({5, 3}), longs({0, 4, 1, 2, 3, 0}).view({2, 3})),
+        std::make_tuple(at::randn({5, 3}), longs({0, 4, 1, 2, bad, 0}).view({2, 3})));
+  }
+}
+
+TEST_CASE("integer division and remainder by zero raise eager's ZeroDivisionError from compiled programs", "[inductor][semantics]") {
+  using Op = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"div trunc", [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "trunc") + 1; }},
+      {"div floor", [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor") + 1; }},
+      {"floor_divide", [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b) + 1; }},
+      {"remainder", [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b) + 1; }},
+      {"fmod", [](const at::Tensor& a, const at::Tensor& b) { return at::fmod(a, b) + 1; }},
+  };
+  for (auto dtype : {at::kInt, at::kLong, at::kByte, at::kShort})
+    for (const auto& [name, op] : ops) {
+      const auto a = at::arange(1, 7, dtype), b = at::tensor({1, 2, 3, 1, 2, 3}).to(dtype), zero = at::tensor({1, 2, 0, 1, 2, 3}).to(dtype);
+      check_raises_as_eager<c10::Error>(std::string(name) + " " + c10::toString(dtype), op, std::make_tuple(a, b), std::make_tuple(a, zero));
+    }
+}
+
+TEST_CASE("fmod remainder and floor division of floats match eager at exact multiples, zeros and infinities", "[inductor][semantics]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> values = {0.3, 1.0, 5.9, -5.9, 0.0, -0.0, 7.0, -7.0, 1e-30, 3e38, inf, -inf, nan, 0.7, 2.5};
+  const std::vector<double> divisors = {0.1, -0.1, inf, -inf, 0.0, -0.0, 3.0, -3.0, 2.5, 1e-3, nan};
+  std::vector<double> a, b;
+  for (double x : values)
+    for (double y : divisors) a.push_back(x), b.push_back(y);
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor(a, at::kDouble).to(dtype), y = at::tensor(b, at::kDouble).to(dtype);
+    const std::string t = c10::toString(dtype);
+    auto fmod = [](const at::Tensor& x, const at::Tensor& y) { return at::fmod(x, y); };
+    auto remainder = [](const at::Tensor& x, const at::Tensor& y) { return at::remainder(x, y); };
+    auto floor_divide = [](const at::Tensor& x, const at::Tensor& y) { return at::floor_divide(x, y); };
+    auto div_floor = [](const at::Tensor& x, const at::Tensor& y) { return at::div(x, y, "floor"); };
+    auto fmod_number = [](const at::Tensor& x) { return at::fmod(x, 0.1); };
+    auto remainder_number = [](const at::Tensor& x) { return at::remainder(x, -0.3); };
+    auto floor_divide_number = [](const at::Tensor& x) { return at::floor_divide(x, 0.1); };
+    check_identical_to_scalar_loop("fmod " + t, fmod, x, y);
+    check_identical_to_scalar_loop("remainder " + t, remainder, x, y);
+    check_identical_to_scalar_loop("floor_divide " + t, floor_divide, x, y);
+    check_identical_to_scalar_loop("div floor " + t, div_floor, x, y);
+    check_identical_to_scalar_loop("fmod by a number " + t, fmod_number, x);
+    check_identical_to_scalar_loop("remainder by a number " + t, remainder_number, x);
+    check_identical_to_scalar_loop("floor_divide by a number " + t, floor_divide_number, x);
+  }
+  const auto one = at::ones({1});
+  check_identical("1.0 // 0.1 is 9 as in eager", [](const at::Tensor& x) { return at::floor_divide(x, 0.1); }, one);
+}
+
+TEST_CASE("shifts by negative amounts and by the width or more match eager", "[inductor][semantics]") {
+  std::vector<int64_t> amounts;
+  for (int64_t s = -3; s <= 70; ++s) amounts.push_back(s);
+  for (auto dtype : {at::kByte, at::kChar, at::kShort, at::kInt, at::kLong}) {
+    const auto n = static_cast<int64_t>(amounts.size());
+    const auto x = (at::arange(n, at::kLong) * 37 - 1000).to(dtype), s = longs(amounts).to(dtype);
+    const std::string t = c10::toString(dtype);
+    check_identical("left " + t, [](const at::Tensor& x, const at::Tensor& s) { return at::bitwise_left_shift(x, s); }, x, s);
+    check_identical("right " + t, [](const at::Tensor& x, const at::Tensor& s) { return at::bitwise_right_shift(x, s); }, x, s);
+  }
+}
+
+TEST_CASE("float32 var and std are finite where eager's are (ATen accumulates in double on the CPU)", "[inductor][semantics]") {
+  const auto large = at::tensor({3e38f, 3e38f, 3e38f, 2e38f, 1e20f, -1e20f}).view({2, 3});
+  for (const auto& x : {large, at::full({4, 1000}, 2e38f), at::tensor({1e20f, -1e20f, 3e19f, 0.f})}) {
+    auto var = [](const at::Tensor& x) { return x.var(-1); };
+    auto std_all = [](const at::Tensor& x) { return x.std(); };
+    auto var_mean = [](const at::Tensor& x) { return std::get<0>(at::var_mean(x, {-1})) + std::get<1>(at::var_mean(x, {-1})); };
+    check_close("var", var, x);
+    check_close("std", std_all, x);
+    check_close("var_mean", var_mean, x);
+  }
+}
+
+TEST_CASE("integer max and min over extreme values match eager", "[inductor][semantics]") {
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  const auto x = longs({lo, lo, lo, hi, hi, hi}).view({2, 3});
+  check_identical("amax", [](const at::Tensor& x) { return x.amax(-1); }, x);
+  check_identical("amin", [](const at::Tensor& x) { return x.amin(-1); }, x);
+  check_identical("argmax", [](const at::Tensor& x) { return x.argmax(-1); }, x);
+  check_identical("max over dim 0", [](const at::Tensor& x) { return x.amax(0); }, x);
+}
+
+TEST_CASE("numbers meet half and bfloat16 tensors as in eager: rounded to the tensor's dtype, except in mul and div", "[inductor][semantics]") {
+  for (auto dtype : {at::kHalf, at::kBFloat16}) {
+    const auto x = (at::randn({4096}, at::TensorOptions().dtype(dtype)) * 50).contiguous();
+    const auto tenth = at::full({64}, 0.1).to(dtype);  // the dtype's nearest value to 0.1: equal to the number 0.1 in eager
+    const std::string t = c10::toString(dtype);
+    check_identical("eq " + t, [](const at::Tensor& x) { return x == 0.1; }, tenth);
+    check_identical("lt " + t, [](const at::Tensor& x) { return x < 0.1; }, tenth);
+    check_identical("ge " + t, [](const at::Tensor& x) { return x >= 0.1; }, tenth);
+    for (double v : {0.1, 1.0 / 3, 0.7777, 2.3456}) {
+      const std::string tag = " " + std::to_string(v) + " " + t;
+      check_identical("add" + tag, [v](const at::Tensor& x) { return x + v; }, x);
+      check_identical("rsub" + tag, [v](const at::Tensor& x) { return v - x; }, x);
+      check_identical("mul" + tag, [v](const at::Tensor& x) { return x * v; }, x);
+      check_identical("div" + tag, [v](const at::Tensor& x) { return x / v; }, x);
+      check_identical("add alpha" + tag, [v](const at::Tensor& x) { return at::add(x, x, v); }, x);
+      check_identical("pow" + tag, [v](const at::Tensor& x) { return at::pow(x.abs(), v); }, x);
+      check_identical("clamp" + tag, [v](const at::Tensor& x) { return x.clamp(-v, v); }, x);
+    }
+  }
+}
