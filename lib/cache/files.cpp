@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,20 +92,14 @@ bool rename(const std::string& from, const std::string& to) { return ::rename(fr
 
 bool remove(const std::string& path) { return ::remove(path.c_str()) == 0; }
 
-namespace {
-
-// nftw passes no user data: the callback removes what it is shown, and a file that another thread or
-// process removed first is no error.
-int remove_one(const char* path, const struct ::stat*, int, struct FTW*) {
-  ::remove(path);
-  return 0;
-}
-
-}  // namespace
-
 void remove_tree(const std::string& path) {
-  // FTW_DEPTH: a directory's contents before it; FTW_PHYS: a link is removed, not what it points to.
-  ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
+  // Entries that another thread or process removes first are simply gone: every failure is ignored and
+  // the walk goes on, so that concurrent removals of one tree all finish with nothing left of it.
+  const auto s = stat(path);
+  if (!s) return;
+  if (s->directory)  // lstat: a symbolic link is removed, never followed
+    for (const auto& name : list(path)) remove_tree(join(path, name));
+  remove(path);
 }
 
 bool set_mtime(const std::string& path, int64_t mtime_ns) {

@@ -34,7 +34,7 @@ std::string write(const std::string& path, const std::string& bytes);
 
 bool rename(const std::string& from, const std::string& to);  // atomic within one file system
 bool remove(const std::string& path);                         // a file or an empty directory
-void remove_tree(const std::string& path);                    // rm -rf; best effort, races tolerated
+void remove_tree(const std::string& path);                    // rm -rf; concurrent removals tolerated
 bool set_mtime(const std::string& path, int64_t mtime_ns);    // also the access time
 bool touch(const std::string& path);                          // times := now
 int64_t now_ns();                                             // the clock file times use
