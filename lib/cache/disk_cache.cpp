@@ -1,22 +1,16 @@
 #include "cache/disk_cache.h"
 
+#include "cache/files.h"
 #include "cache/sha256.h"
+#include "cache/temporaries.h"
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace jitc::cache {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -25,39 +19,17 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-std::string header_of(const std::string& payload) {
-  return fmt::format("jitc-cache {} {} {}\n", kFormatVersion, payload.size(), sha256_hex(payload));
-}
-
-// The payload of a whole, intact entry; nullopt (and why) otherwise.
-std::optional<std::string> parse_entry(const std::string& bytes, std::string* why) {
-  const size_t eol = bytes.find('\n');
-  if (eol == std::string::npos) {
-    *why = bytes.empty() ? "the file is empty" : "the header is truncated";
-    return std::nullopt;
-  }
-  std::istringstream header(bytes.substr(0, eol));
-  std::string magic, checksum;
-  int format = 0;
-  size_t size = 0;
-  if (!(header >> magic >> format >> size >> checksum) || magic != "jitc-cache") {
-    *why = "the header is not a jitc cache header";
-    return std::nullopt;
-  }
-  if (format != kFormatVersion) {
-    *why = fmt::format("format {} (this jitc reads {})", format, kFormatVersion);
-    return std::nullopt;
-  }
-  std::string payload = bytes.substr(eol + 1);
-  if (payload.size() != size) {
-    *why = fmt::format("{} bytes of payload, the header says {} (truncated?)", payload.size(), size);
-    return std::nullopt;
-  }
-  if (sha256_hex(payload) != checksum) {
-    *why = "the checksum does not match the payload (corrupted)";
-    return std::nullopt;
-  }
-  return payload;
+// Writes `bytes` to `path` through a temporary renamed into place (atomic: readers see the old file,
+// the new one, or none). False if not stored; `refused` then says why if the directory or the disk
+// refuses writes ("" when only the rename failed, e.g. a parent removed by clear() meanwhile).
+bool write_atomically(const std::string& path, const std::string& bytes, std::string* refused) {
+  *refused = files::make_directories(files::parent_of(path));
+  if (!refused->empty()) return false;
+  const std::string temporary = temporary_for(path);
+  *refused = files::write(temporary, bytes);
+  const bool stored = refused->empty() && files::rename(temporary, path);
+  if (!stored) files::remove(temporary);
+  return stored;
 }
 
 }  // namespace
@@ -101,77 +73,60 @@ std::string DiskCache::dir() const {
   return config_.dir;
 }
 
+std::string DiskCache::name_of(const std::string& key) { return sha256_hex(key); }
+
 std::string DiskCache::path_of(const std::string& key) const {
-  return (fs::path(dir()) / key.substr(0, 2) / (key + ".jitc")).string();
+  const std::string name = name_of(key);
+  return files::join(files::join(dir(), name.substr(0, 2)), name + ".jitc");
 }
 
 std::optional<std::string> DiskCache::load(const std::string& key) {
   if (!enabled()) return std::nullopt;
   const std::string path = path_of(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
+  const auto bytes = files::read(path);
+  if (!bytes) return std::nullopt;
+  EntryProblem problem;
   std::string why;
-  auto payload = parse_entry(bytes.str(), &why);
+  auto payload = decode_entry(*bytes, key, &problem, &why);
   if (!payload) {
     report(fmt::format("jitc: ignoring the cache entry {}: {}; it is compiled again", path, why));
-    std::error_code ignored;
-    fs::remove(path, ignored);
+    files::remove(path);
     return std::nullopt;
   }
-  std::error_code ignored;
-  fs::last_write_time(path, fs::file_time_type::clock::now(), ignored);  // recently used
+  files::touch(path);  // recently used
   return payload;
 }
 
 void DiskCache::store(const std::string& key, const std::string& payload) {
   if (!enabled()) return;
-  static std::atomic<uint64_t> counter{0};
-  const fs::path path = path_of(key);
-  const fs::path temporary = path.string() + fmt::format(".tmp.{}.{}", getpid(), counter++);
-  std::error_code error;
-  fs::create_directories(path.parent_path(), error);
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    if (out) out << header_of(payload) << payload;
-    if (!out || error) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!config_.enabled) return;
-        config_.enabled = false;
-      }
-      report(fmt::format("jitc: the disk cache is off for this process: cannot write into {} ({}); set JITC_CACHE_DIR "
-                         "to a writable directory or JITC_DISABLE_CACHE=1",
-                         path.parent_path().string(), error ? error.message() : "write failed"));
-      return;
-    }
-  }
-  fs::rename(temporary, path, error);  // atomic: readers see the old entry, the new one, or none
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    return;
-  }
-  evict_beyond_cap();
+  const std::string path = path_of(key);
+  std::string refused;
+  if (write_atomically(path, encode_entry(key, payload), &refused)) return tidy();
+  if (!refused.empty()) disable(files::parent_of(path), refused);
 }
 
-void DiskCache::evict_beyond_cap() {
-  struct File {
-    fs::path path;
-    fs::file_time_type time;
-    uint64_t size;
-  };
-  std::vector<File> files;
+void DiskCache::disable(const std::string& dir, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!config_.enabled) return;
+    config_.enabled = false;
+  }
+  report(fmt::format("jitc: the disk cache is off for this process: cannot write into {} ({}); set JITC_CACHE_DIR "
+                     "to a writable directory or JITC_DISABLE_CACHE=1",
+                     dir, why));
+}
+
+void DiskCache::tidy() {
+  std::vector<files::File> entries;
   uint64_t total = 0;
-  std::error_code error;
-  for (auto it = fs::recursive_directory_iterator(dir(), error); !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
-    if (!it->is_regular_file(error) || it->path().extension() != ".jitc") continue;
-    File f{it->path(), it->last_write_time(error), static_cast<uint64_t>(it->file_size(error))};
-    total += f.size;
-    files.push_back(std::move(f));
+  const int64_t now = files::now_ns();
+  for (auto& f : files::list_tree(dir())) {
+    if (is_temporary(f.path)) {
+      if (is_stale_temporary(f, now)) files::remove(f.path);
+    } else if (f.path.ends_with(".jitc")) {
+      total += f.stat.size;
+      entries.push_back(std::move(f));
+    }
   }
   uint64_t cap;
   {
@@ -179,44 +134,30 @@ void DiskCache::evict_beyond_cap() {
     cap = config_.max_bytes;
   }
   if (total <= cap) return;
-  std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.time < b.time; });
-  for (const auto& f : files) {
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.stat.mtime_ns < b.stat.mtime_ns; });
+  for (const auto& f : entries) {
     if (total <= cap) break;
-    std::error_code ignored;
-    if (fs::remove(f.path, ignored)) total -= f.size;
+    if (files::remove(f.path)) total -= f.stat.size;
   }
 }
 
 void DiskCache::store_note(const std::string& name, const std::string& text) {
   if (!enabled()) return;
-  static std::atomic<uint64_t> counter{0};
-  const fs::path path = fs::path(dir()) / "notes" / name;
-  const fs::path temporary = path.string() + fmt::format(".tmp.{}.{}", getpid(), counter++);
-  std::error_code error;
-  fs::create_directories(path.parent_path(), error);
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    if (!out) return;
-  }
-  fs::rename(temporary, path, error);
-  if (error) fs::remove(temporary, error);
+  std::string ignored;  // notes are best effort
+  write_atomically(files::join(files::join(dir(), "notes"), name), text, &ignored);
 }
 
 std::optional<std::string> DiskCache::load_note(const std::string& name) const {
   if (!enabled()) return std::nullopt;
-  std::ifstream in(fs::path(dir()) / "notes" / name, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return files::read(files::join(files::join(dir(), "notes"), name));
 }
 
 void DiskCache::clear() {
-  std::error_code ignored;
-  for (auto it = fs::directory_iterator(dir(), ignored); !ignored && it != fs::directory_iterator(); it.increment(ignored)) {
-    if (it->is_directory() && (it->path().filename().string().size() == 2 || it->path().filename() == "notes"))
-      fs::remove_all(it->path(), ignored);
+  const std::string root = dir();
+  for (const auto& name : files::list(root)) {
+    const std::string path = files::join(root, name);
+    const auto s = files::stat(path);
+    if (s && s->directory && (name.size() == 2 || name == "notes")) files::remove_tree(path);
   }
 }
 

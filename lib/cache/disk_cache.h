@@ -1,13 +1,17 @@
-// DiskCache: compiled programs on disk, shared by every process of the machine. An entry is the file
-// <dir>/<key[0..1]>/<key>.jitc: a header line "jitc-cache <format> <size> <sha256 of payload>" and the
-// payload. Writers write a temporary file and rename it into place, so readers see whole entries or
-// none, whatever number of processes write at once. A truncated or corrupted entry is a miss (reported
-// once, and removed); an unwritable directory turns the cache off (reported once). Over the size cap the
-// least recently used entries go (a hit refreshes an entry's time).
+// DiskCache: compiled programs on disk, shared by every process of the machine. A key is the full text
+// a program was compiled from; its entry is the file <dir>/<h[0..1]>/<h>.jitc, h = sha256(key), holding
+// the key itself and the payload (entry.h). Writers write a temporary file and rename it into place, so
+// readers see whole entries or none, whatever number of processes write at once. A truncated or
+// corrupted entry, or one written for another key, is a miss (reported once, and removed); an unwritable
+// directory turns the cache off (reported once). After each store, a scan removes stale temporaries of
+// killed writers (temporaries.h) and, over the size cap, the least recently used entries (a hit
+// refreshes an entry's time).
 //
 // Configuration from the environment: JITC_CACHE_DIR (default $XDG_CACHE_HOME/jitc, else ~/.cache/jitc),
 // JITC_DISABLE_CACHE=1, JITC_CACHE_MAX_BYTES (default 1 GiB).
 #pragma once
+#include "cache/entry.h"
+
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -15,8 +19,6 @@
 #include <string>
 
 namespace jitc::cache {
-
-constexpr int kFormatVersion = 4;  // bump when the payload layout or what it depends on changes
 
 class DiskCache {
  public:
@@ -35,9 +37,10 @@ class DiskCache {
   // Problems (a corrupt entry, an unwritable directory) go to `report`, one line each.
   void set_reporter(std::function<void(const std::string&)> report) { report_ = std::move(report); }
 
+  // key: the full key text (not a hash of it).
   std::optional<std::string> load(const std::string& key);
   void store(const std::string& key, const std::string& payload);
-  void clear();  // removes every entry
+  void clear();  // removes every entry and note
 
   // Small side notes (what a key was made of, per graph), to explain misses; best effort, no checksum.
   void store_note(const std::string& name, const std::string& text);
@@ -47,12 +50,14 @@ class DiskCache {
   bool enabled() const;
   std::string dir() const;
   std::string path_of(const std::string& key) const;
+  static std::string name_of(const std::string& key);  // the file name's stem: sha256 of the key
 
  private:
   void report(const std::string& message) const {
     if (report_) report_(message);
   }
-  void evict_beyond_cap();
+  void disable(const std::string& dir, const std::string& why);
+  void tidy();  // stale temporaries, then eviction beyond the cap
 
   mutable std::mutex mutex_;
   Config config_;

@@ -1,6 +1,7 @@
 // Engine: code generation for backend=inductor. An entry's graph is functionalized, scheduled into
 // fused kernels and extern calls, and compiled on the entry's first hit. Any failure leaves that entry on
 // the eager backend with one warning naming the cause: a user's program never fails because of it.
+#include "cache/files.h"
 #include "graph/functionalize.h"
 #include "graph/passes.h"
 #include "inductor/channels_last.h"
@@ -19,8 +20,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 
 namespace jitc::detail {
 
@@ -47,26 +46,27 @@ graph::Graph functional_graph(const runtime::Entry& entry) {
   return *symbolic;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path.string());
+void write_file(const std::string& path, const std::string& text) {
+  const std::string why = cache::files::write(path, text);
+  if (!why.empty()) throw std::runtime_error(fmt::format("cannot write {}: {}", path, why));
 }
 
 // JITC_DEBUG_DIR/<function>_<compile>/: what each stage produced, to read or diff.
 void dump_artifacts(const std::string& root, const std::string& name, const graph::Graph& traced, const graph::Graph& functional,
                     const runtime::Program& program) {
   try {
-    const std::filesystem::path dir = std::filesystem::path(root) / name;
-    std::filesystem::create_directories(dir);
-    write_file(dir / "graph.txt", graph::to_text(traced));
-    write_file(dir / "graph.dot", graph::to_dot(traced));
-    write_file(dir / "functional.txt", graph::to_text(functional));
-    write_file(dir / "kernels.txt", program.code().kernel_ir);
-    write_file(dir / "kernels.ll", program.code().llvm_ir);
-    write_file(dir / "kernels.opt.ll", program.optimized_llvm_ir());
-    write_file(dir / "kernels.s", program.assembly());
-    if (!program.code().cuda_source.empty()) write_file(dir / "kernels.cu", program.code().cuda_source);
+    using cache::files::join;
+    const std::string dir = join(root, name);
+    const std::string why = cache::files::make_directories(dir);
+    if (!why.empty()) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, why));
+    write_file(join(dir, "graph.txt"), graph::to_text(traced));
+    write_file(join(dir, "graph.dot"), graph::to_dot(traced));
+    write_file(join(dir, "functional.txt"), graph::to_text(functional));
+    write_file(join(dir, "kernels.txt"), program.code().kernel_ir);
+    write_file(join(dir, "kernels.ll"), program.code().llvm_ir);
+    write_file(join(dir, "kernels.opt.ll"), program.optimized_llvm_ir());
+    write_file(join(dir, "kernels.s"), program.assembly());
+    if (!program.code().cuda_source.empty()) write_file(join(dir, "kernels.cu"), program.code().cuda_source);
   } catch (const std::exception& e) {
     runtime::warn(fmt::format("jitc: JITC_DEBUG_DIR: {}", e.what()));
   }

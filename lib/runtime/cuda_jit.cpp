@@ -1,5 +1,6 @@
 #include "runtime/cuda_jit.h"
 
+#include "cache/files.h"
 #include "inductor/codegen_cuda.h"
 
 #include "runtime/env.h"
@@ -20,8 +21,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -233,13 +232,9 @@ std::string program_image(Api& api, nvrtcProgram program, bool cubin) {
 std::string keep_source(const std::string& source, const std::string& name) {
   const std::string dir = env_debug_dir();
   if (dir.empty()) return "";
-  const std::filesystem::path path = std::filesystem::path(dir) / name / "kernels.cu";
-  std::error_code ignored;
-  std::filesystem::create_directories(path.parent_path(), ignored);
-  std::ofstream out(path);
-  out << source;
-  out.close();
-  return out ? path.string() : "";
+  const std::string folder = cache::files::join(dir, name), path = cache::files::join(folder, "kernels.cu");
+  if (!cache::files::make_directories(folder).empty() || !cache::files::write(path, source).empty()) return "";
+  return path;
 }
 
 // The architectures NVRTC compiles for (e.g. 75 ... 120); nullopt where it cannot say.

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -108,30 +109,112 @@ bool fits_32_bits(const graph::Graph& g) {
   return true;
 }
 
-std::string program_key(const graph::Graph& functional, bool tuned) {
-  return cache::sha256_hex(key_parts(functional, tuned) + graph::to_text(functional));
+std::string program_key_text(const graph::Graph& functional, bool tuned) {
+  return key_parts(functional, tuned) + graph::to_text(functional);
 }
+
+std::string program_key(const graph::Graph& functional, bool tuned) { return cache::sha256_hex(program_key_text(functional, tuned)); }
 
 namespace {
 
+// Sets `why`; returns false (for checks that fail with a reason).
+bool fail(std::string* why, std::string reason) {
+  *why = std::move(reason);
+  return false;
+}
+
+// Whether every index `plan` holds (values, nodes, kernels, kernel buffers) is in range for `g`: what
+// must hold before the plan's signature can be computed against `g`, or the plan run on it.
+bool indices_fit(const inductor::Plan& plan, const graph::Graph& g, std::string* why) {
+  const auto value_ok = [&](int64_t v) { return v >= 0 && v < static_cast<int64_t>(g.values.size()); };
+  for (const auto& k : plan.kernels) {
+    if (k.buffers.size() != k.kernel.buffers.size()) return fail(why, fmt::format("kernel {} takes another number of buffers", k.kernel.name));
+    for (const auto* ids : {&k.buffers, &k.outputs})
+      for (auto v : *ids)
+        if (!value_ok(v)) return fail(why, fmt::format("kernel {} names value {} of {}", k.kernel.name, v, g.values.size()));
+  }
+  for (const auto& s : plan.steps) {
+    const size_t bound = s.kind == inductor::Step::Kind::kKernel   ? plan.kernels.size()
+                         : s.kind == inductor::Step::Kind::kExtern ? g.nodes.size()
+                                                                   : g.values.size();
+    if (s.index < 0 || static_cast<size_t>(s.index) >= bound) return fail(why, fmt::format("a step names index {} of {}", s.index, bound));
+  }
+  return true;
+}
+
+void describe_value(std::string& out, const graph::Graph& g, graph::ValueId v) {
+  const auto& m = g.values[v].meta;
+  out += fmt::format(" {}:{} {} {} {} +{}", v, c10::toString(m.dtype), m.device.str(), graph::to_string(m.sizes), graph::to_string(m.strides),
+                     m.storage_offset.to_string());
+}
+
+// What `plan` assumes of the graph it runs on: each kernel's signature (buffer dtypes, written or not)
+// beside the dtype, device, sizes and strides of the values passed to it, the ops of its extern steps, and
+// the graph's outputs. Computed from the compiled graph when an entry is stored and from the graph it
+// serves when loaded: a plan compiled for another graph differs. Needs indices_fit.
+std::string plan_signature(const inductor::Plan& plan, const graph::Graph& g) {
+  std::string out = fmt::format("values {} nodes {} symbols {} outputs", g.values.size(), g.nodes.size(), g.num_symbols);
+  for (auto v : g.outputs) out += fmt::format(" {}", v);
+  for (const auto& k : plan.kernels) {
+    out += fmt::format("\nkernel {} on {}:", k.kernel.name, k.device.str());
+    for (size_t b = 0; b < k.buffers.size(); ++b) {
+      out += fmt::format(" [{}{}]", c10::toString(k.kernel.buffers[b].dtype), k.kernel.buffers[b].written ? " written" : "");
+      describe_value(out, g, k.buffers[b]);
+    }
+    out += " writes";
+    for (auto v : k.outputs) describe_value(out, g, v);
+  }
+  for (const auto& s : plan.steps)
+    if (s.kind == inductor::Step::Kind::kExtern) out += fmt::format("\nextern {} {}", s.index, g.nodes[s.index].name());
+  return out;
+}
+
+// A payload: the plan's signature ("<size>\n<signature>") before the serialized code.
+std::string payload_of(const ProgramCode& code, const graph::Graph& g) {
+  const std::string signature = plan_signature(code.plan, g);
+  return fmt::format("{}\n", signature.size()) + signature + code.serialize();
+}
+
+// The code of a payload if it parses and its plan fits `g` (else null, and why).
+std::shared_ptr<const ProgramCode> code_of(const std::string& payload, const graph::Graph& g, const std::string& name, std::string* why) {
+  const size_t eol = payload.find('\n');
+  size_t size = 0;
+  if (eol == std::string::npos || eol > 20 || std::sscanf(payload.c_str(), "%zu", &size) != 1 || size > payload.size() - eol - 1) {
+    *why = "it does not parse";
+    return nullptr;
+  }
+  auto code = ProgramCode::deserialize(payload.substr(eol + 1 + size), name);
+  if (!code) {
+    *why = "it does not parse";
+    return nullptr;
+  }
+  if (!indices_fit(code->plan, g, why)) return nullptr;
+  if (plan_signature(code->plan, g) != payload.substr(eol + 1, size)) {
+    *why = "its kernels' buffers, dtypes or sizes differ from this graph's";
+    return nullptr;
+  }
+  return code;
+}
+
 // The code for `key` from memory, else from disk (`source` says which); null if neither has it.
-std::shared_ptr<const ProgramCode> cached_code(const std::string& key, const std::string& name, const std::string& compile_id,
-                                               CodeSource& source) {
+std::shared_ptr<const ProgramCode> cached_code(const std::string& key, const std::string& key_text, const graph::Graph& functional,
+                                               const std::string& name, const std::string& compile_id, CodeSource& source) {
   if (auto code = memory().find(key)) {
     source = CodeSource::kMemory;
     log(Artifact::kCache, fmt::format("cache hit (memory) {} for {}", key, name), compile_id);
     return code;
   }
-  auto payload = disk().load(key);
+  auto payload = disk().load(key_text);
   if (!payload) return nullptr;
-  auto code = ProgramCode::deserialize(*payload, name);
+  std::string why;
+  auto code = code_of(*payload, functional, name, &why);
   if (!code) {
-    warn(fmt::format("jitc: the cache entry {} does not parse; it is compiled again", disk().path_of(key)), compile_id);
+    warn(fmt::format("jitc: ignoring the cache entry {}: {}; it is compiled again", disk().path_of(key_text), why), compile_id);
     return nullptr;
   }
   source = CodeSource::kDisk;
   memory().keep(key, code);
-  log(Artifact::kCache, fmt::format("cache hit (disk) {} for {}: {}", key, name, disk().path_of(key)), compile_id);
+  log(Artifact::kCache, fmt::format("cache hit (disk) {} for {}: {}", key, name, disk().path_of(key_text)), compile_id);
   return code;
 }
 
@@ -141,10 +224,11 @@ ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name
                          const std::function<inductor::Plan()>& schedule, const std::string& compile_id, const TuningShapes* tuning,
                          CompileTimes* times) {
   ObtainedCode out;
-  out.key = program_key(functional, tuning != nullptr);
+  const std::string key_text = program_key_text(functional, tuning != nullptr);
+  out.key = cache::sha256_hex(key_text);
   if (!want_assembly) {
     CompileTimes lookup;  // a hit's whole cost is loading; a miss's lookup is not a stage of its own
-    out.code = timed(&lookup, &CodegenStages::load, [&] { return cached_code(out.key, name, compile_id, out.source); });
+    out.code = timed(&lookup, &CodegenStages::load, [&] { return cached_code(out.key, key_text, functional, name, compile_id, out.source); });
     if (out.code) {
       if (times) times->stages.load += lookup.stages.load;
       return out;
@@ -160,10 +244,10 @@ ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name
   inductor::Plan plan = timed(times, &CodegenStages::lower_schedule, schedule);
   out.code = ProgramCode::compile(std::move(plan), name, want_assembly, fits_32_bits(functional), tuning, times);
   memory().keep(out.key, out.code);
-  disk().store(out.key, out.code->serialize());
+  if (disk().enabled()) disk().store(key_text, payload_of(*out.code, functional));
   disk().store_note(graph_key, parts);
   log(Artifact::kCache,
-      fmt::format("cache miss {} for {} ({}): compiled{}", out.key, name, why, disk().enabled() ? ", saved to " + disk().path_of(out.key) : ""),
+      fmt::format("cache miss {} for {} ({}): compiled{}", out.key, name, why, disk().enabled() ? ", saved to " + disk().path_of(key_text) : ""),
       compile_id);
   return out;
 }

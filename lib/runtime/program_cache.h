@@ -2,8 +2,11 @@
 // and on disk (shared with later processes, lib/cache/disk_cache.h). A warm process traces and checks
 // guards, then loads object code: no lowering, no code generation, no LLVM optimization.
 //
-// key = sha256(jitc cache format, LibTorch version, code generator identity (LLVM version, CPU triple and
-// features, vector library), codegen options, canonical text of the functional graph).
+// key = sha256(key text), key text = jitc cache format, LibTorch version, code generator identity (LLVM
+// version, CPU triple and features, vector library), codegen options, canonical text of the functional
+// graph. A disk entry carries the whole key text and, before its code, the signature of its plan against
+// the graph it was compiled from (kernel buffers, their dtypes, sizes and strides, extern ops): a loaded
+// entry is used only if both match the graph it serves, else it is a miss with one warning.
 #pragma once
 #include "graph/graph.h"
 #include "runtime/compile_times.h"

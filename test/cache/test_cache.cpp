@@ -6,8 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -50,6 +52,40 @@ std::string run_child(const fs::path& dir, const std::string& out_file = "", con
   return read(out);
 }
 
+// The cache entries (.jitc files) under `dir`, in a stable order.
+std::vector<fs::path> entries_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& f : fs::recursive_directory_iterator(dir))
+    if (f.path().extension() == ".jitc") out.push_back(f.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The key and the payload of an intact entry file (entry.h's layout).
+std::pair<std::string, std::string> key_and_payload(const fs::path& entry) {
+  const std::string bytes = read(entry);
+  std::istringstream header(bytes.substr(0, bytes.find('\n')));
+  std::string magic, checksum;
+  int format = 0;
+  size_t key_size = 0, payload_size = 0;
+  header >> magic >> format >> key_size >> payload_size >> checksum;
+  const size_t begin = bytes.find('\n') + 1;
+  return {bytes.substr(begin, key_size), bytes.substr(begin + key_size)};
+}
+
+size_t count_lines_with(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+size_t temporaries_in(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& f : fs::recursive_directory_iterator(dir)) n += f.path().string().find(".tmp.") != std::string::npos;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("sha256 of known inputs", "[cache]") {
@@ -67,7 +103,7 @@ TEST_CASE("an entry stored is loaded back and a missing key is a miss", "[cache]
   REQUIRE(cache.load(kKey));
   CHECK(*cache.load(kKey) == payload);
   CHECK(fs::exists(cache.path_of(kKey)));
-  CHECK(fs::path(cache.path_of(kKey)).parent_path().filename() == kKey.substr(0, 2));  // sharded
+  CHECK(fs::path(cache.path_of(kKey)).parent_path().filename() == DiskCache::name_of(kKey).substr(0, 2));  // sharded
   cache.clear();
   CHECK_FALSE(cache.load(kKey));
 }
@@ -224,4 +260,106 @@ TEST_CASE("after a disk cache hit JITC_LOGS=output_code prints the cached code a
   CHECK(warm.find("; LLVM IR (before O3: the object code came from the disk cache)") != std::string::npos);
   CHECK(warm.find("define void @cpp_fused_") != std::string::npos);
   CHECK(warm.find("code from the compile cache, fused when it was compiled") != std::string::npos);
+}
+
+TEST_CASE("an intact entry of another key placed under a key's name is a miss with one report", "[cache]") {
+  TempDir dir;
+  Reports reports;
+  DiskCache cache({dir.path.string(), true, 1 << 20});
+  cache.set_reporter(reports.sink());
+  const std::string other = jitc::cache::sha256_hex("another graph");
+  cache.store(kKey, "the payload of a graph");
+  cache.store(other, "the payload of another graph");
+  fs::copy_file(cache.path_of(other), cache.path_of(kKey), fs::copy_options::overwrite_existing);
+  CHECK_FALSE(cache.load(kKey));
+  REQUIRE(reports.lines.size() == 1);
+  CHECK(reports.lines[0].find("another key") != std::string::npos);
+  CHECK_FALSE(fs::exists(cache.path_of(kKey)));
+  REQUIRE(cache.load(other));  // the entry itself is fine where it belongs
+  CHECK(*cache.load(other) == "the payload of another graph");
+  CHECK(reports.lines.size() == 1);
+}
+
+TEST_CASE("a graph whose entry file holds another graph's entry compiles again and matches eager", "[cache][process]") {
+  TempDir dir;
+  run_child(dir.path);
+  const auto entries = entries_in(dir.path);
+  REQUIRE(entries.size() == 2);
+  fs::copy_file(entries[0], entries[1], fs::copy_options::overwrite_existing);  // a misplaced or swapped file
+  const std::string swapped = run_child(dir.path);
+  INFO(swapped);
+  CHECK(swapped.find("ok=1") != std::string::npos);
+  CHECK(swapped.find("programs_from_cache=1") != std::string::npos);
+  CHECK(count_lines_with(swapped, "jitc:") == 1);
+  CHECK(swapped.find("another key") != std::string::npos);
+  const std::string warm = run_child(dir.path);  // the recompiled entry replaced the foreign one
+  INFO(warm);
+  CHECK(warm.find("kernels_compiled=0 programs_from_cache=2") != std::string::npos);
+  CHECK(warm.find("jitc:") == std::string::npos);
+}
+
+TEST_CASE("an entry stored under a graph's key but holding another graph's plan is a miss with one warning", "[cache][process]") {
+  // A poisoned shared cache: the entry's key is right, its payload was compiled for another graph.
+  TempDir dir;
+  run_child(dir.path);
+  const auto entries = entries_in(dir.path);
+  REQUIRE(entries.size() == 2);
+  const auto [key, payload] = key_and_payload(entries[1]);
+  const auto [other_key, other_payload] = key_and_payload(entries[0]);
+  REQUIRE(key != other_key);
+  DiskCache poisoner({dir.path.string(), true, 1 << 20});
+  poisoner.store(key, other_payload);
+  REQUIRE(fs::exists(poisoner.path_of(key)));
+  const std::string poisoned = run_child(dir.path);
+  INFO(poisoned);
+  CHECK(poisoned.find("ok=1") != std::string::npos);
+  CHECK(poisoned.find("programs_from_cache=1") != std::string::npos);
+  CHECK(count_lines_with(poisoned, "jitc:") == 1);
+  CHECK(poisoned.find("ignoring the cache entry") != std::string::npos);
+  const std::string warm = run_child(dir.path);
+  INFO(warm);
+  CHECK(warm.find("kernels_compiled=0 programs_from_cache=2") != std::string::npos);
+  CHECK(warm.find("jitc:") == std::string::npos);
+}
+
+TEST_CASE("temporaries of writers that died or stalled are removed by the next store; live ones stay", "[cache]") {
+  TempDir dir;
+  DiskCache cache({dir.path.string(), true, 1 << 20});
+  const pid_t dead = fork();  // a pid whose process is gone
+  if (dead == 0) _exit(0);
+  REQUIRE(dead > 0);
+  REQUIRE(waitpid(dead, nullptr, 0) == dead);
+  const std::string live = std::to_string(getpid());
+  fs::create_directories(dir.path / "ab");
+  fs::create_directories(dir.path / "notes");
+  const fs::path of_dead = dir.path / "ab" / ("ab12.jitc.tmp." + std::to_string(dead) + ".0");
+  const fs::path stalled = dir.path / "notes" / ("n1.tmp." + live + ".3");
+  const fs::path writing = dir.path / "ab" / ("ab34.jitc.tmp." + live + ".4");
+  const fs::path not_ours = dir.path / "ab" / "ab56.jitc.tmp.notes";  // not a writer's name: left alone
+  for (const auto* p : {&of_dead, &stalled, &writing, &not_ours}) write(*p, "partial entry");
+  fs::last_write_time(stalled, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  cache.store(kKey, "payload");
+  CHECK_FALSE(fs::exists(of_dead));
+  CHECK_FALSE(fs::exists(stalled));
+  CHECK(fs::exists(writing));
+  CHECK(fs::exists(not_ours));
+  CHECK(cache.load(kKey));
+}
+
+TEST_CASE("writers killed at random points leave no temporaries after the next store and a valid cache", "[cache][process]") {
+  TempDir dir;
+  const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
+  for (const double delay : {0.05, 0.15, 0.3, 0.5, 0.8, 1.2}) {
+    // Each child is killed at another point of its run: while compiling, writing or renaming.
+    const std::string cmd = "JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.path.string() + " " + exe.string() +
+                            " > /dev/null 2>&1 & sleep " + std::to_string(delay) + "; kill -9 $! 2>/dev/null; wait";
+    CHECK(std::system(cmd.c_str()) != -1);
+  }
+  DiskCache cache({dir.path.string(), true, 1 << 20});
+  cache.store(kKey, "payload");  // the scan after a store removes what dead writers left
+  CHECK(temporaries_in(dir.path) == 0);
+  const std::string after = run_child(dir.path);
+  INFO(after);
+  CHECK(after.find("ok=1") != std::string::npos);
+  CHECK(after.find("jitc:") == std::string::npos);
 }
