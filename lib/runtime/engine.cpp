@@ -130,7 +130,10 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
                                     size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured) {
   const guards::GlobalState global = runtime::capture_global_state();
   runtime::ModuleWords module;
-  if (module_) runtime::read_module_state(*module_, module);
+  if (module_) {
+    captured = {};  // a previous attempt's references would count as holders of the module's tensors
+    runtime::read_module_state(*module_, module);
+  }
   std::shared_lock lock(entries_mutex_);
   const size_t n = entries_.size();
   size_t first = most_recent_.load(std::memory_order_relaxed);
