@@ -84,10 +84,14 @@ struct DefaultSignature {
   using type = at::Tensor(const at::Tensor&);
 };
 
+// Specialized so that &Impl::forward is formed only where it names one function.
+template <class Impl, bool Plain = HasPlainForward<Impl>::value>
+struct ForwardSignature : DefaultSignature<Impl> {};
+template <class Impl>
+struct ForwardSignature<Impl, true> : ForwardPointer<decltype(&Impl::forward)> {};
+
 template <class F>
-using ModuleSignature = typename std::conditional_t<HasPlainForward<ModuleImpl<F>>::value,
-                                                    ForwardPointer<decltype(&ModuleImpl<F>::forward)>,
-                                                    DefaultSignature<ModuleImpl<F>>>::type;
+using ModuleSignature = typename ForwardSignature<ModuleImpl<F>>::type;
 
 // Holds the module the way its form says; `root` is what the guards read.
 template <class F>
