@@ -11,11 +11,18 @@
 #include <type_traits>
 #include <utility>
 
+namespace torch::nn {
+class Module;
+}
+
 namespace jitc {
 
 namespace detail {
 class Engine;
-std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_arguments, std::source_location where);
+// `module`: the torch::nn module a compiled forward belongs to (null for other callables); its training
+// flags and registered tensors are guarded.
+std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_arguments, std::source_location where,
+                                    std::shared_ptr<torch::nn::Module> module);
 ResultLeaves engine_call(Engine& engine, c10::ArrayRef<Leaf> leaves);
 ExplainOutput engine_explain(Engine& engine, c10::ArrayRef<Leaf> leaves);
 Stats engine_stats(const Engine& engine);
@@ -40,14 +47,21 @@ class CompiledFunction<R(Args...)> {
   static_assert(((!std::is_lvalue_reference_v<Args> || std::is_const_v<std::remove_reference_t<Args>>) && ...),
                 "jitc::compile: the callable takes a non-const reference; it would write into a copy. Return the "
                 "value instead (results may be tensors, tuples or vectors of tensors).");
+  static_assert(detail::ResultCheck<std::decay_t<R>>::value);
+  template <size_t... I>
+  static constexpr bool check_arguments(std::index_sequence<I...>) {
+    return (detail::ArgumentCheck<I, std::decay_t<Args>>::value && ...);
+  }
+  static_assert(check_arguments(std::index_sequence_for<Args...>{}));
 
  public:
   using Result = std::decay_t<R>;
 
   template <class F>
-  CompiledFunction(F callable, Options options, std::source_location where = std::source_location::current())
+  CompiledFunction(F callable, Options options, std::source_location where = std::source_location::current(),
+                   std::shared_ptr<torch::nn::Module> module = nullptr)
       : engine_(detail::make_engine(make_invoker(std::move(callable)), std::move(options),
-                                    static_cast<int>(sizeof...(Args)), where)) {}
+                                    static_cast<int>(sizeof...(Args)), where, std::move(module))) {}
 
   Result operator()(Args... args) const {
     detail::Leaves leaves;

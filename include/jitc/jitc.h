@@ -8,6 +8,7 @@
 // captured tensors (module parameters) are recorded and the tensors read by reference at every call.
 #pragma once
 #include <jitc/compiled_function.h>
+#include <jitc/detail/modules.h>
 #include <jitc/dynamic.h>
 #include <jitc/errors.h>
 #include <jitc/options.h>
@@ -39,48 +40,34 @@ struct SignatureOf<R (C::*)(A...) const> {
   using type = R(A...);
 };
 
-// A torch::nn module: a ModuleHolder or std::shared_ptr whose pointee has one non-template forward.
-template <class M, class = void>
-struct IsModule : std::false_type {};
-template <class M>
-struct IsModule<M, std::void_t<decltype(&std::decay_t<decltype(*std::declval<M&>())>::forward)>>
-    : std::true_type {};
-
-template <class M, class R, class... A>
-CompiledFunction<R(A...)> compile_module(M module, Options options, R (*)(A...), std::source_location where) {
-  return CompiledFunction<R(A...)>(
-      [module = std::move(module)](A... args) mutable -> R { return (*module).forward(std::forward<A>(args)...); },
-      std::move(options), where);
+template <class Signature, class F>
+CompiledFunction<Signature> compile_module(F&& module, Options options, std::source_location where) {
+  ModuleHandle<F> handle(std::forward<F>(module));
+  return CompiledFunction<Signature>(ForwardCaller<Signature>::make(std::move(handle.impl)), std::move(options),
+                                     where, std::move(handle.root));
 }
-template <class T>
-struct ForwardPointer;
-template <class C, class R, class... A>
-struct ForwardPointer<R (C::*)(A...)> {
-  using type = R (*)(A...);
-};
-template <class C, class R, class... A>
-struct ForwardPointer<R (C::*)(A...) const> {
-  using type = R (*)(A...);
-};
 }  // namespace detail
 
-// Compile a callable with an explicit signature (needed for generic lambdas and overloaded functors).
+// Compile a callable with an explicit signature (needed for generic lambdas, overloaded functors and
+// modules whose forward is a template, such as torch::nn::Sequential returning something else than a tensor).
 template <class Signature, class F>
-CompiledFunction<Signature> compile(F callable, Options options = {},
+CompiledFunction<Signature> compile(F&& callable, Options options = {},
                                     std::source_location where = std::source_location::current()) {
-  return CompiledFunction<Signature>(std::move(callable), std::move(options), where);
+  if constexpr (detail::module_form<F>() != detail::ModuleForm::kNone)
+    return detail::compile_module<Signature>(std::forward<F>(callable), std::move(options), where);
+  else
+    return CompiledFunction<Signature>(std::decay_t<F>(std::forward<F>(callable)), std::move(options), where);
 }
 
-// Compile a lambda, function pointer, functor, or torch::nn module (its forward).
+// Compile a lambda, function pointer, functor, or torch::nn module (its forward; see detail/modules.h for
+// the forms a module may be passed in).
 template <class F>
-auto compile(F callable, Options options = {}, std::source_location where = std::source_location::current()) {
-  if constexpr (detail::IsModule<F>::value) {
-    using Impl = std::decay_t<decltype(*std::declval<F&>())>;
-    using Pointer = typename detail::ForwardPointer<decltype(&Impl::forward)>::type;
-    return detail::compile_module(std::move(callable), std::move(options), Pointer{}, where);
+auto compile(F&& callable, Options options = {}, std::source_location where = std::source_location::current()) {
+  if constexpr (detail::module_form<F>() != detail::ModuleForm::kNone) {
+    return detail::compile_module<detail::ModuleSignature<F>>(std::forward<F>(callable), std::move(options), where);
   } else {
     using Signature = typename detail::SignatureOf<std::decay_t<F>>::type;
-    return CompiledFunction<Signature>(std::move(callable), std::move(options), where);
+    return CompiledFunction<Signature>(std::decay_t<F>(std::forward<F>(callable)), std::move(options), where);
   }
 }
 

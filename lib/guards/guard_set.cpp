@@ -63,6 +63,26 @@ std::string expr_text(const GuardSet& g, const graph::SymExpr& e) {
   return s;
 }
 
+const char* yes_no(uintptr_t v) { return v ? "True" : "False"; }
+
+std::string module_text(const ModuleGuard& g, size_t k, uintptr_t actual) {
+  using Slot = ModuleGuard::Slot;
+  const std::string& n = g.names[k];
+  switch (g.slots[k]) {
+    case Slot::kTraining:
+      return fmt::format("module '{}' training mismatch. expected {}, actual {}", n, yes_no(g.words[k]), yes_no(actual));
+    case Slot::kParameters: return fmt::format("len({}._parameters) == {}", n, g.words[k]);
+    case Slot::kBuffers: return fmt::format("len({}._buffers) == {}", n, g.words[k]);
+    case Slot::kChildren: return fmt::format("len({}._modules) == {}", n, g.words[k]);
+    case Slot::kParameter: return fmt::format("___check_obj_id({}): registered parameter was replaced", n);
+    case Slot::kBuffer: return fmt::format("___check_obj_id({}): registered buffer was replaced", n);
+    case Slot::kChild: return fmt::format("___check_obj_id({}): registered submodule was replaced", n);
+    case Slot::kHeld:
+      return fmt::format("{} is referenced by its registration only: the module's field was re-assigned", n);
+  }
+  return n;
+}
+
 // One walk serves both paths: with kVerbose=false every reason lambda compiles away.
 template <bool kVerbose>
 class Walker {
@@ -73,7 +93,7 @@ class Walker {
   bool run() {
     const GlobalState& now = *c_.global;
     if (!(now == g_.global)) return fail([&] { return global_diff(g_.global, now); });
-    return layout() && scalars() && tensors() && aliasing() && symbols() && shapes();
+    return module() && layout() && scalars() && tensors() && aliasing() && symbols() && shapes();
   }
 
  private:
@@ -87,6 +107,21 @@ class Walker {
     const TensorGuard& t = g_.tensors[i];
     if (t.leaf >= 0) return c_.leaves[t.leaf].tensor->unsafeGetTensorImpl();
     return c_.captured[i - g_.num_argument_tensors];
+  }
+
+  // Words are compared in the order they were read, so the first difference is the outermost change (a
+  // count before the identities it shifts).
+  bool module() {
+    const auto& want = g_.module.words;
+    if (want.empty()) return true;
+    const auto& got = c_.module;
+    if (got.size() == want.size() && std::memcmp(got.data(), want.data(), want.size() * sizeof(uintptr_t)) == 0)
+      return true;
+    return fail([&] {
+      for (size_t k = 0; k < want.size(); ++k)
+        if (k >= got.size() || got[k] != want[k]) return module_text(g_.module, k, k < got.size() ? got[k] : 0);
+      return fmt::format("module state mismatch. expected {} words, actual {}", want.size(), got.size());
+    });
   }
 
   // Structure first; a list of another length is reported as its len() guard, as Dynamo does.
@@ -232,7 +267,7 @@ std::string explain(const GuardSet& guards, const CallView& call) {
 }
 
 bool same_except_shapes(const GuardSet& a, const GuardSet& b) {
-  if (a.layout != b.layout || !(a.global == b.global) || a.num_argument_tensors != b.num_argument_tensors ||
+  if (a.layout != b.layout || !(a.global == b.global) || !(a.module == b.module) || a.num_argument_tensors != b.num_argument_tensors ||
       a.same_object != b.same_object || a.same_storage != b.same_storage || a.tensors.size() != b.tensors.size() ||
       a.scalars.size() != b.scalars.size())
     return false;
@@ -255,6 +290,11 @@ std::vector<std::string> describe(const GuardSet& g) {
   lines.push_back(fmt::format("GLOBAL_STATE: grad_mode={} autocast_cpu={} ({}) autocast_cuda={} ({}) default_dtype={}",
                               s.grad_mode, s.autocast_cpu, c10::toString(s.autocast_cpu_dtype), s.autocast_cuda,
                               c10::toString(s.autocast_cuda_dtype), c10::toString(s.default_dtype)));
+  for (size_t k = 0; k < g.module.words.size(); ++k)
+    if (g.module.slots[k] == ModuleGuard::Slot::kTraining)
+      lines.push_back(fmt::format("MODULE_MATCH: {}.training == {}", g.module.names[k], yes_no(g.module.words[k])));
+    else if (g.module.slots[k] >= ModuleGuard::Slot::kParameter && g.module.slots[k] <= ModuleGuard::Slot::kChild)
+      lines.push_back(fmt::format("ID_MATCH: ___check_obj_id({}, {:#x})", g.module.names[k], g.module.words[k]));
   for (const auto& t : g.tensors) {
     std::vector<std::string> sizes, strides;
     for (auto v : t.sizes) sizes.push_back(v == kSymbolic ? "None" : std::to_string(v));

@@ -68,6 +68,21 @@ struct GlobalState {
   bool operator==(const GlobalState&) const = default;
 };
 
+// The state of a compiled torch::nn module beyond its tensors' metadata, as flat words read from the
+// module tree in a fixed order (runtime/module_state.h): per module its training flag (dropout and batch
+// norm trace differently), the counts of its registered parameters, buffers and submodules, then their
+// identities (Dynamo's ___check_obj_id on module attributes). A C++ module reads its tensors through
+// fields that LibTorch does not track (`module->weight = t` leaves the registration on the old tensor), so
+// each registered tensor also carries whether anything besides its registration holds it (kHeld): a field
+// re-assigned away from it drops that to 0. Empty for callables that are not modules.
+struct ModuleGuard {
+  enum class Slot : uint8_t { kTraining, kParameters, kBuffers, kChildren, kParameter, kBuffer, kChild, kHeld };
+  std::vector<uintptr_t> words;  // as traced
+  std::vector<Slot> slots;       // per word: what it holds
+  std::vector<std::string> names;  // per word: the module's path ("self.fc1") or the tensor's ("self.fc1.weight")
+  bool operator==(const ModuleGuard& o) const { return words == o.words; }
+};
+
 struct GuardSet {
   std::vector<std::string> leaf_names;     // args[0], args[1][2], ... (or the names given in Options)
   std::vector<detail::Leaf::Kind> layout;  // argument structure: None vs tensor, list lengths below
@@ -79,6 +94,7 @@ struct GuardSet {
   std::vector<SymbolGuard> symbols;
   std::vector<ShapeGuard> shapes;
   GlobalState global;
+  ModuleGuard module;
   int num_symbols = 0;
   std::vector<std::string> symbol_sources;  // "args[0].size()[0]" per symbol
 };
@@ -91,6 +107,7 @@ struct CallView {
   size_t num_captured = 0;
   const uint64_t* marks = nullptr;
   const GlobalState* global = nullptr;  // the caller's state, read once per call (required)
+  c10::ArrayRef<uintptr_t> module;      // the compiled module's state, read once per call (modules only)
 };
 
 // Hot path. On success, symbols[0..num_symbols) hold the bound sizes.

@@ -19,8 +19,10 @@ std::vector<std::weak_ptr<detail::Engine>> g_engines;  // for jitc::reset()
 
 namespace detail {
 
-std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_arguments, std::source_location where) {
-  auto engine = std::make_shared<Engine>(std::move(invoker), std::move(options), num_arguments, where);
+std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_arguments, std::source_location where,
+                                    std::shared_ptr<torch::nn::Module> module) {
+  auto engine =
+      std::make_shared<Engine>(std::move(invoker), std::move(options), num_arguments, where, std::move(module));
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   std::erase_if(g_engines, [](const auto& w) { return w.expired(); });
   g_engines.push_back(engine);

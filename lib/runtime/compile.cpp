@@ -4,6 +4,7 @@
 #include "graph/passes.h"
 #include "runtime/engine.h"
 #include "runtime/global_state.h"
+#include "runtime/module_state.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
@@ -83,10 +84,12 @@ std::vector<std::string> Engine::failure_reasons(c10::ArrayRef<Leaf> leaves, con
   std::shared_lock lock(entries_mutex_);
   runtime::CapturedTensors captured;
   const guards::GlobalState global = runtime::capture_global_state();
+  runtime::ModuleWords module;
+  if (module_) runtime::read_module_state(*module_, module);
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const auto& e = **it;
     captured.lock(e);
-    const std::string why = guards::explain(e.guards, captured.view(leaves, marks, &global));
+    const std::string why = guards::explain(e.guards, captured.view(leaves, marks, &global, module));
     if (!why.empty()) reasons.push_back(fmt::format("{}: {}", compile_id(e.compile_number), why));
   }
   return reasons;
@@ -139,6 +142,7 @@ std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::Arr
   graph::verify(e->graph);
   e->traced = std::move(traced);
   e->guards = runtime::build_guards(e->graph, leaves, leaf_names(leaves), dynamic_dims, ranges);
+  if (module_) e->guards.module = runtime::snapshot_module_state(*module_);
   for (size_t k = 0; k < result.size(); ++k) {
     runtime::ResultSlot slot;
     slot.kind = result[k].kind;

@@ -6,6 +6,7 @@
 #include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
+#include "runtime/module_state.h"
 #include "tracer/trace.h"
 
 #include <jitc/errors.h>
@@ -42,9 +43,11 @@ thread_local std::vector<at::Tensor> ValuesLease::shared_;
 
 }  // namespace
 
-Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_location where)
+Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_location where,
+               std::shared_ptr<torch::nn::Module> module)
     : invoker_(std::move(invoker)),
       options_(std::move(options)),
+      module_(std::move(module)),
       num_arguments_(num_arguments),
       where_(fmt::format("{}:{}", where.file_name(), where.line())),
       frame_id_(g_next_frame.fetch_add(1)) {
@@ -126,6 +129,11 @@ ResultLeaves Engine::run_eager(c10::ArrayRef<Leaf> leaves) {
 Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
                                     size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured) {
   const guards::GlobalState global = runtime::capture_global_state();
+  runtime::ModuleWords module;
+  if (module_) {
+    captured = {};  // a previous attempt's references would count as holders of the module's tensors
+    runtime::read_module_state(*module_, module);
+  }
   std::shared_lock lock(entries_mutex_);
   const size_t n = entries_.size();
   size_t first = most_recent_.load(std::memory_order_relaxed);
@@ -135,7 +143,7 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
     if (i < 64 && (skip >> i & 1)) continue;
     const auto& entry = entries_[i];
     captured.lock(*entry);
-    if (!guards::check(entry->guards, captured.view(leaves, marks, &global), symbols)) continue;
+    if (!guards::check(entry->guards, captured.view(leaves, marks, &global, module), symbols)) continue;
     if (const int s = entry->graph.num_symbols; s > 0) {
       const auto verdict = entry->sizes.lookup({symbols, static_cast<size_t>(s)});
       if (verdict == runtime::SizeLedger::Verdict::kRejected) continue;

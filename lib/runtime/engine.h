@@ -23,7 +23,8 @@ namespace jitc::detail {
 
 class Engine {
  public:
-  Engine(Invoker invoker, Options options, int num_arguments, std::source_location where);
+  Engine(Invoker invoker, Options options, int num_arguments, std::source_location where,
+         std::shared_ptr<torch::nn::Module> module);
 
   ResultLeaves call(c10::ArrayRef<Leaf> leaves);
   ExplainOutput explain(c10::ArrayRef<Leaf> leaves);
@@ -100,6 +101,7 @@ class Engine {
 
   Invoker invoker_;
   Options options_;
+  std::shared_ptr<torch::nn::Module> module_;  // a compiled module: its state is guarded (module_state.h)
   int num_arguments_;
   std::string where_;
   std::string name_;

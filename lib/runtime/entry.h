@@ -86,9 +86,9 @@ struct CapturedTensors {
   c10::SmallVector<c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, 8> refs;
   c10::SmallVector<const c10::TensorImpl*, 8> raw;
   void lock(const Entry& entry);
-  guards::CallView view(c10::ArrayRef<detail::Leaf> leaves, const uint64_t* marks,
-                        const guards::GlobalState* global) const {
-    return {leaves, raw.data(), raw.size(), marks, global};
+  guards::CallView view(c10::ArrayRef<detail::Leaf> leaves, const uint64_t* marks, const guards::GlobalState* global,
+                        c10::ArrayRef<uintptr_t> module = {}) const {
+    return {leaves, raw.data(), raw.size(), marks, global, module};
   }
 };
 
