@@ -28,6 +28,9 @@ if [ "${1:-}" != bench-only ]; then
   status=$?
   grep -E "FAILED|with message|expansion|^  \"|passed|failed" -A1 "$OUT/test_cuda.log" | head -80
   tail -3 "$OUT/test_cuda.log"
+  # A device-side assert ends the CUDA context: its case runs in a process of its own.
+  ./build-gpu/test/test_cuda "[cuda_assert]" > "$OUT/test_cuda_assert.log" 2>&1 || status=1
+  tail -3 "$OUT/test_cuda_assert.log"
   echo "tests done: $(( $(date +%s) - start )) s"
 fi
 if [ "${1:-}" = bench ] || [ "${1:-}" = bench-only ]; then

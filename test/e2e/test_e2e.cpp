@@ -38,6 +38,20 @@ TEST_CASE("first call is bit-identical to eager and replays equal eager on new d
   CHECK(s.calls == 4);
 }
 
+TEST_CASE("first call is bit-identical to eager for linear on a sliced view (an lm_head on the last position)", "[e2e]") {
+  for (int64_t batch : {1, 2, 8}) {
+    const auto w = at::randn({50, 64}), b = at::randn({50});
+    auto head = [&w, &b](const at::Tensor& h) { return at::linear(h.slice(1, -1), w, b); };
+    auto head_no_bias = [&w](const at::Tensor& h) { return at::linear(h.select(1, -1), w); };
+    const auto h = at::randn({batch, 7, 64});
+    INFO("batch " << batch);
+    CHECK(at::equal(jitc::compile(head)(h), head(h)));
+    CHECK(at::equal(jitc::compile(head_no_bias)(h), head_no_bias(h)));
+    c10::InferenceMode inference;
+    CHECK(at::equal(jitc::compile(head)(h), head(h)));
+  }
+}
+
 TEST_CASE("JITC_DISABLE=1 runs every call eagerly", "[e2e]") {
   setenv("JITC_DISABLE", "1", 1);
   jitc::runtime::reload_env();

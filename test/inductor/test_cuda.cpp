@@ -440,3 +440,28 @@ TEST_CASE("CUDA: a graph's functions compile as NVRTC programs of their own and 
     CHECK(at::allclose(values[g.outputs.at(0)], expected, 1e-4, 1e-4));
   }
 }
+
+// A device-side assert ends the process's CUDA context, so this case is hidden ([.]) and runs in a process
+// of its own (benchmarks/gpu_check.sh runs "[cuda_assert]" after the other [cuda] cases).
+TEST_CASE("CUDA: an index out of range in a compiled kernel is a device-side assert, as in eager", "[.][cuda_assert]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto table = at::randn({5, 3}, at::kCUDA);
+  auto f = jitc::compile([&table](const at::Tensor& i) { return at::embedding(table, i) * 2; });
+  const auto good = at::tensor({0, 4, 2}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
+  f(good);
+  CHECK(at::equal(f(good), at::embedding(table, good) * 2));
+  REQUIRE(f.stats().programs_compiled == 1);
+  const auto bad = at::tensor({0, 5, 2}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
+  std::string error;
+  try {
+    f(bad);
+    c10::cuda::device_synchronize();
+  } catch (const c10::Error& e) {
+    error = e.what_without_backtrace();
+  }
+  INFO(error);
+  CHECK(error.find("device-side assert triggered") != std::string::npos);
+}
