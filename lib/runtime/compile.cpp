@@ -270,12 +270,9 @@ ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::v
 }
 
 ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required) {
-  if (grad_required) {
+  if (grad_required) {  // the trace met a captured tensor that requires grad
     grad_blocked_ = true;
-    if (!warned_grad_.exchange(true))
-      runtime::warn(fmt::format("jitc: running '{}' eagerly: {}; compiled functions are inference-only (wrap the call in "
-                                "torch::NoGradGuard or c10::InferenceMode)",
-                                name_, failure.what()));
+    warn_eager({inference_only("a captured tensor"), true});
     return run_eager(leaves);
   }
   ResultLeaves out = run_eager(leaves);  // an exception of the callable's own propagates from here, as in eager
