@@ -94,7 +94,7 @@ TEST_CASE("JITC_RECOMPILE_LIMIT takes a valid number and rejects trailing garbag
   CHECK(logs.lines_with("JITC_RECOMPILE_LIMIT='2'").empty());
 }
 
-TEST_CASE("JITC_CACHE_MAX_BYTES=1G caps the disk cache at a GiB; an unreadable size keeps the default", "[env]") {
+TEST_CASE("JITC_CACHE_MAX_BYTES=1G caps the disk cache at a GiB, and an unreadable size keeps the default", "[env]") {
   LogCapture logs;
   {
     ScopedEnv env("JITC_CACHE_MAX_BYTES", "1G");
@@ -135,7 +135,7 @@ TEST_CASE("JITC_DISABLE_CACHE takes booleans and reports other values", "[env]")
   CHECK(logs.lines_with("JITC_DISABLE_CACHE='sometimes'").size() == 1);
 }
 
-TEST_CASE("JITC_DISABLE takes booleans; an unreadable value is reported and compiles as usual", "[env]") {
+TEST_CASE("JITC_DISABLE takes booleans, and an unreadable value is reported and compiles as usual", "[env]") {
   LogCapture logs;
   const auto x = at::randn({3});
   {
