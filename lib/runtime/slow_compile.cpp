@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <system_error>
 
 namespace jitc::runtime {
 
@@ -18,15 +19,22 @@ void set_slow_compile_threshold(std::chrono::milliseconds threshold) { g_thresho
 
 // The start line is printed only once the threshold has passed, not at the start itself: printed for
 // every graph, it would bury the few slow ones among lines about compiles that took milliseconds. A
-// watcher thread waits for the threshold or the end, whichever comes first.
+// watcher thread waits for the threshold or the end, whichever comes first: one thread per code
+// generation, which happens once per entry and costs far more than starting a thread.
 SlowCompileNotice::SlowCompileNotice(std::string what, size_t ops, std::string id)
     : what_(std::move(what)),
       id_(std::move(id)),
       ops_(ops),
       started_(std::chrono::steady_clock::now()),
       threshold_(g_threshold_ms.load()) {
-  if (threshold_.count() == 0) announce();  // tests: deterministic, no thread
-  else watcher_ = std::thread([this] { watch(); });
+  if (threshold_.count() == 0) {  // tests: deterministic, no thread
+    announce();
+    return;
+  }
+  try {
+    watcher_ = std::thread([this] { watch(); });
+  } catch (const std::system_error&) {  // no thread to spare: the compile goes on unannounced
+  }
 }
 
 void SlowCompileNotice::watch() {
