@@ -10,6 +10,7 @@
 #include "runtime/cuda_graphs.h"
 #include "runtime/engine.h"
 #include "runtime/env.h"
+#include "runtime/error_text.h"
 #include "runtime/log.h"
 #include "runtime/program.h"
 #include "runtime/program_cache.h"
@@ -190,7 +191,7 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     runtime::add(compile_stats_.codegen_stages, times.stages);
     return program;
   } catch (const std::exception& e) {
-    runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, e.what()), id);
+    runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, runtime::error_text(e)), id);
     return nullptr;
   }
 }

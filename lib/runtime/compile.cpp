@@ -5,6 +5,7 @@
 #include "runtime/engine.h"
 #include "runtime/global_state.h"
 #include "runtime/env.h"
+#include "runtime/error_text.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
 #include "tracer/trace.h"
@@ -277,7 +278,8 @@ ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::
   }
   ResultLeaves out = run_eager(leaves);  // an exception of the callable's own propagates from here, as in eager
   eager_only_ = true;
-  runtime::warn(fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_, failure.what()));
+  runtime::warn(fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_,
+                            runtime::error_text(failure)));
   return out;
 }
 
@@ -316,7 +318,7 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
     eager_only_ = true;
     runtime::warn(fmt::format("jitc: building the entry for '{}' failed and it runs eagerly from now on (this is a "
                               "jitc bug; please report it with JITC_LOGS=graph_code): {}",
-                              name_, e.what()),
+                              name_, runtime::error_text(e)),
                   compile_id(number));
   }
 }
@@ -409,7 +411,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
       confirmed = again && same_program(*again, symbolic);
     }
   } catch (const std::exception& e) {  // a jitc bug: keep the trace's result, never confirm
-    runtime::warn(fmt::format("jitc: checking sizes for '{}' failed: {}", name_, e.what()));
+    runtime::warn(fmt::format("jitc: checking sizes for '{}' failed: {}", name_, runtime::error_text(e)));
   }
   symbolic.sizes.record(unchecked.symbols, confirmed);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

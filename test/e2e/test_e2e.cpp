@@ -2,6 +2,7 @@
 #include "support/parity.h"
 #include "support/log_capture.h"
 #include "runtime/env.h"
+#include "runtime/error_text.h"
 #include "runtime/slow_compile.h"
 
 #include <jitc/jitc.h>
@@ -321,4 +322,16 @@ TEST_CASE("a code generation under the threshold prints no compile notice", "[e2
   f(x);
   f(x);
   CHECK(logs.text().empty());
+}
+
+TEST_CASE("error_text keeps a c10::Error's message and drops its C++ backtrace", "[e2e][logging]") {
+  try {
+    TORCH_CHECK(false, "the size must be positive");
+  } catch (const c10::Error& e) {
+    const std::string text = jitc::runtime::error_text(e);
+    CHECK(text.find("the size must be positive") != std::string::npos);
+    CHECK(text.find("frame #") == std::string::npos);
+    CHECK(text.find("Exception raised from") == std::string::npos);
+  }
+  CHECK(jitc::runtime::error_text(std::runtime_error("plain")) == "plain");
 }
