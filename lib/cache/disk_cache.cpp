@@ -3,6 +3,7 @@
 #include "cache/files.h"
 #include "cache/sha256.h"
 #include "cache/temporaries.h"
+#include "runtime/env.h"
 
 #include <fmt/format.h>
 
@@ -13,11 +14,6 @@
 namespace jitc::cache {
 
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 // Writes `bytes` to `path` through a temporary renamed into place (atomic: readers see the old file,
 // the new one, or none). False if not stored; `refused` then says why if the directory or the disk
@@ -36,20 +32,13 @@ bool write_atomically(const std::string& path, const std::string& bytes, std::st
 
 DiskCache::Config DiskCache::config_from_env() {
   Config c;
-  c.dir = env("JITC_CACHE_DIR");
+  c.dir = runtime::env_string("JITC_CACHE_DIR");
   if (c.dir.empty()) {
-    const std::string xdg = env("XDG_CACHE_HOME"), home = env("HOME");
+    const std::string xdg = runtime::env_string("XDG_CACHE_HOME"), home = runtime::env_string("HOME");
     c.dir = !xdg.empty() ? xdg + "/jitc" : !home.empty() ? home + "/.cache/jitc" : "";
   }
-  const std::string disable = env("JITC_DISABLE_CACHE");
-  c.enabled = !c.dir.empty() && (disable.empty() || disable == "0");
-  const std::string cap = env("JITC_CACHE_MAX_BYTES");
-  if (!cap.empty()) {
-    try {
-      c.max_bytes = std::stoull(cap);
-    } catch (...) {
-    }
-  }
+  c.enabled = !c.dir.empty() && !runtime::env_bool("JITC_DISABLE_CACHE", false);
+  c.max_bytes = runtime::env_size("JITC_CACHE_MAX_BYTES", c.max_bytes);
   return c;
 }
 

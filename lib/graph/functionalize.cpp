@@ -230,6 +230,8 @@ class Functionalizer {
     const auto& schema = n.op.schema();
     if (n.op.hasTag(at::Tag::inplace_view)) return fail(fmt::format("{} changes a tensor's view in place", n.name()));
     const auto& name = n.op.operator_name();
+    if (writes_unannotated(n))  // no functional form here: the graph replays its ops, updates included
+      return fail(fmt::format("{} in training mode updates its running statistics in place", n.name()));
     if (name.name.back() != '_' || !writes(schema.arguments()[0]))
       return fail(fmt::format("{} writes into an out= argument", n.name()));
     auto functional = find_op(name.name.substr(0, name.name.size() - 1), name.overload_name);

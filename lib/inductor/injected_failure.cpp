@@ -1,12 +1,12 @@
 #include "inductor/injected_failure.h"
 
-#include <cstdlib>
+#include "runtime/env.h"
 
 namespace jitc::inductor {
 
 bool failure_injected(std::string_view stage, const std::vector<std::string>& ops) {
-  const char* value = std::getenv("JITC_INJECT_FAILURE_TESTING_ONLY");
-  if (!value) return false;
+  const std::string value = runtime::env_string("JITC_INJECT_FAILURE_TESTING_ONLY");
+  if (value.empty()) return false;
   const std::string_view spec(value);
   const size_t colon = spec.find(':');
   if (colon == std::string_view::npos || spec.substr(0, colon) != stage) return false;

@@ -213,11 +213,13 @@ void register_unary(Registry& r) {
     const Operand src = c.operand_of(n, 1);
     return pointwise(c, n, {src}, c.meta(src.value).dtype, identity);
   };
-  r["aten::dropout"] = [identity](LoweringContext& c, const Node& n) -> std::vector<Loader> {  // eval mode only
-    if (n.args.size() < 3 || !n.args[2].constant.isBool() || n.args[2].constant.toBool()) throw Unsupported("dropout in training mode");
-    const Operand in = c.operand_of(n, 0);
-    return pointwise(c, n, {in}, c.meta(in.value).dtype, identity);
-  };
+  // (input, p, train): with train=false every dropout is the identity; training mode draws from the RNG.
+  for (const char* name : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout"})
+    r[name] = [identity](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+      if (n.args.size() < 3 || !n.args[2].constant.isBool() || n.args[2].constant.toBool()) throw Unsupported("dropout in training mode");
+      const Operand in = c.operand_of(n, 0);
+      return pointwise(c, n, {in}, c.meta(in.value).dtype, identity);
+    };
   r["aten::fill.Scalar"] = [identity](LoweringContext& c, const Node& n) { return pointwise(c, n, {c.operand_of(n, 1)}, out_dtype(c, n), identity); };
   r["aten::fill.Tensor"] = r["aten::fill.Scalar"];
   // Tests on floats; integers are never NaN or infinite.

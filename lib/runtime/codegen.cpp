@@ -11,14 +11,17 @@
 #include "runtime/cuda_graphs.h"
 #include "runtime/engine.h"
 #include "runtime/env.h"
+#include "runtime/error_text.h"
 #include "runtime/log.h"
 #include "runtime/program.h"
 #include "runtime/program_cache.h"
+#include "runtime/slow_compile.h"
 
 #include <jitc/errors.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace jitc::detail {
@@ -105,6 +108,24 @@ void log_compile_times(const std::string& name, const runtime::CompileTimes& tim
                id);
 }
 
+// "extern: convolution x53, addmm x1": the ops a program runs as ATen calls between its kernels, in the
+// order they first appear, from the scheduler's "aten::name.overload: why" lines (JITC_LOGS=fusion gives
+// each op's reason). Empty when every op became kernel code.
+std::string extern_summary(const std::vector<std::string>& extern_reasons) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& reason : extern_reasons) {
+    std::string op = reason.substr(0, reason.find(": "));
+    if (op.rfind("aten::", 0) == 0) op.erase(0, 6);
+    op = op.substr(0, op.find('.'));
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == op; });
+    if (it == counts.end()) counts.emplace_back(op, 1);
+    else it->second += 1;
+  }
+  std::string text;
+  for (const auto& [op, n] : counts) text += fmt::format("{}{} x{}", text.empty() ? "" : ", ", op, n);
+  return text;
+}
+
 // torch.compile's modes that use cudagraph trees.
 bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune; }
 
@@ -131,6 +152,7 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
   const auto started = std::chrono::steady_clock::now();
   runtime::CompileTimes times;
   times.trace = entry.trace_seconds;
+  const runtime::SlowCompileNotice notice(fmt::format("{}_{}", name_, entry.compile_number), entry.graph.nodes.size(), id);
   try {
     graph::Graph g = runtime::timed(&times, &CodegenStages::passes, [&] {
       return inductor::convolutions_in_channels_last(inductor::group_norm_with_stats(functional_graph(entry)));
@@ -149,8 +171,8 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     if (obtained.source != runtime::CodeSource::kCompiled)
       runtime::log(runtime::Artifact::kFusion,
                    fmt::format("{}: code from the compile cache, fused when it was compiled (JITC_DISABLE_CACHE=1 logs the decisions)", name_), id);
-    for (const auto& reason : obtained.code->plan.extern_reasons)
-      runtime::log(runtime::Artifact::kPerfHints, fmt::format("{} runs as an extern ATen call ({})", name_, reason), id);
+    if (const std::string externs = extern_summary(obtained.code->plan.extern_reasons); !externs.empty())
+      runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: extern: {}", module_name, externs), id);
     if (runtime::log_enabled(runtime::Artifact::kSchedule))
       runtime::log(runtime::Artifact::kSchedule, fmt::format("Schedule of {}: {}", name_, inductor::plan_text(obtained.code->plan, g)), id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
@@ -169,7 +191,7 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     runtime::add(compile_stats_.codegen_stages, times.stages);
     return program;
   } catch (const std::exception& e) {
-    runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, e.what()), id);
+    runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, runtime::error_text(e)), id);
     return nullptr;
   }
 }

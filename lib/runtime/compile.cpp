@@ -6,6 +6,7 @@
 #include "runtime/global_state.h"
 #include "runtime/module_state.h"
 #include "runtime/env.h"
+#include "runtime/error_text.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
 #include "tracer/trace.h"
@@ -274,17 +275,15 @@ ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::v
 }
 
 ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required) {
-  if (grad_required) {
+  if (grad_required) {  // the trace met a captured tensor that requires grad
     grad_blocked_ = true;
-    if (!warned_grad_.exchange(true))
-      runtime::warn(fmt::format("jitc: running '{}' eagerly: {}; compiled functions are inference-only (wrap the call in "
-                                "torch::NoGradGuard or c10::InferenceMode)",
-                                name_, failure.what()));
+    warn_eager({inference_only("a captured tensor"), true});
     return run_eager(leaves);
   }
   ResultLeaves out = run_eager(leaves);  // an exception of the callable's own propagates from here, as in eager
   eager_only_ = true;
-  runtime::warn(fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_, failure.what()));
+  runtime::warn(fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_,
+                            runtime::error_text(failure)));
   return out;
 }
 
@@ -323,7 +322,7 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
     eager_only_ = true;
     runtime::warn(fmt::format("jitc: building the entry for '{}' failed and it runs eagerly from now on (this is a "
                               "jitc bug; please report it with JITC_LOGS=graph_code): {}",
-                              name_, e.what()),
+                              name_, runtime::error_text(e)),
                   compile_id(number));
   }
 }
@@ -416,7 +415,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
       confirmed = again && same_program(*again, symbolic);
     }
   } catch (const std::exception& e) {  // a jitc bug: keep the trace's result, never confirm
-    runtime::warn(fmt::format("jitc: checking sizes for '{}' failed: {}", name_, e.what()));
+    runtime::warn(fmt::format("jitc: checking sizes for '{}' failed: {}", name_, runtime::error_text(e)));
   }
   symbolic.sizes.record(unchecked.symbols, confirmed);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

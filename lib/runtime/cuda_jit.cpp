@@ -166,10 +166,7 @@ std::string cuda_arch(int device) {
 
 bool supports_programmatic_launch(int device) {
   // JITC_CUDA_PDL=0 launches every kernel plainly: a way out should a driver mishandle the overlap.
-  static const bool allowed = [] {
-    const char* v = std::getenv("JITC_CUDA_PDL");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool allowed = env_cuda_pdl();
   // Per device: 0 unread, 1 no, 2 yes (compute capability 9.0+ and a driver with cuLaunchKernelEx).
   static std::array<std::atomic<int8_t>, 64> known{};
   if (!allowed || device < 0 || device >= static_cast<int>(known.size())) return false;

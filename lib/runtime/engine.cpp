@@ -76,7 +76,7 @@ ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
   if (tracer::is_tracing()) return invoker_(leaves);  // called inside another trace: inline
   if (runtime::env_disabled() || eager_only_.load(std::memory_order_relaxed)) return run_eager(leaves);
   if (auto why = eager_reason(leaves)) {
-    if (!warned_input_.exchange(true)) runtime::warn(fmt::format("jitc: running '{}' eagerly: {}", name_, *why));
+    warn_eager(*why);
     return run_eager(leaves);
   }
   LeafMarks marks;
@@ -99,24 +99,34 @@ const uint64_t* Engine::dynamic_marks(c10::ArrayRef<Leaf> leaves, LeafMarks& mar
   return marks.data();
 }
 
-std::optional<std::string> Engine::eager_reason(c10::ArrayRef<Leaf> leaves) const {
+std::string Engine::inference_only(std::string_view tensor) {
+  return fmt::format("grad mode is on and {} requires grad; compiled functions are inference-only (wrap the call in "
+                     "torch::NoGradGuard or c10::InferenceMode)",
+                     tensor);
+}
+
+void Engine::warn_eager(const EagerReason& reason) {
+  // The trace that finds a captured tensor requiring grad warns with the same flag (after_trace_failure):
+  // the calls that follow, refused here, say nothing more.
+  std::atomic<bool>& warned = reason.inference_only ? warned_grad_ : warned_input_;
+  if (!warned.exchange(true)) runtime::warn(fmt::format("jitc: running '{}' eagerly: {}", name_, reason.text));
+}
+
+std::optional<Engine::EagerReason> Engine::eager_reason(c10::ArrayRef<Leaf> leaves) const {
   const bool grad = at::GradMode::is_enabled();
-  if (grad && grad_blocked_.load(std::memory_order_relaxed))
-    return std::string("grad mode is on and a captured tensor requires grad; compiled functions are inference-only "
-                       "(wrap the call in torch::NoGradGuard or c10::InferenceMode)");
+  if (grad && grad_blocked_.load(std::memory_order_relaxed)) return EagerReason{inference_only("a captured tensor"), true};
   for (const auto& leaf : leaves) {
     if (leaf.kind != Leaf::Kind::kTensor) continue;
     const at::Tensor& t = *leaf.tensor;
     if (t.layout() != c10::kStrided)
-      return fmt::format("argument {} is a {} tensor; jitc compiles strided tensors only", leaf.argument,
-                         c10::toString(t.layout()));
+      return EagerReason{fmt::format("argument {} is a {} tensor; jitc compiles strided tensors only", leaf.argument,
+                                     c10::toString(t.layout())),
+                         false};
     if (t.is_conj() || t.is_neg())
-      return fmt::format("argument {} has a lazy conjugate or negative bit; call resolve_conj()/resolve_neg() first",
-                         leaf.argument);
-    if (grad && t.requires_grad())
-      return fmt::format("grad mode is on and argument {} requires grad; compiled functions are inference-only "
-                         "(wrap the call in torch::NoGradGuard or c10::InferenceMode)",
-                         leaf.argument);
+      return EagerReason{
+          fmt::format("argument {} has a lazy conjugate or negative bit; call resolve_conj()/resolve_neg() first", leaf.argument),
+          false};
+    if (grad && t.requires_grad()) return EagerReason{inference_only(fmt::format("argument {}", leaf.argument)), true};
   }
   return std::nullopt;
 }

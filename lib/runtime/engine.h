@@ -63,7 +63,15 @@ class Engine {
   // check of the program: see runtime::ChecksFailed).
   bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves,
                  const int64_t* symbols, std::string* failure, ResultLeaves& out, bool compiled = true);
-  std::optional<std::string> eager_reason(c10::ArrayRef<Leaf> leaves) const;
+  // Why this call runs eagerly (an input jitc does not compile, grad mode with a tensor requiring grad).
+  struct EagerReason {
+    std::string text;
+    bool inference_only;  // grad mode: warned about once per function, whichever tensor requires grad
+  };
+  std::optional<EagerReason> eager_reason(c10::ArrayRef<Leaf> leaves) const;
+  void warn_eager(const EagerReason& reason);
+  // The one wording of the inference-only fallback; `tensor`: "argument x", "a captured tensor".
+  static std::string inference_only(std::string_view tensor);
   // ---- code generation (codegen.cpp) ----
   // The entry's compiled program under backend=inductor (built once, on first use); null = eager replay.
   const runtime::Program* program_for(const runtime::Entry& entry);

@@ -1,7 +1,15 @@
 #include "runtime/env.h"
 
+#include "runtime/env_parse.h"
+#include "runtime/log.h"
+
+#include <fmt/format.h>
+
 #include <atomic>
+#include <climits>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <string>
 
 namespace jitc::runtime {
@@ -9,25 +17,57 @@ namespace jitc::runtime {
 namespace {
 
 std::atomic<int> g_disabled{-1};
-std::atomic<int> g_limit{-2};  // -2: not read yet, -1: not set
+std::atomic<int> g_limit{-2};  // -2: not read yet, -1: not set (or not readable)
+
+// Once per variable and value: a setting read at every compile must not repeat its warning.
+void warn_unreadable(const char* name, const std::string& value, const std::string& expected,
+                     const std::string& instead) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(fmt::format("{}={}", name, value)).second) return;
+  }
+  warn(fmt::format("jitc: {}='{}' cannot be read ({} expected); using {} instead", name, value, expected, instead));
+}
 
 int read_limit() {
-  const char* v = std::getenv("JITC_RECOMPILE_LIMIT");
-  if (!v || !*v) return -1;
-  try {
-    return std::max(0, std::stoi(v));
-  } catch (...) {
-    return -1;
-  }
+  const std::string v = env_string("JITC_RECOMPILE_LIMIT");
+  if (v.empty()) return -1;
+  if (auto limit = parse_integer(v, 0, INT_MAX)) return static_cast<int>(*limit);
+  warn_unreadable("JITC_RECOMPILE_LIMIT", v, fmt::format("a whole number in [0, {}]", INT_MAX),
+                  "each function's Options::recompile_limit (default 8)");
+  return -1;
 }
 
 }  // namespace
 
+std::string env_string(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+bool env_bool(const char* name, bool fallback) {
+  const std::string v = env_string(name);
+  if (v.empty()) return fallback;
+  if (auto b = parse_bool(v)) return *b;
+  warn_unreadable(name, v, "0, 1, true or false", fallback ? "1" : "0");
+  return fallback;
+}
+
+uint64_t env_size(const char* name, uint64_t fallback) {
+  const std::string v = env_string(name);
+  if (v.empty()) return fallback;
+  if (auto bytes = parse_size(v)) return *bytes;
+  warn_unreadable(name, v, "a whole number of bytes with an optional unit: K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024), KB, MB, GB, TB (powers of 1000)",
+                  fmt::format("{} bytes", fallback));
+  return fallback;
+}
+
 bool env_disabled() {
   int d = g_disabled.load(std::memory_order_relaxed);
   if (d < 0) {
-    const char* v = std::getenv("JITC_DISABLE");
-    d = v && std::string(v) != "0" && *v;
+    d = env_bool("JITC_DISABLE", false);
     g_disabled.store(d, std::memory_order_relaxed);
   }
   return d;
@@ -42,10 +82,9 @@ int env_recompile_limit(int configured) {
   return l >= 0 ? l : configured;
 }
 
-std::string env_debug_dir() {
-  const char* v = std::getenv("JITC_DEBUG_DIR");
-  return v ? v : "";
-}
+std::string env_debug_dir() { return env_string("JITC_DEBUG_DIR"); }
+
+bool env_cuda_pdl() { return env_bool("JITC_CUDA_PDL", true); }
 
 void reload_env() {
   g_disabled.store(-1);

@@ -1,5 +1,8 @@
-// Environment switches, read once (JITC_LOGS is read by log.cpp).
+// Every JITC_* environment variable is read here (lib/ has no other getenv). Values are parsed strictly
+// (env_parse.h); one that cannot be read is reported once, naming the variable, the value and what is
+// used instead, and the default applies.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace jitc::runtime {
@@ -8,6 +11,14 @@ bool env_disabled();                        // JITC_DISABLE=1: every compiled fu
 int env_recompile_limit(int configured);    // JITC_RECOMPILE_LIMIT overrides Options::recompile_limit
 // JITC_DEBUG_DIR: where each compiled graph's artifacts are dumped; empty when unset. Read per compile.
 std::string env_debug_dir();
+bool env_cuda_pdl();                        // JITC_CUDA_PDL=0 launches CUDA kernels plainly
+
+// The readers behind the switches above, for the variables read elsewhere (JITC_LOGS, the disk cache's).
+// Unset or empty: "" / the fallback.
+std::string env_string(const char* name);
+bool env_bool(const char* name, bool fallback);
+uint64_t env_size(const char* name, uint64_t fallback);  // bytes, with units: see parse_size
+
 void reload_env();                          // tests change the environment at run time
 
 }  // namespace jitc::runtime

@@ -1,5 +1,7 @@
 #include "runtime/log.h"
 
+#include "runtime/env.h"
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -89,8 +91,7 @@ const char* artifact_name(Artifact a) {
 
 void ensure_initialized() {
   if (g_initialized.load(std::memory_order_acquire)) return;
-  const char* env = std::getenv("JITC_LOGS");
-  set_logs(env ? env : "");
+  set_logs(env_string("JITC_LOGS"));
 }
 
 }  // namespace
@@ -152,6 +153,10 @@ void log(Artifact artifact, std::string_view message, std::string_view compile_i
 
 void warn(std::string_view message, std::string_view compile_id, std::source_location where) {
   write_lines('W', message, compile_id, {}, where);
+}
+
+void info(std::string_view message, std::string_view compile_id, std::source_location where) {
+  write_lines('I', message, compile_id, {}, where);
 }
 
 }  // namespace jitc::runtime

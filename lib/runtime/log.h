@@ -1,7 +1,8 @@
 // Logging with TORCH_LOGS's grammar and Dynamo's line prefix, driven by JITC_LOGS:
 //   JITC_LOGS=recompiles,graph_breaks ./app
 //   V1121 16:43:08.805986 34281 runtime/engine.cpp:210] [0/1] [__recompiles] Recompiling function ...
-// Warnings (recompile limit, eager fallbacks) are always printed, as Dynamo's log.warning is.
+// Warnings (recompile limit, eager fallbacks) are always printed, as Dynamo's log.warning is, and so
+// are INFO lines (a compile that takes long).
 #pragma once
 #include <functional>
 #include <source_location>
@@ -32,6 +33,9 @@ bool log_enabled(Artifact artifact);
 void log(Artifact artifact, std::string_view message, std::string_view compile_id = {},
          std::source_location where = std::source_location::current());
 void warn(std::string_view message, std::string_view compile_id = {},
+          std::source_location where = std::source_location::current());
+// Always printed, at INFO level: news a user waits on (a long compile), not a problem.
+void info(std::string_view message, std::string_view compile_id = {},
           std::source_location where = std::source_location::current());
 
 // Replaces the settings from JITC_LOGS (tests). Unknown names print one warning and are ignored.

@@ -53,6 +53,8 @@ StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leave
     throw;
   } catch (const jitc::Error&) {
     throw;
+  } catch (const c10::Error& e) {  // its what() carries a C++ backtrace: the warning wants the message only
+    throw TraceFailure(TraceFailure::Kind::kUntraceable, e.what_without_backtrace());
   } catch (const std::exception& e) {
     throw TraceFailure(TraceFailure::Kind::kUntraceable, e.what());
   }

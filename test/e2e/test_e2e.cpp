@@ -2,6 +2,8 @@
 #include "support/parity.h"
 #include "support/log_capture.h"
 #include "runtime/env.h"
+#include "runtime/error_text.h"
+#include "runtime/slow_compile.h"
 
 #include <jitc/jitc.h>
 
@@ -9,6 +11,7 @@
 #include <ATen/core/grad_mode.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -206,15 +209,14 @@ TEST_CASE("compile_times logs the stages of each program's compile once, and Sta
   CHECK(st.passes + st.lower_schedule + st.codegen + st.llvm <= s.codegen_seconds);
 }
 
-TEST_CASE("perf_hints names each op that runs as an extern ATen call once per compiled graph", "[e2e]") {
+TEST_CASE("perf_hints names the ops that run as extern ATen calls in one line per compiled graph", "[e2e][logging]") {
   LogCapture logs("perf_hints");
   const auto w = at::randn({2, 3});
   auto f = jitc::compile([&w](const at::Tensor& x) { return at::mm(x, w).relu() + 1; });
   for (int i = 0; i < 3; ++i) f(at::ones({2, 2}));
-  const auto text = logs.text();
-  CHECK(text.find("[__perf_hints]") != std::string::npos);
-  CHECK(text.find("aten::mm") != std::string::npos);
-  CHECK(text.find("aten::mm") == text.rfind("aten::mm"));
+  const auto lines = logs.lines_with("[__perf_hints]");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(": extern: mm x1") != std::string::npos);
   CHECK(f.stats().kernels_compiled == 1);
   auto g = jitc::compile([&w](const at::Tensor& x) { return at::mm(x, w); }, jitc::Options{.backend = jitc::Backend::kEager});
   const auto before = logs.text().size();
@@ -222,4 +224,128 @@ TEST_CASE("perf_hints names each op that runs as an extern ATen call once per co
   g(at::ones({2, 2}));
   CHECK(logs.text().size() == before);
   CHECK(g.stats().programs_compiled == 0);
+}
+
+TEST_CASE("perf_hints counts repeated extern ops in one summary line, not one line per op", "[e2e][logging]") {
+  LogCapture logs("perf_hints");
+  const auto w = at::randn({4, 4}), v = at::randn({4, 4});
+  auto f = jitc::compile([&](const at::Tensor& x) {
+    const auto h = at::mm(x, w).relu();
+    return at::addmm(x, at::mm(h, v).sigmoid(), w) + at::mm(h, w);
+  });
+  const auto x = at::randn({4, 4});
+  f(x);
+  f(x);
+  const auto lines = logs.lines_with("[__perf_hints]");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(": extern: mm x3, addmm x1") != std::string::npos);
+  CHECK(lines[0].find("runs as an extern ATen call") == std::string::npos);
+}
+
+TEST_CASE("a captured tensor requiring grad gives one inference-only warning over many calls", "[e2e][logging]") {
+  LogCapture logs;
+  const auto w = at::randn({3}).requires_grad_(true);
+  auto f = jitc::compile([&w](const at::Tensor& x) { return x * w; });
+  const auto x = at::randn({3});
+  for (int i = 0; i < 3; ++i) CHECK(f(x).requires_grad());
+  const auto lines = logs.lines_with("eagerly");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("grad mode is on and a captured tensor requires grad; compiled functions are inference-only") !=
+        std::string::npos);
+  CHECK(f.stats().eager_fallbacks == 3);
+}
+
+TEST_CASE("an argument requiring grad is warned about in the same words as a captured one", "[e2e][logging]") {
+  LogCapture logs;
+  auto f = jitc::compile([](const at::Tensor& x) { return x * 2; });
+  const auto x = at::randn({3}).requires_grad_(true);
+  for (int i = 0; i < 3; ++i) f(x);
+  const auto lines = logs.lines_with("eagerly");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("grad mode is on and argument ") != std::string::npos);
+  CHECK(lines[0].find(" requires grad; compiled functions are inference-only") != std::string::npos);
+}
+
+TEST_CASE("the cannot-be-traced warning holds the error's message without a C++ backtrace", "[e2e][logging]") {
+  LogCapture logs;
+  auto f = jitc::compile([](const at::Tensor& x) { return x * x.data_ptr<float>()[0]; });
+  const auto x = at::ones({3});
+  CHECK(at::equal(f(x), x));
+  const auto text = logs.text();
+  CHECK(logs.contains("cannot be traced and runs eagerly from now on"));
+  CHECK(text.find("frame #") == std::string::npos);
+  CHECK(text.find("Exception raised from") == std::string::npos);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+}
+
+TEST_CASE("dropouts in eval mode are identities lowered into the kernel, not extern calls", "[e2e]") {
+  at::NoGradGuard no_grad;
+  const auto x = at::randn({2, 4, 3, 3});
+  jitc::testing::check_lowered_parity("dropout", [](const at::Tensor& t) { return at::dropout(t * 2, 0.5, false) + 1; }, x);
+  jitc::testing::check_lowered_parity("feature_dropout", [](const at::Tensor& t) { return at::feature_dropout(t * 2, 0.5, false) + 1; }, x);
+  jitc::testing::check_lowered_parity("alpha_dropout", [](const at::Tensor& t) { return at::alpha_dropout(t * 2, 0.5, false) + 1; }, x);
+  jitc::testing::check_lowered_parity("feature_alpha_dropout",
+                                      [](const at::Tensor& t) { return at::feature_alpha_dropout(t * 2, 0.5, false) + 1; }, x);
+}
+
+TEST_CASE("a train-mode batch_norm under no_grad runs correctly and its message names the running statistics", "[e2e]") {
+  LogCapture logs;
+  at::NoGradGuard no_grad;
+  auto fn = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& mean, const at::Tensor& var) {
+    return at::batch_norm(x, w, b, mean, var, /*training=*/true, 0.1, 1e-5, false).relu();
+  };
+  const auto w = at::randn({3}), b = at::randn({3});
+  auto mean = at::zeros({3}), var = at::ones({3});
+  auto eager_mean = at::zeros({3}), eager_var = at::ones({3});
+  auto f = jitc::compile(fn);
+  for (int call = 0; call < 3; ++call) {
+    const auto x = at::randn({4, 3, 5, 5});
+    INFO("call " << call);
+    CHECK(jitc::testing::difference(f(x, w, b, mean, var), fn(x, w, b, eager_mean, eager_var), {1e-5, 1e-5}) == "");
+    CHECK(jitc::testing::difference(mean, eager_mean, {1e-6, 1e-6}) == "");
+    CHECK(jitc::testing::difference(var, eager_var, {1e-6, 1e-6}) == "");
+  }
+  CHECK_FALSE(logs.contains("out= argument"));
+  const auto lines = logs.lines_with("batch_norm");
+  CHECK(lines.size() <= 1);
+  for (const auto& line : lines) CHECK(line.find("running statistics") != std::string::npos);
+}
+
+TEST_CASE("a long code generation is announced at its start and its end, with its op count", "[e2e][logging]") {
+  LogCapture logs;
+  jitc::runtime::set_slow_compile_threshold(std::chrono::milliseconds(0));  // every compile counts as long
+  auto f = jitc::compile([](const at::Tensor& x) { return (x.sin() * 2 + 1).relu(); }, jitc::Options{.name = "slow"});
+  const auto x = at::randn({8});
+  f(x);
+  f(x);
+  jitc::runtime::set_slow_compile_threshold(std::chrono::milliseconds(1000));
+  const auto start = logs.lines_with("is taking more than");
+  const auto end = logs.lines_with("jitc: generated code for");
+  REQUIRE(start.size() == 1);
+  REQUIRE(end.size() == 1);
+  CHECK(start[0].rfind("I", 0) == 0);  // INFO: printed without JITC_LOGS
+  CHECK(start[0].find("slow_0 (4 ops)") != std::string::npos);
+  CHECK(end[0].find("slow_0 (4 ops) in ") != std::string::npos);
+  CHECK(logs.text().find(start[0]) < logs.text().find(end[0]));
+}
+
+TEST_CASE("a code generation under the threshold prints no compile notice", "[e2e][logging]") {
+  LogCapture logs;
+  auto f = jitc::compile([](const at::Tensor& x) { return x.cos() + 1; });
+  const auto x = at::randn({8});
+  f(x);
+  f(x);
+  CHECK(logs.text().empty());
+}
+
+TEST_CASE("error_text keeps a c10::Error's message and drops its C++ backtrace", "[e2e][logging]") {
+  try {
+    TORCH_CHECK(false, "the size must be positive");
+  } catch (const c10::Error& e) {
+    const std::string text = jitc::runtime::error_text(e);
+    CHECK(text.find("the size must be positive") != std::string::npos);
+    CHECK(text.find("frame #") == std::string::npos);
+    CHECK(text.find("Exception raised from") == std::string::npos);
+  }
+  CHECK(jitc::runtime::error_text(std::runtime_error("plain")) == "plain");
 }
