@@ -14,7 +14,8 @@ enum class Backend { kInductor, kEager };
 // A dynamic-shape mark on one argument's dimension, given through Options instead of on the tensor.
 struct DimMark {
   enum class Kind { kDynamic, kMaybeDynamic, kStatic };
-  static constexpr int64_t kValue = -1;  // `dim` of a mark on a double or int64_t argument's value
+  // `dim` of a mark on a double or int64_t argument's value (a tensor argument ignores it).
+  static constexpr int64_t kValue = std::numeric_limits<int64_t>::min();
   int argument = 0;  // position of the argument in the callable's signature
   int64_t dim = 0;
   Kind kind = Kind::kDynamic;

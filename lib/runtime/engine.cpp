@@ -57,7 +57,7 @@ Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_
 // Mistakes in Options are reported when the function is compiled, not ignored at some later call.
 void Engine::validate_options() const {
   for (const auto& m : options_.dim_marks)
-    if (m.argument < 0 || m.argument >= num_arguments_ || m.dim < DimMark::kValue || m.dim >= 64 || m.min > m.max)
+    if (m.argument < 0 || m.argument >= num_arguments_ || (m.dim < 0 && m.dim != DimMark::kValue) || m.dim >= 64 || m.min > m.max)
       throw UnsupportedError(fmt::format(
           "jitc::Options for '{}': a dim mark names argument {} dim {} (range [{}, {}]), but the callable takes {} "
           "argument(s); give an argument position in [0, {}), a dim in [0, 64) (DimMark::kValue for a scalar "
