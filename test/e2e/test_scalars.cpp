@@ -155,3 +155,14 @@ TEST_CASE("JITC_LOGS=dynamic tells when a scalar becomes dynamic; reasons name t
   REQUIRE(s.recompile_reasons.size() == 1);
   CHECK_THAT(s.recompile_reasons[0], Catch::Matches(R"(\d+/0: L\['scale'\] == 0\.5)"));
 }
+
+TEST_CASE("an int symbol and a run-time double in the same place are different programs", "[dynamic][scalars]") {
+  // Both symbolic graphs are mul.Scalar of the argument: the compile cache must not serve one for the other.
+  auto by_int = jitc::compile([](const at::Tensor& x, int64_t n) { return x * n; });
+  auto by_double = jitc::compile([](const at::Tensor& x, double s) { return x * s; });
+  const auto x = at::randn({64});
+  for (int64_t n : {2, 3, 4, 5}) check_close(by_int(x, n), x * n);
+  for (double s : {2.5, 3.5, 4.5, 5.5}) check_close(by_double(x, s), x * s);
+  for (double s : {2.5, 3.5, 4.5, 5.5}) check_close(by_double(x, s), x * s);
+  CHECK(by_double.stats().hits == 4);
+}
