@@ -14,7 +14,9 @@ enum class Backend { kInductor, kEager };
 // A dynamic-shape mark on one argument's dimension, given through Options instead of on the tensor.
 struct DimMark {
   enum class Kind { kDynamic, kMaybeDynamic, kStatic };
-  int argument = 0;  // position of the tensor argument in the callable's signature
+  // `dim` of a mark on a double or int64_t argument's value (a tensor argument ignores it).
+  static constexpr int64_t kValue = std::numeric_limits<int64_t>::min();
+  int argument = 0;  // position of the argument in the callable's signature
   int64_t dim = 0;
   Kind kind = Kind::kDynamic;
   int64_t min = 2;
@@ -43,6 +45,14 @@ struct Options {
   }
   Options& mark_static(int argument, int64_t dim) {
     dim_marks.push_back({argument, dim, DimMark::Kind::kStatic});
+    return *this;
+  }
+  // A double or int64_t argument: by default a value that changes becomes a run-time value on the
+  // recompile (automatic dynamic, as a size). mark_static(argument) keeps every value a constant of its
+  // own entry; mark_dynamic(argument) makes it eligible even with dynamic=false.
+  Options& mark_static(int argument) { return mark_static(argument, DimMark::kValue); }
+  Options& mark_dynamic(int argument) {
+    dim_marks.push_back({argument, DimMark::kValue, DimMark::Kind::kDynamic});
     return *this;
   }
 };

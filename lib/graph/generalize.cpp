@@ -2,6 +2,7 @@
 
 #include "graph/passes.h"
 
+#include <c10/util/bit_cast.h>
 #include <fmt/format.h>
 
 namespace jitc::graph {
@@ -99,6 +100,7 @@ class Generalizer {
       ax = cx.toIntVector();
       by = cy.toIntVector();
     }
+    if (cx.isDouble() && cy.isDouble()) return real(cx.toDouble(), cy.toDouble(), out, node);
     if (ax.empty() || ax.size() != by.size())
       return fail(fmt::format("an argument of {} differs and is not an integer", node.name()));
     for (size_t k = 0; k < ax.size(); ++k) {
@@ -109,6 +111,19 @@ class Generalizer {
     bool any_symbolic = false;
     for (const auto& e : out.symbolic) any_symbolic = any_symbolic || !e.is_constant();
     if (!any_symbolic) out.symbolic.clear();
+    return true;
+  }
+
+  // A float that differs between the traces must be a double argument's value in both of them.
+  bool real(double x, double y, Arg& out, const Node& node) {
+    std::optional<SymExpr> e;
+    for (size_t k = 0; k < s_.a.size(); ++k) {
+      if (!s_.is_real(k) || s_.a[k] != c10::bit_cast<int64_t>(x) || s_.b[k] != c10::bit_cast<int64_t>(y)) continue;
+      if (e) return fail(fmt::format("a float argument of {} ({} vs {}) is ambiguous between two arguments", node.name(), x, y));
+      e = SymExpr::monomial(1, static_cast<int>(k));
+    }
+    if (!e) return fail(fmt::format("a float argument of {} ({} vs {}) is not the value of a double argument", node.name(), x, y));
+    out.symbolic = {*e};
     return true;
   }
 
@@ -144,9 +159,11 @@ std::optional<SymExpr> fit(int64_t ca, int64_t cb, const SymbolValues& s) {
   if (ca == cb) return SymExpr::constant(ca);
   std::vector<SymExpr> candidates;
   const int n = static_cast<int>(s.a.size());
-  for (int i = 0; i < n; ++i) fit_monomial(candidates, ca, cb, s.a[i], s.b[i], i, -1);
   for (int i = 0; i < n; ++i)
-    for (int j = i; j < n; ++j) fit_monomial(candidates, ca, cb, s.a[i] * s.a[j], s.b[i] * s.b[j], i, j);
+    if (!s.is_real(i)) fit_monomial(candidates, ca, cb, s.a[i], s.b[i], i, -1);
+  for (int i = 0; i < n; ++i)
+    for (int j = i; j < n; ++j)
+      if (!s.is_real(i) && !s.is_real(j)) fit_monomial(candidates, ca, cb, s.a[i] * s.a[j], s.b[i] * s.b[j], i, j);
   if (candidates.size() != 1) return std::nullopt;  // none, or ambiguous between symbols
   return candidates[0];
 }
@@ -156,6 +173,7 @@ std::optional<SymExpr> fit_line(int64_t ca, int64_t cb, const SymbolValues& s) {
   if (auto e = fit(ca, cb, s)) return e;
   std::optional<SymExpr> line;
   for (size_t i = 0; i < s.a.size(); ++i) {
+    if (s.is_real(i)) continue;
     const int64_t ds = s.b[i] - s.a[i];
     if (ds == 0 || (cb - ca) % ds != 0) continue;
     const int64_t k = (cb - ca) / ds;

@@ -22,9 +22,14 @@ namespace jitc::graph {
 struct SymbolValues {
   std::vector<int64_t> a;  // value of each symbol in the first trace
   std::vector<int64_t> b;  // ... and in the second
+  // Per symbol (empty: none): the value of a double argument, held as its bits. Such a symbol is never
+  // part of a fitted integer; a float constant that is exactly the argument's value in both traces
+  // becomes that symbol (read at run time), any other differing float keeps the graph static.
+  std::vector<char> real;
+  bool is_real(size_t s) const { return s < real.size() && real[s]; }
 };
 
-// The unique SymExpr that gives `in_a` under a and `in_b` under b, or nullopt.
+// The unique SymExpr that gives `in_a` under a and `in_b` under b, or nullopt. Real symbols take no part.
 std::optional<SymExpr> fit(int64_t in_a, int64_t in_b, const SymbolValues& symbols);
 
 // As fit, and also a line k*s + c in one symbol: two free parameters, which the two traces fix without

@@ -36,6 +36,9 @@ std::string meta_text(const TensorMeta& m) {
 
 std::string constant_text(const Arg& a) {
   if (!a.symbolic.empty()) {
+    // A double argument read at run time differs from an int symbol in the same place: the text is the
+    // compile cache's key.
+    if (a.constant.isDouble()) return fmt::format("double({})", a.symbolic[0].to_string());
     if (!a.constant.isIntList()) return a.symbolic[0].to_string();
     return to_string(a.symbolic);
   }

@@ -1,6 +1,7 @@
 #include "guards/guard_set.h"
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/bit_cast.h>
 #include <c10/util/SmallVector.h>
 #include <fmt/format.h>
 
@@ -93,7 +94,7 @@ class Walker {
   bool run() {
     const GlobalState& now = *c_.global;
     if (!(now == g_.global)) return fail([&] { return global_diff(g_.global, now); });
-    return module() && layout() && scalars() && tensors() && aliasing() && symbols() && shapes();
+    return module() && layout() && scalars() && tensors() && aliasing() && symbols() && scalar_symbols() && shapes();
   }
 
  private:
@@ -236,6 +237,19 @@ class Walker {
     return true;
   }
 
+  bool scalar_symbols() {
+    for (const auto& s : g_.scalar_symbols) {
+      const auto& leaf = c_.leaves[s.leaf];
+      const int64_t v = s.kind == Kind::kDouble ? c10::bit_cast<int64_t>(leaf.d) : leaf.i;
+      if (s.kind == Kind::kInt && (v == 0 || v == 1))
+        return fail([&] { return fmt::format("{} == {} (ints 0 and 1 specialize)", g_.leaf_names[s.leaf], v); });
+      if (s.bind) symbols_[s.symbol] = v;
+      else if (symbols_[s.symbol] != v)
+        return fail([&] { return fmt::format("{} == {}", g_.leaf_names[s.leaf], g_.symbol_sources[s.symbol]); });
+    }
+    return true;
+  }
+
   bool shapes() {
     for (const auto& s : g_.shapes) {
       const auto* t = tensor(s.tensor);
@@ -273,7 +287,9 @@ bool same_except_shapes(const GuardSet& a, const GuardSet& b) {
     return false;
   for (size_t i = 0; i < a.scalars.size(); ++i) {
     const auto &x = a.scalars[i], &y = b.scalars[i];
-    if (x.leaf != y.leaf || x.kind != y.kind || x.i != y.i || std::memcmp(&x.d, &y.d, sizeof x.d) != 0) return false;
+    if (x.leaf != y.leaf || x.kind != y.kind) return false;
+    const bool may_differ = x.kind == Kind::kInt || x.kind == Kind::kDouble;
+    if (!may_differ && (x.i != y.i || std::memcmp(&x.d, &y.d, sizeof x.d) != 0)) return false;
   }
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     const auto &x = a.tensors[i], &y = b.tensors[i];
@@ -314,6 +330,9 @@ std::vector<std::string> describe(const GuardSet& g) {
     if (sy.max != std::numeric_limits<int64_t>::max()) range += fmt::format(" and {} <= {}", g.symbol_sources[sy.symbol], sy.max);
     lines.push_back("LAMBDA_GUARD: " + range);
   }
+  for (const auto& ss : g.scalar_symbols)
+    if (!ss.bind) lines.push_back(fmt::format("LAMBDA_GUARD: {} == {}", g.leaf_names[ss.leaf], g.symbol_sources[ss.symbol]));
+    else if (ss.kind == Kind::kInt) lines.push_back(fmt::format("LAMBDA_GUARD: {} not in (0, 1)", g.leaf_names[ss.leaf]));
   for (const auto& sh : g.shapes)
     lines.push_back(fmt::format("LAMBDA_GUARD: {}.{}()[{}] == {}", g.tensors[sh.tensor].name, sh.stride ? "stride" : "size",
                                 sh.dim, expr_text(g, sh.expr)));

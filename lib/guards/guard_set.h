@@ -48,6 +48,17 @@ struct ShapeGuard {
   graph::SymExpr expr;
 };
 
+// Binds symbol `symbol` to scalar argument `leaf` (automatic dynamic scalars): an int64_t's value, or a
+// double's bits (kernels and extern ops read it at run time). `bind` false: the symbol was bound first
+// (by a size or another argument with the same values in both traces, duck sizing) and must be equal.
+// Ints 0 and 1 always specialize, as sizes do (and torch's unspecialized ints).
+struct ScalarSymbolGuard {
+  int symbol = 0;
+  int leaf = 0;
+  detail::Leaf::Kind kind = detail::Leaf::Kind::kInt;
+  bool bind = true;
+};
+
 struct ScalarGuard {
   std::string name;
   int leaf = 0;
@@ -93,6 +104,7 @@ struct GuardSet {
   std::vector<ScalarGuard> scalars;
   std::vector<SymbolGuard> symbols;
   std::vector<ShapeGuard> shapes;
+  std::vector<ScalarSymbolGuard> scalar_symbols;  // checked after `symbols`, before `shapes`
   GlobalState global;
   ModuleGuard module;
   int num_symbols = 0;
@@ -116,8 +128,9 @@ bool check(const GuardSet& guards, const CallView& call, int64_t* symbols);
 // The first failing guard in Dynamo's text, or "" if every guard passes.
 std::string explain(const GuardSet& guards, const CallView& call);
 
-// True if two guard sets differ at most in sizes and strides: only then may two traces be generalized
-// into one symbolic entry (everything else the callable could branch on must be the same).
+// True if two guard sets differ at most in sizes, strides and the values of int and double arguments:
+// only then may two traces be generalized into one symbolic entry (everything else the callable could
+// branch on must be the same; the caller decides which differing values may become symbols).
 bool same_except_shapes(const GuardSet& a, const GuardSet& b);
 
 // One line per guard, for JITC_LOGS=guards and jitc::explain.

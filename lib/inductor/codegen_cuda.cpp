@@ -386,7 +386,9 @@ void Printer::expr(int i, const Expr& e) {
   if (relaxed_[i] && e.op == ScalarOp::kDiv) return define(fmt::format("fast_div({}, {})", a, b));
   switch (e.op) {
     case ScalarOp::kVar: define(var_value_.at(e.var)); break;
-    case ScalarOp::kSym: define(fmt::format("(idx_t)symbols.v[{}]", e.var)); break;
+    case ScalarOp::kSym:
+      define(t == ScalarType::Double ? fmt::format("__longlong_as_double(symbols.v[{}])", e.var) : fmt::format("(idx_t)symbols.v[{}]", e.var));
+      break;
     case ScalarOp::kConst: define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue)); break;
     case ScalarOp::kLoad: load(i, e); break;
     case ScalarOp::kStore: store(e); break;

@@ -137,7 +137,7 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kSym: {
       const std::string p = fresh("symp");
       line(fmt::format("{} = getelementptr i64, ptr %syms, i64 {}", p, e.var));
-      line(fmt::format("{} = load i64, ptr {}", v, p));
+      line(fmt::format("{} = load {}, ptr {}", v, t == ScalarType::Double ? "double" : "i64", p));
       break;
     }
     case ScalarOp::kConst:

@@ -88,6 +88,14 @@ int KernelBuilder::sym(int s) {
   return intern(e, 0);
 }
 
+int KernelBuilder::sym_double(int s) {
+  Expr e;
+  e.op = ScalarOp::kSym;
+  e.dtype = ScalarType::Double;
+  e.var = s;
+  return intern(e, 0);
+}
+
 int KernelBuilder::integer(int64_t v, c10::ScalarType dtype) {
   Expr e;
   e.op = ScalarOp::kConst;

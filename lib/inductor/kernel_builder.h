@@ -35,6 +35,7 @@ class KernelBuilder {
   // Leaves.
   int var(int v);
   int sym(int s);
+  int sym_double(int s);  // a double argument of the call: symbol s holds its bits
   int index_constant(int64_t v) { return integer(v, c10::ScalarType::Long); }
   int integer(int64_t v, c10::ScalarType dtype);
   int floating(double v, c10::ScalarType dtype);

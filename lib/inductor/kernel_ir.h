@@ -20,7 +20,8 @@ namespace jitc::inductor {
 enum class ScalarOp : uint8_t {
   // leaves
   kVar,    // a loop variable (`var`)
-  kSym,    // the value of symbol s<`var`>, an int64 kernel argument
+  kSym,    // the value of symbol s<`var`>, an int64 kernel argument; dtype Double: a double argument
+           // of the call whose bits the symbol holds
   kConst,  // `value` (or `ivalue` for integer types)
   // memory
   kLoad,   // buffer `buffer` at element index a (an int64 expr); yields the buffer's compute type

@@ -34,7 +34,7 @@ std::string expr_text(const Kernel& k, size_t i) {
   const char* dtype = c10::toString(e.dtype);
   switch (e.op) {
     case ScalarOp::kVar: return fmt::format("v{}", e.var);
-    case ScalarOp::kSym: return fmt::format("s{}", e.var);
+    case ScalarOp::kSym: return e.dtype == c10::ScalarType::Double ? fmt::format("double(s{})", e.var) : fmt::format("s{}", e.var);
     case ScalarOp::kConst:
       return e.dtype == c10::ScalarType::Float || e.dtype == c10::ScalarType::Double ? fmt::format("{}({})", dtype, e.value)
                                                                                        : fmt::format("{}({})", dtype, e.ivalue);

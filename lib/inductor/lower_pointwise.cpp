@@ -39,7 +39,7 @@ std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vect
   std::vector<Loader> loaders;
   for (const auto& o : operands) {
     Loader l = c.operand(o, shape, compute);
-    if (!o.is_tensor() && !o.symbolic && numbers == Numbers::kRounded && compute != common)
+    if (!o.is_tensor() && (!o.symbolic || o.runtime_double()) && numbers == Numbers::kRounded && compute != common)
       l = [l, common](KernelBuilder& kb, const Index& index) { return kb.round_to(l(kb, index), common); };
     loaders.push_back(std::move(l));
   }

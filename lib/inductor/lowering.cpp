@@ -89,6 +89,10 @@ Loader LoweringContext::operand(const Operand& o, const graph::SymShape& shape, 
     Loader l = broadcast(o.value, shape);
     return [l, dtype](KernelBuilder& kb, const Index& index) { return kb.cast(l(kb, index), dtype); };
   }
+  if (o.runtime_double()) {
+    const int symbol = o.symbolic->factors[0];
+    return [symbol, dtype](KernelBuilder& kb, const Index&) { return kb.cast(kb.sym_double(symbol), dtype); };
+  }
   if (o.symbolic) {
     const SymExpr e = *o.symbolic;
     return [e, dtype](KernelBuilder& kb, const Index&) { return kb.cast(kb.extent(e), dtype); };
@@ -116,6 +120,12 @@ Operand LoweringContext::operand_of(const graph::Node& n, size_t i) const {
     return o;
   }
   if (a.kind != graph::Arg::Kind::kConstant) throw Unsupported(fmt::format("argument {} of {} is a list", i, n.name()));
+  if (!a.symbolic.empty() && a.constant.isDouble()) {
+    if (i < 64) runtime_doubles_read |= uint64_t{1} << i;
+    o.symbolic = a.symbolic[0];
+    o.scalar = a.constant.toDouble();
+    return o;
+  }
   if (!a.symbolic.empty()) {
     if (!a.constant.isInt()) throw Unsupported(fmt::format("argument {} of {} is a symbolic list", i, n.name()));
     o.symbolic = a.symbolic[0];
@@ -161,7 +171,7 @@ ScalarType LoweringContext::result_type(const std::vector<Operand>& operands) co
     ScalarType t = o.scalar.isFloatingPoint() ? c10::typeMetaToScalarType(c10::get_default_dtype())
                    : o.scalar.isBoolean()     ? ScalarType::Bool
                                               : ScalarType::Long;
-    if (o.symbolic) t = ScalarType::Long;
+    if (o.symbolic && !o.runtime_double()) t = ScalarType::Long;
     wrapped = promote(wrapped, t);
   }
   return combine_categories(dim, combine_categories(zero, wrapped));

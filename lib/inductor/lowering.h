@@ -49,6 +49,9 @@ struct Operand {
   c10::Scalar scalar;
   std::optional<graph::SymExpr> symbolic;  // an integer that depends on symbolic sizes
   bool is_tensor() const { return value != graph::kNoValue; }
+  // A double argument of the call, read at run time (symbol `symbolic` holds its bits; `scalar` is the
+  // traced value, for type promotion).
+  bool runtime_double() const { return symbolic && scalar.isFloatingPoint(); }
 };
 
 class LoweringContext {
@@ -73,6 +76,9 @@ class LoweringContext {
 
   // Operand i of a node: tensor, number or symbolic integer. Throws Unsupported otherwise.
   Operand operand_of(const graph::Node& n, size_t i) const;
+  // Bit i: operand_of read argument i as a run-time double. The scheduler keeps a node whose lowering
+  // did not read every such argument this way as an extern op, so no lowering bakes the traced value in.
+  mutable uint64_t runtime_doubles_read = 0;
   graph::ValueId tensor_arg(const graph::Node& n, size_t i) const;
   // ATen's type promotion (at::result_type) over tensors and numbers.
   c10::ScalarType result_type(const std::vector<Operand>& operands) const;

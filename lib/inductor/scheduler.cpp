@@ -23,6 +23,14 @@ using graph::SymShape;
 using graph::ValueId;
 
 
+// Bit i: argument i of n is a double argument of the call, read at run time (see Operand::runtime_double).
+uint64_t runtime_doubles(const Node& n) {
+  uint64_t mask = 0;
+  for (size_t i = 0; i < n.args.size() && i < 64; ++i)
+    if (!n.args[i].symbolic.empty() && n.args[i].constant.isDouble()) mask |= uint64_t{1} << i;
+  return mask;
+}
+
 SymShape without_ones(const SymShape& s) {
   SymShape out;
   for (const auto& e : s)
@@ -160,7 +168,9 @@ class Scheduler {
       const auto outs = outputs_of(n);
       try {
         if (failure_injected("lowering", {n.name()})) throw std::runtime_error(kInjectedFailure);
+        ctx_->runtime_doubles_read = 0;
         auto loaders = (*lowering)(*ctx_, n);
+        if (ctx_->runtime_doubles_read != runtime_doubles(n)) throw Unsupported("its lowering reads a run-time double as a constant");
         if (loaders.size() != outs.size()) throw Unsupported(fmt::format("lowering gave {} results for {}", loaders.size(), outs.size()));
         for (size_t k = 0; k < outs.size(); ++k) ctx_->loader[outs[k]] = std::move(loaders[k]);
         if (is_view_lowering(n) && !tensor_args(n).empty())

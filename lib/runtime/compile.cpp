@@ -13,6 +13,7 @@
 
 #include <jitc/errors.h>
 
+#include <c10/util/bit_cast.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -108,11 +109,41 @@ std::pair<int64_t, int64_t> Engine::mark_range(c10::ArrayRef<Leaf> leaves, size_
   return range;
 }
 
+namespace {
+
+bool is_number(const Leaf& l) { return l.kind == Leaf::Kind::kInt || l.kind == Leaf::Kind::kDouble; }
+
+// What a symbol of a scalar argument holds: an int's value, a double's bits.
+int64_t number_bits(const Leaf& l) { return l.kind == Leaf::Kind::kDouble ? c10::bit_cast<int64_t>(l.d) : l.i; }
+
+std::string number_text(int64_t bits, bool real) {
+  return real ? fmt::format("{}", c10::bit_cast<double>(bits)) : std::to_string(bits);
+}
+
+}  // namespace
+
+// A double or int64_t argument is one "dim" (bit 0) whose size is its value: it becomes a candidate
+// once it changed, as a size does, unless marked static (or dynamic=false without a mark).
+uint64_t Engine::scalar_candidate(c10::ArrayRef<Leaf> leaves, size_t i, const std::string& name) {
+  const int64_t bits = number_bits(leaves[i]);
+  if (history_.observe(i, c10::IntArrayRef(&bits, 1)) & 1)
+    runtime::log(runtime::Artifact::kDynamic,
+                 fmt::format("automatic dynamic {} {} != {}: the next trace reads it at run time", name,
+                             number_text(history_.first_size(i, 0), leaves[i].kind == Leaf::Kind::kDouble),
+                             number_text(bits, leaves[i].kind == Leaf::Kind::kDouble)));
+  uint64_t marked = 0, pinned = 0;
+  for (const auto& m : options_.dim_marks)
+    if (m.argument == leaves[i].argument && m.dim == DimMark::kValue)
+      (m.kind == DimMark::Kind::kStatic ? pinned : marked) |= 1;
+  return guards::dynamic_dims(history_.changed(i), options_.dynamic, marked, pinned);
+}
+
 std::vector<uint64_t> Engine::dynamic_candidates(c10::ArrayRef<Leaf> leaves) {
   history_.resize(leaves.size());
   const auto names = leaf_names(leaves);
   std::vector<uint64_t> candidates(leaves.size(), 0);
   for (size_t i = 0; i < leaves.size(); ++i) {
+    if (is_number(leaves[i])) candidates[i] = scalar_candidate(leaves, i, names[i]);
     if (leaves[i].kind != Leaf::Kind::kTensor) continue;
     const auto sizes = leaves[i].tensor->sizes();
     const uint64_t fresh = history_.observe(i, sizes);
@@ -137,12 +168,13 @@ std::vector<uint64_t> Engine::dynamic_candidates(c10::ArrayRef<Leaf> leaves) {
 
 std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves,
                                                    const ResultLeaves& result, const std::vector<uint64_t>& dynamic_dims,
-                                                   const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+                                                   const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                                                   const std::vector<int>& scalar_symbols) {
   auto e = std::make_shared<runtime::Entry>();
   e->graph = graph::eliminate_common_subexpressions(graph::eliminate_dead_code(traced));
   graph::verify(e->graph);
   e->traced = std::move(traced);
-  e->guards = runtime::build_guards(e->graph, leaves, leaf_names(leaves), dynamic_dims, ranges);
+  e->guards = runtime::build_guards(e->graph, leaves, leaf_names(leaves), dynamic_dims, ranges, scalar_symbols);
   if (module_) e->guards.module = runtime::snapshot_module_state(*module_);
   for (size_t k = 0; k < result.size(); ++k) {
     runtime::ResultSlot slot;
@@ -161,6 +193,34 @@ std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::Arr
   e->backup_inputs = inputs_written_before_last_break(e->graph);
   e->draws_before_break = draws_before_last_break(e->graph);
   return e;
+}
+
+// The int and double arguments whose values differ between two static entries become symbols after
+// the sizes' (an int with the values of an earlier int symbol shares it: duck sizing). False if one
+// may not: it is marked static, or it is an int that was 0 or 1 (those specialize, as sizes do).
+bool Engine::scalar_symbols_of(const guards::GuardSet& a, const guards::GuardSet& b, const std::vector<uint64_t>& candidates,
+                               graph::SymbolValues& values, std::vector<std::pair<int64_t, int64_t>>& ranges,
+                               std::vector<int>& scalar_symbols) const {
+  values.real.resize(values.a.size(), 0);
+  for (size_t k = 0; k < a.scalars.size(); ++k) {
+    const auto &x = a.scalars[k], &y = b.scalars[k];
+    const bool real = x.kind == Leaf::Kind::kDouble;
+    if (!real && x.kind != Leaf::Kind::kInt) continue;
+    const int64_t va = real ? c10::bit_cast<int64_t>(x.d) : x.i, vb = real ? c10::bit_cast<int64_t>(y.d) : y.i;
+    if (va == vb) continue;
+    if (!(candidates[x.leaf] & 1) || (!real && (va == 0 || va == 1 || vb == 0 || vb == 1))) return false;
+    size_t s = 0;
+    while (s < values.a.size() && !(values.a[s] == va && values.b[s] == vb && values.is_real(s) == real)) ++s;
+    if (s == values.a.size()) {
+      if (values.a.size() == kMaxSymbols) return false;
+      values.a.push_back(va);
+      values.b.push_back(vb);
+      values.real.push_back(real);
+      ranges.emplace_back(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    }
+    scalar_symbols[x.leaf] = static_cast<int>(s);
+  }
+  return true;
 }
 
 std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const EntryPtr& second,
@@ -189,11 +249,13 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
       ranges.push_back(range);
     }
   }
+  std::vector<int> scalar_symbols(leaves.size(), -1);
+  if (!scalar_symbols_of(a.guards, b.guards, candidates, values, ranges, scalar_symbols)) return nullptr;
   if (values.a.empty()) return nullptr;
   std::string why;
   auto g = graph::generalize(a.traced, b.traced, values, &why);
   if (!g) {
-    runtime::log(runtime::Artifact::kDynamic, fmt::format("keeping sizes static for '{}': {}", name_, why));
+    runtime::log(runtime::Artifact::kDynamic, fmt::format("keeping sizes and scalars static for '{}': {}", name_, why));
     return nullptr;
   }
   std::vector<graph::SymExpr> result_ints;
@@ -204,9 +266,11 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   }
   ResultLeaves dummy(b.result.size());
   for (size_t k = 0; k < dummy.size(); ++k) dummy[k].kind = b.result[k].kind, dummy[k].d = b.result[k].d;
-  auto e = make_entry(std::move(*g), leaves, dummy, candidates, ranges);
+  auto e = make_entry(std::move(*g), leaves, dummy, candidates, ranges, scalar_symbols);
   for (size_t k = 0; k < result_ints.size(); ++k) e->result[k].i = result_ints[k];
-  if (e->guards.symbols.size() != values.a.size()) return nullptr;  // every symbol must be read off an argument
+  size_t bound = e->guards.symbols.size();
+  for (const auto& s : e->guards.scalar_symbols) bound += s.bind;
+  if (bound != values.a.size()) return nullptr;  // every symbol must be read off an argument
   e->breaks = b.breaks;
   e->first = first;
   e->second = second;
@@ -230,6 +294,13 @@ void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> 
                                leaves[symbolic->guards.tensors[sym.tensor].leaf].tensor->size(sym.dim),
                                symbolic->guards.symbol_sources[sym.symbol], sym.min,
                                sym.max == std::numeric_limits<int64_t>::max() ? "int_oo" : std::to_string(sym.max)));
+    for (const auto& sym : symbolic->guards.scalar_symbols)
+      if (sym.bind)
+        runtime::log(runtime::Artifact::kDynamic,
+                     fmt::format("create_symbol s{} = {} for {} ({} read at run time)", sym.symbol,
+                                 number_text(number_bits(leaves[sym.leaf]), sym.kind == Leaf::Kind::kDouble),
+                                 symbolic->guards.symbol_sources[sym.symbol],
+                                 sym.kind == Leaf::Kind::kDouble ? "a double argument" : "an int argument"));
     log_entry(*symbolic);
     entries_[i] = std::move(symbolic);
     most_recent_.store(i);
@@ -337,7 +408,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
     hits_.fetch_add(1, std::memory_order_relaxed);
     return hit;
   }
-  if (unchecked.entry) return check_sizes_and_run(unchecked, leaves, compile);
+  if (!unchecked.candidates.empty()) return check_sizes_and_run(unchecked, leaves, compile);
   auto reasons = failure_reasons(leaves, marks);
   if (!again.empty() || !break_failure.empty()) reasons.insert(reasons.begin(), again.empty() ? break_failure : again);
   size_t count;
@@ -387,16 +458,28 @@ bool same_program(const runtime::Entry& a, const runtime::Entry& b) {
   return true;
 }
 
-std::string sizes_text(const std::vector<int64_t>& symbols) {
+std::string sizes_text(const std::vector<int64_t>& symbols, const graph::SymbolValues& values) {
   std::string s;
-  for (size_t k = 0; k < symbols.size(); ++k) s += fmt::format("{}s{}={}", k ? ", " : "", k, symbols[k]);
+  for (size_t k = 0; k < symbols.size(); ++k)
+    s += fmt::format("{}s{}={}", k ? ", " : "", k, number_text(symbols[k], values.is_real(k)));
   return s;
 }
 
 }  // namespace
 
-// A symbolic entry meets sizes it was not checked against: trace this call and keep the entry for these
-// sizes only if the trace generalizes to the very same program; otherwise the sizes get their own entry.
+bool Engine::follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
+                     const std::vector<uint64_t>& candidates) {
+  for (const auto& origin : {symbolic.first, symbolic.second}) {
+    if (!origin) continue;
+    auto again = generalized(origin, fresh, leaves, candidates);
+    if (again && same_program(*again, symbolic)) return true;
+  }
+  return false;
+}
+
+// A symbolic entry meets sizes (or scalar values) it was not checked against: trace this call and keep
+// the entry for these values only if the trace generalizes to the very same program; otherwise the
+// values get their own entry. Every symbolic entry whose guards pass is checked against the one trace.
 ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves,
                                          std::unique_lock<std::mutex>& compile) {
   const auto candidates = dynamic_candidates(leaves);
@@ -404,35 +487,43 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   tracer::TraceOutcome outcome;
   ResultLeaves eager;
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
-  const runtime::Entry& symbolic = *unchecked.entry;
-  bool confirmed = false;
+  const Unchecked::Candidate* confirmed = nullptr;
   try {
     std::shared_ptr<const runtime::Entry> fresh =
         make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
-    for (const auto& origin : {symbolic.first, symbolic.second}) {
-      if (confirmed || !origin) continue;
-      auto again = generalized(origin, fresh, leaves, candidates);
-      confirmed = again && same_program(*again, symbolic);
+    for (const auto& c : unchecked.candidates) {
+      const bool ok = follows(*c.entry, fresh, leaves, candidates);
+      c.entry->sizes.record(c.symbols, ok);
+      if (ok) {
+        confirmed = &c;
+        break;
+      }
     }
   } catch (const std::exception& e) {  // a jitc bug: keep the trace's result, never confirm
     runtime::warn(fmt::format("jitc: checking sizes for '{}' failed: {}", name_, runtime::error_text(e)));
+    for (const auto& c : unchecked.candidates) c.entry->sizes.record(c.symbols, false);
   }
-  symbolic.sizes.record(unchecked.symbols, confirmed);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    compile_stats_.size_checks += confirmed;  // a rejected check counts below, as a compile or an eager call
+    compile_stats_.size_checks += confirmed != nullptr;  // a rejected check counts below, as a compile or an eager call
     compile_stats_.compile_seconds += seconds;
   }
-  const std::string id = compile_id(symbolic.compile_number);
   if (confirmed) {
-    runtime::log(runtime::Artifact::kDynamic, fmt::format("{}: sizes {} follow the symbolic graph", name_, sizes_text(unchecked.symbols)), id);
+    const runtime::Entry& symbolic = *confirmed->entry;
+    runtime::log(runtime::Artifact::kDynamic,
+                 fmt::format("{}: sizes {} follow the symbolic graph", name_, sizes_text(confirmed->symbols, symbolic.symbol_values)),
+                 compile_id(symbolic.compile_number));
     return std::move(outcome.result);
   }
+  const Unchecked::Candidate& first = unchecked.candidates.front();
+  const runtime::Entry& symbolic = *first.entry;
+  const std::string id = compile_id(symbolic.compile_number);
   runtime::log(runtime::Artifact::kDynamic,
                fmt::format("{}: at sizes {} the trace does not follow the symbolic graph (an integer computed from a "
-                           "size is not the fitted expression); these sizes get their own entry",
-                           name_, sizes_text(unchecked.symbols)),
+                           "size or scalar is not the fitted expression, or C++ branched on it); these values get "
+                           "their own entry",
+                           name_, sizes_text(first.symbols, symbolic.symbol_values)),
                id);
   size_t count;
   {
@@ -447,7 +538,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   std::lock_guard<std::mutex> lock(stats_mutex_);
   compile_stats_.compiles++;
   compile_stats_.recompiles++;
-  compile_stats_.recompile_reasons.push_back(fmt::format("{}: sizes {} do not follow the symbolic graph", id, sizes_text(unchecked.symbols)));
+  compile_stats_.recompile_reasons.push_back(fmt::format("{}: sizes {} do not follow the symbolic graph", id, sizes_text(first.symbols, symbolic.symbol_values)));
   return std::move(outcome.result);
 }
 

@@ -4,6 +4,7 @@
 
 #include <ATen/core/stack.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/util/bit_cast.h>
 #include <fmt/format.h>
 
 #include <sstream>
@@ -14,6 +15,8 @@ namespace {
 
 c10::IValue materialize(const graph::Arg& arg, const int64_t* symbols) {
   if (arg.symbolic.empty()) return arg.constant;
+  // A double argument made dynamic: its symbol holds the call's value as bits (see SymbolValues::real).
+  if (arg.constant.isDouble()) return c10::IValue(c10::bit_cast<double>(symbols[arg.symbolic[0].factors[0]]));
   if (!arg.constant.isIntList()) return c10::IValue(arg.symbolic[0].eval(symbols));
   std::vector<int64_t> values;
   values.reserve(arg.symbolic.size());

@@ -15,6 +15,8 @@
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace jitc::detail {
 
 namespace {
@@ -58,10 +60,11 @@ Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_
 // Mistakes in Options are reported when the function is compiled, not ignored at some later call.
 void Engine::validate_options() const {
   for (const auto& m : options_.dim_marks)
-    if (m.argument < 0 || m.argument >= num_arguments_ || m.dim < 0 || m.dim >= 64 || m.min > m.max)
+    if (m.argument < 0 || m.argument >= num_arguments_ || (m.dim < 0 && m.dim != DimMark::kValue) || m.dim >= 64 || m.min > m.max)
       throw UnsupportedError(fmt::format(
           "jitc::Options for '{}': a dim mark names argument {} dim {} (range [{}, {}]), but the callable takes {} "
-          "argument(s); give an argument position in [0, {}), a dim in [0, 64) and min <= max",
+          "argument(s); give an argument position in [0, {}), a dim in [0, 64) (DimMark::kValue for a scalar "
+          "argument) and min <= max",
           name_, m.argument, m.dim, m.min, m.max, num_arguments_, num_arguments_));
   if (options_.arg_names.size() > static_cast<size_t>(num_arguments_))
     throw UnsupportedError(fmt::format("jitc::Options for '{}': {} arg_names for a callable of {} argument(s)", name_,
@@ -158,7 +161,9 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
       const auto verdict = entry->sizes.lookup({symbols, static_cast<size_t>(s)});
       if (verdict == runtime::SizeLedger::Verdict::kRejected) continue;
       if (verdict == runtime::SizeLedger::Verdict::kUnknown) {
-        if (unchecked && !unchecked->entry) *unchecked = {entry, std::vector<int64_t>(symbols, symbols + s)};
+        if (unchecked && std::none_of(unchecked->candidates.begin(), unchecked->candidates.end(),
+                                      [&](const auto& c) { return c.entry == entry; }))
+          unchecked->candidates.push_back({entry, std::vector<int64_t>(symbols, symbols + s)});
         continue;
       }
     }

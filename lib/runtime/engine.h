@@ -36,10 +36,15 @@ class Engine {
   using EntryPtr = std::shared_ptr<const runtime::Entry>;
   static constexpr int kMaxSymbols = 16;
 
-  // A symbolic entry whose guards pass for sizes it has not been checked against yet.
+  // The symbolic entries whose guards pass for symbol values they have not been checked against yet,
+  // in the order tried (a C++ branch on a scalar can give two symbolic entries whose guards both pass:
+  // the one trace is checked against each).
   struct Unchecked {
-    EntryPtr entry;
-    std::vector<int64_t> symbols;
+    struct Candidate {
+      EntryPtr entry;
+      std::vector<int64_t> symbols;
+    };
+    std::vector<Candidate> candidates;
   };
 
   void validate_options() const;
@@ -83,6 +88,9 @@ class Engine {
                                uint64_t skip);
   ResultLeaves check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves,
                                    std::unique_lock<std::mutex>& compile);
+  // Whether `fresh` (a static entry of this call) generalizes with one of symbolic's origins to symbolic's program.
+  bool follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
+               const std::vector<uint64_t>& candidates);
   // Traces the call; on failure runs it eagerly (and returns false with `eager` set) or throws.
   bool trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile, tracer::TraceOutcome& outcome,
                   ResultLeaves& eager);
@@ -96,10 +104,15 @@ class Engine {
                  int number, std::chrono::steady_clock::time_point started);
   ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required);
   std::vector<uint64_t> dynamic_candidates(c10::ArrayRef<Leaf> leaves);
+  uint64_t scalar_candidate(c10::ArrayRef<Leaf> leaves, size_t leaf, const std::string& name);
+  bool scalar_symbols_of(const guards::GuardSet& a, const guards::GuardSet& b, const std::vector<uint64_t>& candidates,
+                         graph::SymbolValues& values, std::vector<std::pair<int64_t, int64_t>>& ranges,
+                         std::vector<int>& scalar_symbols) const;
   std::vector<std::string> leaf_names(c10::ArrayRef<Leaf> leaves) const;
   std::shared_ptr<runtime::Entry> make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves,
                                              const ResultLeaves& result, const std::vector<uint64_t>& dynamic_dims,
-                                             const std::vector<std::pair<int64_t, int64_t>>& ranges);
+                                             const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                                             const std::vector<int>& scalar_symbols = {});
   std::shared_ptr<runtime::Entry> generalized(const EntryPtr& partner, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
                                               const std::vector<uint64_t>& candidates);
   void install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);

@@ -92,9 +92,11 @@ struct CapturedTensors {
   }
 };
 
-// Builds the guards of a graph traced on `leaves` (marks: per leaf, dims that may be dynamic).
+// Builds the guards of a graph traced on `leaves` (marks: per leaf, dims that may be dynamic;
+// scalar_symbols: per leaf, the symbol a dynamic int or double argument binds, or -1; empty: none).
 guards::GuardSet build_guards(const graph::Graph& graph, c10::ArrayRef<detail::Leaf> leaves,
                               const std::vector<std::string>& leaf_names, const std::vector<uint64_t>& dynamic_dims,
-                              const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges);
+                              const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges,
+                              const std::vector<int>& scalar_symbols = {});
 
 }  // namespace jitc::runtime

@@ -34,7 +34,8 @@ class Builder {
     bound_.assign(g.num_symbols, false);
   }
 
-  guards::GuardSet build(const std::vector<uint64_t>& dynamic_dims) {
+  guards::GuardSet build(const std::vector<uint64_t>& dynamic_dims, const std::vector<int>& scalar_symbols) {
+    scalar_symbols_ = scalar_symbols;
     out_.global = capture_global_state();
     for (size_t i = 0; i < leaves_.size(); ++i) {
       out_.layout.push_back(leaves_[i].kind);
@@ -42,6 +43,7 @@ class Builder {
       else if (leaves_[i].kind != Kind::kNone) add_scalar(i);
     }
     out_.num_argument_tensors = static_cast<int>(out_.tensors.size());
+    add_scalar_symbols();
     for (size_t i = 0; i < leaves_.size(); ++i)
       if (leaves_[i].kind == Kind::kTensor) real_.push_back(*leaves_[i].tensor);
     for (const auto& in : g_.inputs)
@@ -54,9 +56,24 @@ class Builder {
   }
 
  private:
+  int scalar_symbol(size_t leaf) const { return leaf < scalar_symbols_.size() ? scalar_symbols_[leaf] : -1; }
+
   void add_scalar(size_t i) {
+    if (scalar_symbol(i) >= 0) return;  // a symbol: add_scalar_symbols guards it
     const auto& l = leaves_[i];
     out_.scalars.push_back({out_.leaf_names[i], static_cast<int>(i), l.kind, l.d, l.i});
+  }
+
+  // After the sizes: a symbol a size bound already only has to equal the argument.
+  void add_scalar_symbols() {
+    for (size_t i = 0; i < leaves_.size(); ++i) {
+      const int s = scalar_symbol(i);
+      if (s < 0) continue;
+      out_.scalar_symbols.push_back({s, static_cast<int>(i), leaves_[i].kind, !bound_[s]});
+      if (bound_[s]) continue;
+      bound_[s] = true;
+      out_.symbol_sources[s] = out_.leaf_names[i];
+    }
   }
 
   const graph::Input* input_for_leaf(size_t leaf) const {
@@ -118,6 +135,7 @@ class Builder {
   const std::vector<std::pair<int64_t, int64_t>>& ranges_;
   guards::GuardSet out_;
   std::vector<bool> bound_;
+  std::vector<int> scalar_symbols_;  // per leaf: the symbol of a dynamic int or double argument, or -1
   std::vector<at::Tensor> real_;  // per tensor guard: the tensor it was built from
 };
 
@@ -125,8 +143,9 @@ class Builder {
 
 guards::GuardSet build_guards(const graph::Graph& graph, c10::ArrayRef<detail::Leaf> leaves,
                               const std::vector<std::string>& leaf_names, const std::vector<uint64_t>& dynamic_dims,
-                              const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges) {
-  return Builder(graph, leaves, leaf_names, symbol_ranges).build(dynamic_dims);
+                              const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges,
+                              const std::vector<int>& scalar_symbols) {
+  return Builder(graph, leaves, leaf_names, symbol_ranges).build(dynamic_dims, scalar_symbols);
 }
 
 }  // namespace jitc::runtime
