@@ -22,6 +22,24 @@ using jitc::inductor::ScalarOp;
 
 namespace {
 
+// For ops where eager's float32 kernel is itself inexact by more than the pointwise tolerance (gelu: its
+// 1 + erf(x / sqrt 2) cancels for x near -3.5, 1.1e-6 off float64 there): each compiled element must be
+// within the tolerance of float64's result, or no farther from it than eager's.
+template <class F, class... T>
+std::string compiled_vs_float64(F fn, const T&... args) {
+  auto compiled = jitc::compile(fn);
+  compiled(args...);
+  const at::Tensor got = compiled(args...).to(at::kDouble), eager = fn(args...).to(at::kDouble);
+  const at::Tensor exact = fn(args.to(at::kDouble)...);
+  const auto tol = jitc::testing::tolerance_for(at::kFloat);
+  const at::Tensor allowed = at::maximum((eager - exact).abs(), tol.atol + tol.rtol * exact.abs());
+  const at::Tensor over = (got - exact).abs() - allowed;
+  if (over.max().item<double>() <= 0) return "";
+  const int64_t i = over.flatten().argmax().item<int64_t>();
+  return "element " + std::to_string(i) + ": compiled " + std::to_string(got.flatten()[i].item<double>()) + ", eager " +
+         std::to_string(eager.flatten()[i].item<double>()) + ", float64 " + std::to_string(exact.flatten()[i].item<double>());
+}
+
 std::vector<SymExpr> constants(at::IntArrayRef values) {
   std::vector<SymExpr> out;
   for (auto v : values) out.push_back(SymExpr::constant(v));
@@ -184,7 +202,7 @@ TEST_CASE("kernels with large outputs match eager through streaming stores", "[i
   const auto x = at::randn({2048, 1024}), b = at::randn({1024}), w = at::randn({1024});
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1); }, x) == "");
   CHECK(compiled_vs_eager([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {1024}, w, b); }, x, w, b) == "");
-  CHECK(compiled_vs_eager([](const at::Tensor& x, const at::Tensor& b) { return at::gelu(x + b); }, x, b) == "");
+  CHECK(compiled_vs_float64([](const at::Tensor& x, const at::Tensor& b) { return at::gelu(x + b); }, x, b) == "");
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); }, x.reshape({-1})) == "");
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x * 2, -1); }, at::randn({2100, 1001})) == "");
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1); }, at::randn({4096, 1024}).to(at::kHalf)) == "");
