@@ -106,33 +106,51 @@ class Functionalizer {
     return args;
   }
 
-  // Exact metadata by running the op on meta tensors; `fallback` where the op has no meta kernel.
-  TensorMeta infer_meta(const c10::OperatorHandle& op, const std::vector<Arg>& args, const TensorMeta& fallback) {
+  // Exact metadata of every tensor result (lists flattened) by running the op on meta tensors; nullopt
+  // where the op has no meta kernel.
+  // `aliases` (if given) tells for each result whether it shares memory with a tensor argument.
+  std::optional<std::vector<TensorMeta>> infer_metas(const c10::OperatorHandle& op, const std::vector<Arg>& args, c10::Device device,
+                                                     std::vector<char>* aliases = nullptr) {
     torch::jit::Stack stack;
-    c10::Device device = fallback.device;
+    std::vector<at::Tensor> inputs;
     for (const auto& a : args) {
       if (a.kind == Arg::Kind::kValue) {
-        stack.emplace_back(meta_tensor(out_.values[a.value].meta));
+        inputs.push_back(meta_tensor(out_.values[a.value].meta));
+        stack.emplace_back(inputs.back());
       } else if (a.kind == Arg::Kind::kConstant) {
         stack.push_back(a.constant);
       } else {
-        return fallback;
+        return std::nullopt;
       }
     }
     try {
       op.callBoxed(stack);
     } catch (const std::exception&) {
-      return fallback;
+      return std::nullopt;
     }
-    if (stack.empty() || !stack[0].isTensor()) return fallback;
-    const at::Tensor t = stack[0].toTensor();
-    TensorMeta m;
-    m.dtype = t.scalar_type();
-    m.device = device;
-    m.sizes = constant_shape(t.sizes().data(), t.sizes().size());
-    m.strides = constant_shape(t.strides().data(), t.strides().size());
-    m.storage_offset = SymExpr::constant(t.storage_offset());
-    return m;
+    std::vector<TensorMeta> metas;
+    auto add = [&](const at::Tensor& t) {
+      TensorMeta m;
+      m.dtype = t.scalar_type();
+      m.device = device;
+      m.sizes = constant_shape(t.sizes().data(), t.sizes().size());
+      m.strides = constant_shape(t.strides().data(), t.strides().size());
+      m.storage_offset = SymExpr::constant(t.storage_offset());
+      metas.push_back(std::move(m));
+      if (aliases)
+        aliases->push_back(std::any_of(inputs.begin(), inputs.end(), [&](const at::Tensor& in) { return t.is_alias_of(in); }));
+    };
+    for (const auto& r : stack) {
+      if (r.isTensor()) add(r.toTensor());
+      else if (r.isTensorList())
+        for (const at::Tensor& t : r.toTensorList()) add(t);
+    }
+    return metas;
+  }
+
+  TensorMeta infer_meta(const c10::OperatorHandle& op, const std::vector<Arg>& args, const TensorMeta& fallback) {
+    auto metas = infer_metas(op, args, fallback.device);
+    return metas && !metas->empty() ? (*metas)[0] : fallback;
   }
 
   ValueId emit(const c10::OperatorHandle& op, std::vector<Arg> args, const TensorMeta& fallback, int32_t storage) {
@@ -179,6 +197,16 @@ class Functionalizer {
     const Node& n = raw_.nodes[i];
     if (n.mutates) return mutation(i);
     std::vector<Arg> args = map_args(n);
+    // A view's strides and offset must describe the memory of the functional value it views, which
+    // differs from the traced base's when that base was written (a fresh tensor, or a scatter into a
+    // contiguous copy): they come from running the op on that value. Other results keep eager's layout.
+    std::optional<std::vector<TensorMeta>> inferred;
+    std::vector<char> aliases;
+    bool views = false;
+    for (const auto& o : n.outputs)
+      for (ValueId v : o.values) views = views || alias_source(n, raw_.values[v].storage) != kNoValue;
+    if (views) inferred = infer_metas(n.op, args, c10::kCPU, &aliases);
+    size_t position = 0;
     Node copy(n.op);
     copy.kind = n.kind;
     copy.expected = n.expected;
@@ -188,7 +216,15 @@ class Functionalizer {
       for (ValueId raw_value : n.outputs[r].values) {
         const Value& rv = raw_.values[raw_value];
         const ValueId base_raw = alias_source(n, rv.storage);
-        const ValueId fv = out_.add_value(rv.meta, static_cast<int32_t>(out_.nodes.size()),
+        TensorMeta meta = rv.meta;
+        if (base_raw != kNoValue) {
+          // reshape aliases only where the strides allow: on the functional value it might copy.
+          if (inferred && position < aliases.size() && !aliases[position])
+            throw std::runtime_error(fmt::format("{} of a written tensor copies where the trace made a view", n.name()));
+          meta = view_meta(rv.meta, inferred, position, same_layout(base_raw));
+        }
+        ++position;
+        const ValueId fv = out_.add_value(std::move(meta), static_cast<int32_t>(out_.nodes.size()),
                                           base_raw == kNoValue ? next_storage_++ : out_.values[read(base_raw)].storage);
         out.values.push_back(fv);
         if (base_raw == kNoValue) {
@@ -206,6 +242,27 @@ class Functionalizer {
     }
     out_.nodes.push_back(std::move(copy));
     return true;
+  }
+
+  // The layout of a view result (the k-th tensor result) from the meta run; a view whose memory layout
+  // cannot be known cannot be read through strides, so the graph is not functionalized.
+  // Where the op has no meta kernel, the traced layout holds only if the base's layout is the traced one.
+  static TensorMeta view_meta(const TensorMeta& traced, const std::optional<std::vector<TensorMeta>>& inferred, size_t k,
+                              bool base_as_traced) {
+    if (!inferred || k >= inferred->size() || (*inferred)[k].sizes != traced.sizes) {
+      if (base_as_traced) return traced;
+      throw std::runtime_error("the layout of a view of a written tensor cannot be inferred");
+    }
+    TensorMeta m = (*inferred)[k];
+    m.device = traced.device;
+    return m;
+  }
+
+  // True when the functional value read for raw value r lies in memory as r did when traced.
+  bool same_layout(ValueId r) {
+    const TensorMeta& traced = raw_.values[r].meta;
+    const TensorMeta& functional = out_.values[read(r)].meta;
+    return traced.strides == functional.strides && traced.storage_offset == functional.storage_offset;
   }
 
   // Position of the argument a view node's (first) result aliases.
