@@ -4,6 +4,9 @@
 #include <ATen/core/stack.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace jitc::graph {
 
 namespace {
@@ -34,6 +37,24 @@ at::Tensor meta_tensor(const TensorMeta& m) {
   for (const auto& e : m.strides) strides.push_back(e.offset);
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(at::kMeta))
       .as_strided(sizes, strides, m.storage_offset.offset);
+}
+
+// False where two elements may share memory (an expanded tensor): eager writes such memory element by
+// element, the last write winning for every element that shares it, which a functional value (one element
+// per position) cannot express. True only where the strides prove every element apart.
+bool elements_apart(const TensorMeta& m) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims with more than one element
+  for (size_t d = 0; d < m.sizes.size(); ++d) {
+    if (m.sizes[d].offset == 0) return true;
+    if (m.sizes[d].offset > 1) dims.emplace_back(std::abs(m.strides[d].offset), m.sizes[d].offset);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // the largest offset the smaller dims reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= span) return false;
+    span += stride * (size - 1);
+  }
+  return true;
 }
 
 struct RawInfo {
@@ -293,6 +314,8 @@ class Functionalizer {
     if (!functional) return fail(fmt::format("{} has no out-of-place variant", n.name()));
     const ValueId target = n.args[0].value;
     const TensorMeta& target_meta = raw_.values[target].meta;
+    if (!elements_apart(target_meta) || !elements_apart(raw_.values[info_[target].root].meta))
+      return fail(fmt::format("{} writes into a tensor whose elements share memory (expanded)", n.name()));
     ValueId value = emit(*functional, map_args(n), target_meta, -1);
     if (out_.values[value].meta.dtype != target_meta.dtype) value = cast(value, target_meta);
     write(target, value);
