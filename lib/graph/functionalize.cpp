@@ -344,8 +344,22 @@ class Functionalizer {
       const ValueId base_raw = view.args[base_arg].value;
       value = inverse(view, read(base_raw), value, raw_.values[base_raw].meta);
     }
-    current_[info.root] = value;
+    current_[info.root] = keep_layout(info.root, value);
     version_[info.root]++;
+  }
+
+  // The new content of a root computed inside the graph, in the root's traced layout: the user sees it
+  // (a result, or a view of it) with eager's strides. A write's functional op or its scatters may have
+  // laid it out otherwise (masked_fill_ through t.t() gives a contiguous transposed value, transposed
+  // back). Inputs keep theirs through the write-back copy_.
+  ValueId keep_layout(ValueId root, ValueId value) {
+    const TensorMeta& traced = raw_.values[root].meta;
+    const TensorMeta& now = out_.values[value].meta;
+    if (raw_.values[root].producer < 0 || (now.strides == traced.strides && now.storage_offset == traced.storage_offset)) return value;
+    const ValueId before = current_[root];
+    const TensorMeta& old = out_.values[before].meta;
+    if (old.strides != traced.strides) throw std::runtime_error("a written intermediate lost its traced layout");
+    return emit(*find_op("aten::copy", ""), {value_arg(before), value_arg(value), constant_arg(false)}, old, -1);
   }
 
   ValueId inverse(const Node& view, ValueId base, ValueId value, const TensorMeta& base_meta) {
@@ -463,7 +477,10 @@ std::optional<Graph> functionalize(const Graph& graph, std::string* why_not) {
 bool is_functional(const Graph& graph) {
   bool in_epilogue = false;
   for (const auto& n : graph.nodes) {
-    const bool write_back = n.mutates && n.op.operator_name().name == "aten::copy_";
+    // A write-back copies into a whole input; a traced copy_ into an intermediate or a view is a write
+    // whose readers (later views, results) a code generator would not order after it.
+    const bool write_back = n.mutates && n.op.operator_name().name == "aten::copy_" && !n.args.empty() &&
+                            n.args[0].kind == Arg::Kind::kValue && graph.values[n.args[0].value].producer < 0;
     const auto& returns = n.op.schema().returns();
     const bool view = !returns.empty() && returns[0].alias_info() && !returns[0].alias_info()->isWrite();
     if (n.mutates && !write_back) return false;

@@ -142,6 +142,74 @@ TEST_CASE("an in-place write into an intermediate is kept", "[inplace]") {
   }, make);
 }
 
+TEST_CASE("a copy_ into a view of an intermediate, then only views of it", "[inplace]") {
+  // A graph whose only write is such a copy_ looked functional (as if the copy_ were a write-back).
+  auto make = [] { return std::make_tuple(seeded({4, 3}, 8), seeded({1, 3}, 9)); };
+  using T = const at::Tensor&;
+  check_both("returned transposed", [](T x, T y) {
+    auto t = x * 2;
+    t.slice(0, 0, 1).copy_(y);
+    return t.t();
+  }, make);
+  check_both("returned with a view of it", [](T x, T y) {
+    auto t = x.exp();
+    t.select(0, 2).copy_(y.view({3}));
+    return std::make_tuple(t.narrow(0, 1, 3), x.t());
+  }, make);
+  check_both("copy_ of a whole intermediate", [](T x, T y) {
+    auto t = x + 1;
+    t.copy_(y.expand({4, 3}));
+    return t.view({12});
+  }, make);
+  check_both("copy_ into an argument's view, then a view of it", [](T x, T y) {
+    x.narrow(0, 1, 1).copy_(y);
+    return x.t();
+  }, make);
+}
+
+TEST_CASE("masked_fill_ and index ops into an intermediate", "[inplace]") {
+  auto make = [] { return std::make_tuple(seeded({4, 3}, 10), seeded({4, 3}, 11)); };
+  using T = const at::Tensor&;
+  check_both("masked_fill_ with a computed value", [](T x, T y) {
+    auto t = x * y;
+    t.masked_fill_(y > 0, x.sum());
+    return t;
+  }, make);
+  check_both("masked_fill_ of a view, returned as a view", [](T x, T y) {
+    auto t = x - y;
+    t.t().masked_fill_(y.t() < 0, 7.0);
+    return t.unsqueeze(0);
+  }, make);
+  check_both("index_fill_ of an intermediate", [](T x, T y) {
+    auto t = x.abs();
+    t.index_fill_(1, at::arange(2, at::kLong), -3.0);
+    return t;
+  }, make);
+  check_both("in-place ops in a chain on an intermediate", [](T x, T y) {
+    auto t = x.clone();
+    t.mul_(2).add_(y).clamp_(-1, 1);
+    t.narrow(1, 0, 1).zero_();
+    return t;
+  }, make);
+}
+
+TEST_CASE("as_strided of an argument view with a storage offset after a write", "[inplace]") {
+  auto make = [] { return std::make_tuple(seeded({6, 3}, 12).narrow(0, 1, 4)); };
+  using T = const at::Tensor&;
+  check_both("as_strided with an absolute offset", [](T x) {
+    x.narrow(0, 0, 2).mul_(-1);
+    return x.as_strided({2, 3}, {3, 1}, x.storage_offset() + 3) * 2;
+  }, make);
+  check_both("as_strided without an offset", [](T x) {
+    x.narrow(0, 2, 2).add_(5);
+    return x.as_strided({3, 3}, {3, 1}) + 1;
+  }, make);
+  check_both("a write through as_strided", [](T x) {
+    x.as_strided({2, 3}, {3, 1}, x.storage_offset() + 3).add_(1);
+    return x * 2;
+  }, make);
+}
+
 TEST_CASE("an in-place write into a view of an argument with a storage offset", "[inplace]") {
   auto make = [] { return std::make_tuple(seeded({6, 3}, 4).narrow(0, 1, 4)); };
   check_both("narrow add_ then narrow", [](const at::Tensor& x) {
