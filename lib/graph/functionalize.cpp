@@ -239,6 +239,9 @@ class Functionalizer {
         const ValueId base_raw = alias_source(n, rv.storage);
         TensorMeta meta = rv.meta;
         if (base_raw != kNoValue) {
+          // as_strided addresses the storage itself: right only where the value lies as the traced one.
+          if (n.op.operator_name().name == "aten::as_strided" && !same_layout(base_raw))
+            throw std::runtime_error("as_strided of a written tensor that lies in memory otherwise than when traced");
           // reshape aliases only where the strides allow: on the functional value it might copy.
           if (inferred && position < aliases.size() && !aliases[position])
             throw std::runtime_error(fmt::format("{} of a written tensor copies where the trace made a view", n.name()));

@@ -204,6 +204,19 @@ TEST_CASE("as_strided of an argument view with a storage offset after a write", 
     x.narrow(0, 2, 2).add_(5);
     return x.as_strided({3, 3}, {3, 1}) + 1;
   }, make);
+  auto make_gaps = [] { return std::make_tuple(seeded({5, 6}, 13).narrow(1, 1, 3)); };
+  check_both("as_strided of a view with gaps", [](T x) {
+    x.narrow(0, 0, 2).mul_(-1);
+    return x.as_strided({2, 3}, {6, 1}, x.storage_offset() + 6) * 2;
+  }, make_gaps);
+  check_both("as_strided of a view with gaps, no offset", [](T x) {
+    x.narrow(0, 1, 2).mul_(-1);
+    return x.as_strided({4, 2}, {6, 2}) * 2;
+  }, make_gaps);
+  check_both("as_strided after a whole write of a view with gaps", [](T x) {
+    x.mul_(-1);
+    return x.as_strided({2, 3}, {6, 1}, x.storage_offset() + 6) * 2;
+  }, make_gaps);
   check_both("a write through as_strided", [](T x) {
     x.as_strided({2, 3}, {3, 1}, x.storage_offset() + 3).add_(1);
     return x * 2;
