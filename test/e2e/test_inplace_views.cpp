@@ -256,3 +256,53 @@ TEST_CASE("graphs holding empty tensors", "[inplace]") {
     return x * y;
   }, make_cols);
 }
+
+TEST_CASE("empty tensors beside size-1 ones in one kernel", "[inplace]") {
+  using T = const at::Tensor&;
+  auto make = [] { return std::make_tuple(at::zeros({0}), seeded({1}, 14)); };
+  check_both("[0] and [1] results", [](T x, T y) { return std::make_tuple(x + y, y * 2); }, make);
+  check_both("[0] and [1] results, in-place into the [1]", [](T x, T y) {
+    y.mul_(3);
+    return std::make_tuple(x * y, y + 1);
+  }, make);
+  check_both("[0] sum beside [1]", [](T x, T y) { return std::make_tuple(x.exp(), x.sum() + y); }, make);
+  auto make2 = [] { return std::make_tuple(at::zeros({0, 3}), seeded({1, 3}, 15), seeded({1}, 16)); };
+  check_both("[0,3] and [1,1]", [](T x, T y, T z) { return std::make_tuple(x + y, z.view({1, 1}) * 2, y.sum(1, true)); }, make2);
+  check_both("[0,3] and [3] and [1]", [](T x, T y, T z) { return std::make_tuple(x * z, y.view({3}) - 1, x.sum(0) * z); }, make2);
+  check_both("mean and var over empty", [](T x, T y, T z) { return std::make_tuple(x.mean(0), x.var(0), x.sum(1), y.sum(0)); }, make2);
+  check_both("softmax and an empty cat", [](T x, T y, T z) { return std::make_tuple(at::softmax(x, 1), at::cat({x, x}, 1), at::cat({x, y}, 0).sum(0)); }, make2);
+  auto make3 = [] { return std::make_tuple(at::zeros({2, 0, 3}), seeded({2, 1, 3}, 17), seeded({1, 1, 1}, 18)); };
+  check_both("[2,0,3] with [2,1,3]", [](T x, T y, T z) { return std::make_tuple(x + y, y * z, (x + z).sum(1), x.sum(2) + 1); }, make3);
+  check_both("in-place into an argument beside [2,0,3]", [](T x, T y, T z) {
+    y.add_(x.sum(1, true));
+    z.mul_(2);
+    return std::make_tuple(x * z, y.exp());
+  }, make3);
+}
+
+TEST_CASE("an empty value's kernel takes a later size-1 value", "[inplace]") {
+  using T = const at::Tensor&;
+  auto make = [] { return std::make_tuple(at::zeros({0}), seeded({1}, 19), seeded({2, 0}, 20), seeded({2, 1}, 21)); };
+  check_both("[0] then [1]", [](T x, T y, T, T) {
+    auto a = x + y;
+    auto b = y * 2;
+    return std::make_tuple(a, b);
+  }, make);
+  check_both("[0] then a [1] sum", [](T x, T y, T, T) {
+    auto a = x.exp();
+    auto b = x.sum() + y;
+    return std::make_tuple(a, b);
+  }, make);
+  check_both("[2,0] then [2,1]", [](T, T, T u, T v) {
+    auto a = u * v;
+    auto b = v + 1;
+    auto c = u.sum(1, true) - v;
+    return std::make_tuple(a, b, c);
+  }, make);
+  check_both("[0] then an in-place write into [1]", [](T x, T y, T, T) {
+    auto a = x - 1;
+    y.mul_(2);
+    auto b = y.exp();
+    return std::make_tuple(a, b);
+  }, make);
+}
