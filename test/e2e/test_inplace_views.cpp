@@ -306,3 +306,34 @@ TEST_CASE("an empty value's kernel takes a later size-1 value", "[inplace]") {
     return std::make_tuple(a, b);
   }, make);
 }
+
+TEST_CASE("views and reshapes of empty tensors beside size-1 ones", "[inplace]") {
+  using T = const at::Tensor&;
+  auto make = [] { return std::make_tuple(at::zeros({0, 3}), seeded({1, 3}, 22), seeded({1, 1}, 23)); };
+  check_both("reshape of empty", [](T x, T y, T z) {
+    auto a = x.reshape({3, 0}).t() + y;
+    auto b = z * 2;
+    return std::make_tuple(a, b, x.reshape({-1}) + 1);
+  }, make);
+  check_both("expand to empty", [](T x, T y, T z) {
+    auto a = y.expand({0, 3}) * 2;
+    auto b = z.expand({1, 3}) + y;
+    return std::make_tuple(a, b, a.sum(0));
+  }, make);
+  check_both("empty slices", [](T x, T y, T z) {
+    auto a = y.slice(1, 1, 1) * 3;
+    auto b = y.narrow(0, 0, 0) + z;
+    auto c = y.select(0, 0) - 1;
+    return std::make_tuple(a, b, c, a.sum(), b.sum(0));
+  }, make);
+  check_both("empty index_select and embedding", [](T x, T y, T z) {
+    auto idx = at::zeros({0}, at::kLong).to(at::kLong);
+    return std::make_tuple(y.index_select(0, x.sum(1).to(at::kLong)), y * z);
+  }, make);
+  check_both("empty write into an argument", [](T x, T y, T z) {
+    x.add_(y);
+    y.narrow(1, 0, 0).fill_(5);
+    z.add_(x.sum());
+    return std::make_tuple(x.t(), y * z);
+  }, make);
+}
