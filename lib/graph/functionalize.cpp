@@ -383,6 +383,10 @@ class Functionalizer {
         contiguous = contiguous && (base_meta.sizes[d].offset == 1 || base_meta.strides[d].offset == expected);
         expected *= base_meta.sizes[d].offset;
       }
+      // ... and only where the functional base lies in memory as the traced one (as_strided's arguments
+      // are storage coordinates of the traced base).
+      const TensorMeta& now = out_.values[base].meta;
+      contiguous = contiguous && now.strides == base_meta.strides && now.storage_offset == base_meta.storage_offset;
       if (!contiguous) throw std::runtime_error("a write through as_strided of a non-contiguous tensor");
       return scatter("aten::as_strided_scatter", 1, 3);
     }

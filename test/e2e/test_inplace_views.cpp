@@ -217,6 +217,12 @@ TEST_CASE("as_strided of an argument view with a storage offset after a write", 
     x.mul_(-1);
     return x.as_strided({2, 3}, {6, 1}, x.storage_offset() + 6) * 2;
   }, make_gaps);
+  auto make_plain = [] { return std::make_tuple(seeded({4, 3}, 24)); };
+  check_both("a write through as_strided after a transposed write", [](T x) {
+    x.t().mul_(at::arange(4, at::kFloat));
+    x.as_strided({2, 2}, {3, 1}, 4).add_(1);
+    return x * 2;
+  }, make_plain);
   check_both("a write through as_strided", [](T x) {
     x.as_strided({2, 3}, {3, 1}, x.storage_offset() + 3).add_(1);
     return x * 2;
@@ -336,4 +342,31 @@ TEST_CASE("views and reshapes of empty tensors beside size-1 ones", "[inplace]")
     z.add_(x.sum());
     return std::make_tuple(x.t(), y * z);
   }, make);
+}
+
+TEST_CASE("in-place writes through views at changing sizes (symbolic entries)", "[inplace]") {
+  auto fn = [](const at::Tensor& x, const at::Tensor& y) {
+    auto v = x.narrow(1, 1, 2);
+    v.neg_();
+    auto t = y * 2;
+    t.select(1, 0).copy_(v.select(1, 1));
+    x.t().narrow(0, 0, 1).mul_(3);
+    return std::make_tuple(at::pow(v.permute({1, 0}), 2.0), t.t(), x.narrow(0, 1, x.size(0) - 1) + 1);
+  };
+  for (auto backend : {jitc::Backend::kInductor, jitc::Backend::kEager}) {
+    jitc::Options options;
+    options.backend = backend;
+    auto compiled = jitc::compile(fn, options);
+    for (int64_t n : {3, 5, 7, 9, 5, 11, 3}) {
+      INFO("size " << n << " backend " << jitc::to_string(backend));
+      auto make = [n] { return std::make_tuple(seeded({n, 4}, 30 + n).narrow(1, 0, 4), seeded({n, 3}, 40 + n)); };
+      auto want_args = make();
+      const auto want = as_list(std::apply(fn, want_args));
+      auto got_args = make();
+      std::vector<at::Tensor> got;
+      REQUIRE_NOTHROW(got = as_list(std::apply(compiled, got_args)));
+      CHECK(compare_results(got, want) == "");
+      CHECK(compare_args(got_args, want_args) == "");
+    }
+  }
 }
