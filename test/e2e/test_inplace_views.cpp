@@ -370,3 +370,25 @@ TEST_CASE("in-place writes through views at changing sizes (symbolic entries)", 
     }
   }
 }
+
+TEST_CASE("in-place ops on views of arguments, then other views, in other dtypes", "[inplace]") {
+  using T = const at::Tensor&;
+  for (auto dtype : {at::kHalf, at::kLong, at::kDouble}) {
+    INFO("dtype " << c10::toString(dtype));
+    auto make = [dtype] { return std::make_tuple((seeded({3, 4, 5}, 50) * 4).to(dtype)); };
+    check_both("narrow mul_ permute", [](T x) {
+      auto v = x.narrow(1, 1, 2);
+      v.mul_(-3);
+      return v.permute({2, 0, 1}) + 1;
+    }, make);
+    check_both("select add_ transpose unsqueeze", [](T x) {
+      x.select(2, 1).add_(2);
+      return x.transpose(0, 2).unsqueeze(1) * 2;
+    }, make);
+    check_both("a written intermediate read through expand", [](T x) {
+      auto t = x.sum(1, true);
+      t.neg_();
+      return t.expand({3, 4, 5}) - x;
+    }, make);
+  }
+}
