@@ -4,6 +4,9 @@
 #include <ATen/core/stack.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace jitc::graph {
 
 namespace {
@@ -34,6 +37,24 @@ at::Tensor meta_tensor(const TensorMeta& m) {
   for (const auto& e : m.strides) strides.push_back(e.offset);
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(at::kMeta))
       .as_strided(sizes, strides, m.storage_offset.offset);
+}
+
+// False where two elements may share memory (an expanded tensor): eager writes such memory element by
+// element, the last write winning for every element that shares it, which a functional value (one element
+// per position) cannot express. True only where the strides prove every element apart.
+bool elements_apart(const TensorMeta& m) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims with more than one element
+  for (size_t d = 0; d < m.sizes.size(); ++d) {
+    if (m.sizes[d].offset == 0) return true;
+    if (m.sizes[d].offset > 1) dims.emplace_back(std::abs(m.strides[d].offset), m.sizes[d].offset);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // the largest offset the smaller dims reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= span) return false;
+    span += stride * (size - 1);
+  }
+  return true;
 }
 
 struct RawInfo {
@@ -106,33 +127,51 @@ class Functionalizer {
     return args;
   }
 
-  // Exact metadata by running the op on meta tensors; `fallback` where the op has no meta kernel.
-  TensorMeta infer_meta(const c10::OperatorHandle& op, const std::vector<Arg>& args, const TensorMeta& fallback) {
+  // Exact metadata of every tensor result (lists flattened) by running the op on meta tensors; nullopt
+  // where the op has no meta kernel.
+  // `aliases` (if given) tells for each result whether it shares memory with a tensor argument.
+  std::optional<std::vector<TensorMeta>> infer_metas(const c10::OperatorHandle& op, const std::vector<Arg>& args, c10::Device device,
+                                                     std::vector<char>* aliases = nullptr) {
     torch::jit::Stack stack;
-    c10::Device device = fallback.device;
+    std::vector<at::Tensor> inputs;
     for (const auto& a : args) {
       if (a.kind == Arg::Kind::kValue) {
-        stack.emplace_back(meta_tensor(out_.values[a.value].meta));
+        inputs.push_back(meta_tensor(out_.values[a.value].meta));
+        stack.emplace_back(inputs.back());
       } else if (a.kind == Arg::Kind::kConstant) {
         stack.push_back(a.constant);
       } else {
-        return fallback;
+        return std::nullopt;
       }
     }
     try {
       op.callBoxed(stack);
     } catch (const std::exception&) {
-      return fallback;
+      return std::nullopt;
     }
-    if (stack.empty() || !stack[0].isTensor()) return fallback;
-    const at::Tensor t = stack[0].toTensor();
-    TensorMeta m;
-    m.dtype = t.scalar_type();
-    m.device = device;
-    m.sizes = constant_shape(t.sizes().data(), t.sizes().size());
-    m.strides = constant_shape(t.strides().data(), t.strides().size());
-    m.storage_offset = SymExpr::constant(t.storage_offset());
-    return m;
+    std::vector<TensorMeta> metas;
+    auto add = [&](const at::Tensor& t) {
+      TensorMeta m;
+      m.dtype = t.scalar_type();
+      m.device = device;
+      m.sizes = constant_shape(t.sizes().data(), t.sizes().size());
+      m.strides = constant_shape(t.strides().data(), t.strides().size());
+      m.storage_offset = SymExpr::constant(t.storage_offset());
+      metas.push_back(std::move(m));
+      if (aliases)
+        aliases->push_back(std::any_of(inputs.begin(), inputs.end(), [&](const at::Tensor& in) { return t.is_alias_of(in); }));
+    };
+    for (const auto& r : stack) {
+      if (r.isTensor()) add(r.toTensor());
+      else if (r.isTensorList())
+        for (const at::Tensor& t : r.toTensorList()) add(t);
+    }
+    return metas;
+  }
+
+  TensorMeta infer_meta(const c10::OperatorHandle& op, const std::vector<Arg>& args, const TensorMeta& fallback) {
+    auto metas = infer_metas(op, args, fallback.device);
+    return metas && !metas->empty() ? (*metas)[0] : fallback;
   }
 
   ValueId emit(const c10::OperatorHandle& op, std::vector<Arg> args, const TensorMeta& fallback, int32_t storage) {
@@ -179,6 +218,16 @@ class Functionalizer {
     const Node& n = raw_.nodes[i];
     if (n.mutates) return mutation(i);
     std::vector<Arg> args = map_args(n);
+    // A view's strides and offset must describe the memory of the functional value it views, which
+    // differs from the traced base's when that base was written (a fresh tensor, or a scatter into a
+    // contiguous copy): they come from running the op on that value. Other results keep eager's layout.
+    std::optional<std::vector<TensorMeta>> inferred;
+    std::vector<char> aliases;
+    bool views = false;
+    for (const auto& o : n.outputs)
+      for (ValueId v : o.values) views = views || alias_source(n, raw_.values[v].storage) != kNoValue;
+    if (views) inferred = infer_metas(n.op, args, c10::kCPU, &aliases);
+    size_t position = 0;
     Node copy(n.op);
     copy.kind = n.kind;
     copy.expected = n.expected;
@@ -188,7 +237,18 @@ class Functionalizer {
       for (ValueId raw_value : n.outputs[r].values) {
         const Value& rv = raw_.values[raw_value];
         const ValueId base_raw = alias_source(n, rv.storage);
-        const ValueId fv = out_.add_value(rv.meta, static_cast<int32_t>(out_.nodes.size()),
+        TensorMeta meta = rv.meta;
+        if (base_raw != kNoValue) {
+          // as_strided addresses the storage itself: right only where the value lies as the traced one.
+          if (n.op.operator_name().name == "aten::as_strided" && !same_layout(base_raw))
+            throw std::runtime_error("as_strided of a written tensor that lies in memory otherwise than when traced");
+          // reshape aliases only where the strides allow: on the functional value it might copy.
+          if (inferred && position < aliases.size() && !aliases[position])
+            throw std::runtime_error(fmt::format("{} of a written tensor copies where the trace made a view", n.name()));
+          meta = view_meta(rv.meta, inferred, position, same_layout(base_raw));
+        }
+        ++position;
+        const ValueId fv = out_.add_value(std::move(meta), static_cast<int32_t>(out_.nodes.size()),
                                           base_raw == kNoValue ? next_storage_++ : out_.values[read(base_raw)].storage);
         out.values.push_back(fv);
         if (base_raw == kNoValue) {
@@ -206,6 +266,27 @@ class Functionalizer {
     }
     out_.nodes.push_back(std::move(copy));
     return true;
+  }
+
+  // The layout of a view result (the k-th tensor result) from the meta run; a view whose memory layout
+  // cannot be known cannot be read through strides, so the graph is not functionalized.
+  // Where the op has no meta kernel, the traced layout holds only if the base's layout is the traced one.
+  static TensorMeta view_meta(const TensorMeta& traced, const std::optional<std::vector<TensorMeta>>& inferred, size_t k,
+                              bool base_as_traced) {
+    if (!inferred || k >= inferred->size() || (*inferred)[k].sizes != traced.sizes) {
+      if (base_as_traced) return traced;
+      throw std::runtime_error("the layout of a view of a written tensor cannot be inferred");
+    }
+    TensorMeta m = (*inferred)[k];
+    m.device = traced.device;
+    return m;
+  }
+
+  // True when the functional value read for raw value r lies in memory as r did when traced.
+  bool same_layout(ValueId r) {
+    const TensorMeta& traced = raw_.values[r].meta;
+    const TensorMeta& functional = out_.values[read(r)].meta;
+    return traced.strides == functional.strides && traced.storage_offset == functional.storage_offset;
   }
 
   // Position of the argument a view node's (first) result aliases.
@@ -238,6 +319,8 @@ class Functionalizer {
     if (!functional) return fail(fmt::format("{} has no out-of-place variant", n.name()));
     const ValueId target = n.args[0].value;
     const TensorMeta& target_meta = raw_.values[target].meta;
+    if (!elements_apart(target_meta) || !elements_apart(raw_.values[info_[target].root].meta))
+      return fail(fmt::format("{} writes into a tensor whose elements share memory (expanded)", n.name()));
     ValueId value = emit(*functional, map_args(n), target_meta, -1);
     if (out_.values[value].meta.dtype != target_meta.dtype) value = cast(value, target_meta);
     write(target, value);
@@ -266,8 +349,22 @@ class Functionalizer {
       const ValueId base_raw = view.args[base_arg].value;
       value = inverse(view, read(base_raw), value, raw_.values[base_raw].meta);
     }
-    current_[info.root] = value;
+    current_[info.root] = keep_layout(info.root, value);
     version_[info.root]++;
+  }
+
+  // The new content of a root computed inside the graph, in the root's traced layout: the user sees it
+  // (a result, or a view of it) with eager's strides. A write's functional op or its scatters may have
+  // laid it out otherwise (masked_fill_ through t.t() gives a contiguous transposed value, transposed
+  // back). Inputs keep theirs through the write-back copy_.
+  ValueId keep_layout(ValueId root, ValueId value) {
+    const TensorMeta& traced = raw_.values[root].meta;
+    const TensorMeta& now = out_.values[value].meta;
+    if (raw_.values[root].producer < 0 || (now.strides == traced.strides && now.storage_offset == traced.storage_offset)) return value;
+    const ValueId before = current_[root];
+    const TensorMeta& old = out_.values[before].meta;
+    if (old.strides != traced.strides) throw std::runtime_error("a written intermediate lost its traced layout");
+    return emit(*find_op("aten::copy", ""), {value_arg(before), value_arg(value), constant_arg(false)}, old, -1);
   }
 
   ValueId inverse(const Node& view, ValueId base, ValueId value, const TensorMeta& base_meta) {
@@ -288,6 +385,10 @@ class Functionalizer {
         contiguous = contiguous && (base_meta.sizes[d].offset == 1 || base_meta.strides[d].offset == expected);
         expected *= base_meta.sizes[d].offset;
       }
+      // ... and only where the functional base lies in memory as the traced one (as_strided's arguments
+      // are storage coordinates of the traced base).
+      const TensorMeta& now = out_.values[base].meta;
+      contiguous = contiguous && now.strides == base_meta.strides && now.storage_offset == base_meta.storage_offset;
       if (!contiguous) throw std::runtime_error("a write through as_strided of a non-contiguous tensor");
       return scatter("aten::as_strided_scatter", 1, 3);
     }
@@ -385,7 +486,10 @@ std::optional<Graph> functionalize(const Graph& graph, std::string* why_not) {
 bool is_functional(const Graph& graph) {
   bool in_epilogue = false;
   for (const auto& n : graph.nodes) {
-    const bool write_back = n.mutates && n.op.operator_name().name == "aten::copy_";
+    // A write-back copies into a whole input; a traced copy_ into an intermediate or a view is a write
+    // whose readers (later views, results) a code generator would not order after it.
+    const bool write_back = n.mutates && n.op.operator_name().name == "aten::copy_" && !n.args.empty() &&
+                            n.args[0].kind == Arg::Kind::kValue && graph.values[n.args[0].value].producer < 0;
     const auto& returns = n.op.schema().returns();
     const bool view = !returns.empty() && returns[0].alias_info() && !returns[0].alias_info()->isWrite();
     if (n.mutates && !write_back) return false;

@@ -38,6 +38,11 @@ SymShape without_ones(const SymShape& s) {
   return out;
 }
 
+// Sizes 0 and 1 always specialize, so an empty tensor has a constant 0 among its sizes.
+bool has_no_elements(const SymShape& s) {
+  return std::any_of(s.begin(), s.end(), [](const SymExpr& e) { return e.is_constant() && e.offset == 0; });
+}
+
 bool supported_dtype(ScalarType t) {
   switch (t) {
     case ScalarType::Float:
@@ -214,6 +219,9 @@ class Scheduler {
   bool compatible(ValueId v, const Space& s) const {
     if (g_.values[v].meta.device != device_) return false;
     const SymShape& sizes = g_.values[v].meta.sizes;
+    // A kernel over no elements runs no row: a value stored once per row ([1] beside [0]) would never
+    // be written (uninitialized results, garbage written back into arguments).
+    if (has_no_elements(s.value_sizes()) != has_no_elements(sizes)) return false;
     return sizes == s.value_sizes() || without_ones(sizes) == without_ones(s.outer);
   }
 
