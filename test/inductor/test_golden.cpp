@@ -32,7 +32,8 @@ std::string text_of(const std::vector<jitc::inductor::KernelLaunch>& kernels) {
 }
 
 void check_golden(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "golden" / (name + ".txt");
+  // The folder comes from CMake: __FILE__ is relative where ccache rewrites paths (base_dir).
+  const auto path = std::filesystem::path(JITC_GOLDEN_DIR) / (name + ".txt");
   const char* update = std::getenv("JITC_UPDATE_GOLDEN");
   if (update && std::string(update) == "1") {
     std::ofstream(path) << text;
