@@ -264,7 +264,15 @@ class Scheduler {
     return ops;
   }
 
-  std::string kernel_name(const std::vector<ValueId>& inlined) const { return fused_kernel_name(prefix_, ops_of(inlined), kernels_.size()); }
+  // The ops in the order they compute (value order), views left out unless there is nothing else:
+  // relu(a * b.t() + c) reads mul_add_relu.
+  std::string kernel_name(std::vector<ValueId> inlined) const {
+    std::sort(inlined.begin(), inlined.end());
+    std::vector<ValueId> computed;
+    for (ValueId v : inlined)
+      if (const int p = g_.values[v].producer; p < 0 || !is_view_lowering(g_.nodes[p])) computed.push_back(v);
+    return fused_kernel_name(prefix_, ops_of(computed.empty() ? inlined : computed), kernels_.size());
+  }
 
   Space pointwise_space(ValueId v) const {
     SymShape sizes = g_.values[v].meta.sizes;
