@@ -268,7 +268,7 @@ class Scheduler {
     // been measured on the GPU host with a reordered kernel.
     if (!members.empty() && g_.values[members[0]].meta.device.is_cpu()) order_loops_as_stored(b.kernel);
     collapse_inner_dims(b.kernel);
-    b.kernel.name = kernel_name(members, b.inlined);
+    b.kernel.name = kernel_name(b.inlined);
     return b;
   }
 
@@ -282,17 +282,14 @@ class Scheduler {
     return ops;
   }
 
-  // cpp_fused_<up to four op names>_<index>: aten::_softmax.int reads as softmax.
-  std::string kernel_name(const std::vector<ValueId>& members, const std::vector<ValueId>& inlined) const {
-    std::vector<std::string> ops;
-    for (std::string op : ops_of(inlined)) {
-      op = op.substr(op.find("::") + 2);
-      op = op.substr(0, op.find('.'));
-      while (!op.empty() && op[0] == '_') op.erase(0, 1);
-      if (std::find(ops.begin(), ops.end(), op) == ops.end() && ops.size() < 4) ops.push_back(op);
-    }
-    const bool cuda = !members.empty() && g_.values[members[0]].meta.device.is_cuda();
-    return fmt::format("{}_{}_{}", cuda ? "cuda_fused" : prefix_, fmt::join(ops, "_"), kernels_.size());
+  // The ops in the order they compute (value order), views left out unless there is nothing else:
+  // relu(a * b.t() + c) reads mul_add_relu.
+  std::string kernel_name(std::vector<ValueId> inlined) const {
+    std::sort(inlined.begin(), inlined.end());
+    std::vector<ValueId> computed;
+    for (ValueId v : inlined)
+      if (const int p = g_.values[v].producer; p < 0 || !is_view_lowering(g_.nodes[p])) computed.push_back(v);
+    return fused_kernel_name(prefix_, ops_of(computed.empty() ? inlined : computed), kernels_.size());
   }
 
   Space pointwise_space(ValueId v) const {
@@ -599,7 +596,32 @@ class Scheduler {
   std::vector<std::string> decisions_, attempt_log_;
 };
 
+// aten::_softmax.int reads as softmax.
+std::string short_op_name(const std::string& op) {
+  const size_t colons = op.find("::");
+  std::string name = op.substr(colons == std::string::npos ? 0 : colons + 2);
+  name = name.substr(0, name.find('.'));
+  return name.substr(std::min(name.find_first_not_of('_'), name.size()));
+}
+
 }  // namespace
+
+std::string fused_kernel_name(const std::string& prefix, const std::vector<std::string>& ops, size_t index) {
+  constexpr size_t kMaxOps = 4;
+  const std::string suffix = "_" + std::to_string(index);
+  const size_t fixed = prefix.size() + suffix.size() + 1;  // the '_' before the ops
+  const size_t room = fixed < kMaxKernelNameLength ? kMaxKernelNameLength - fixed : 0;
+  std::vector<std::string> names;
+  std::string joined;  // whole names that fit; a first name longer than the room is cut
+  for (const auto& op : ops) {
+    std::string name = short_op_name(op);
+    if (name.empty() || std::find(names.begin(), names.end(), name) != names.end()) continue;
+    if (names.size() == kMaxOps || (!joined.empty() && joined.size() + 1 + name.size() > room)) break;
+    joined += (joined.empty() ? "" : "_") + name.substr(0, room);
+    names.push_back(std::move(name));
+  }
+  return prefix + (joined.empty() ? "" : "_" + joined) + suffix;
+}
 
 Plan schedule(const graph::Graph& graph, const std::string& prefix, const std::function<void(const std::string&)>& log) {
   return Scheduler(graph, prefix, log).run();

@@ -45,8 +45,19 @@ struct Plan {
 // the buffers it reads, each extern op with its results, each release (plan_text.cpp).
 std::string plan_text(const Plan& plan, const graph::Graph& graph);
 
+// What generated kernels (CPU and CUDA alike) are called: the name in profiler traces, Nsight, LLVM IR
+// and CUDA C.
+inline constexpr const char* kKernelPrefix = "jitc_fused";
+// Names stay short enough to read in a trace and in Nsight's kernel column.
+inline constexpr size_t kMaxKernelNameLength = 64;
+
+// "<prefix>_<ops>_<index>": up to four distinct ATen op names of `ops` ("aten::_softmax.int" reads as
+// softmax) joined by '_', as many whole names as fit kMaxKernelNameLength (a first name too long for it
+// is cut); `index`, the kernel's position in its plan, keeps names unique in a program.
+std::string fused_kernel_name(const std::string& prefix, const std::vector<std::string>& ops, size_t index);
+
 // Schedules `graph` (functional: no mutation before its copy_ epilogue). Kernel names start with
-// `prefix`. `log` receives the fusion decisions.
+// `prefix` (kKernelPrefix in programs). `log` receives the fusion decisions.
 Plan schedule(const graph::Graph& graph, const std::string& prefix, const std::function<void(const std::string&)>& log);
 
 }  // namespace jitc::inductor

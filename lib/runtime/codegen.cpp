@@ -13,6 +13,7 @@
 #include "runtime/env.h"
 #include "runtime/error_text.h"
 #include "runtime/log.h"
+#include "runtime/profiling.h"
 #include "runtime/program.h"
 #include "runtime/program_cache.h"
 #include "runtime/slow_compile.h"
@@ -161,7 +162,7 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     const std::string debug_dir = runtime::env_debug_dir();
     const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);
     auto schedule = [&] {
-      return inductor::schedule(g, "cpp_fused", [&](const std::string& m) { runtime::log(runtime::Artifact::kFusion, m, id); });
+      return inductor::schedule(g, inductor::kKernelPrefix, [&](const std::string& m) { runtime::log(runtime::Artifact::kFusion, m, id); });
     };
     std::optional<runtime::TuningShapes> tuning;
     const bool sizes_known = g.num_symbols == 0 || entry.symbol_values.b.size() >= static_cast<size_t>(g.num_symbols);
@@ -176,7 +177,7 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     if (runtime::log_enabled(runtime::Artifact::kSchedule))
       runtime::log(runtime::Artifact::kSchedule, fmt::format("Schedule of {}: {}", name_, inductor::plan_text(obtained.code->plan, g)), id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
-    auto program = std::make_shared<runtime::Program>(std::move(g), obtained.code);
+    auto program = std::make_shared<runtime::Program>(std::move(g), obtained.code, runtime::compiled_region_name(name_, id));
     if (!debug_dir.empty()) dump_artifacts(debug_dir, module_name, entry.graph, functional, *program);
     if (runtime::log_enabled(runtime::Artifact::kOutputCode))
       runtime::log(runtime::Artifact::kOutputCode, fmt::format("Output code of {}:\n{}", name_, output_code(*program)), id);

@@ -3,6 +3,7 @@
 
 #include "runtime/eager_replay.h"
 #include "runtime/program.h"
+#include "runtime/profiling.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
@@ -194,6 +195,10 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
   auto& values = lease.get();
   // A program runs its own (functional) graph, whose inputs are the entry graph's, position by position.
   const runtime::Program* program = compiled ? program_for(entry) : nullptr;
+  // After program_for: a first hit's compile is not part of the call's region.
+  const runtime::ProfilerRegion region(at::RecordScope::USER_SCOPE,
+                                       [&] { return runtime::compiled_region_name(name_, compile_id(entry.compile_number)); });
+  const runtime::NvtxRange range(program ? program->nvtx_range() : nullptr);
   const graph::Graph& g = program ? program->graph() : entry.graph;
   values.resize(g.values.size());
   for (const auto& in : g.inputs)

@@ -13,6 +13,7 @@
 #include "runtime/compile_times.h"
 #include "runtime/eager_replay.h"
 #include "runtime/log.h"
+#include "runtime/profiling.h"
 #include "runtime/thread_pool.h"
 
 #include <ATen/EmptyTensor.h>
@@ -433,7 +434,25 @@ at::Tensor Program::allocate(graph::ValueId v, const int64_t* symbols, std::vect
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(m.device));
 }
 
+Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, std::string region)
+    : graph_(std::move(graph)), code_(std::move(code)) {
+  const auto& kernels = code_->plan.kernels;
+  if (std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return k.device.is_cuda(); })) nvtx_range_ = std::move(region);
+}
+
+// Each launch is a region named after its kernel: a CPU kernel's in LibTorch's profiler (kineto sees
+// nothing else of it), a CUDA kernel's an NVTX range (CUPTI reports the kernel itself under that name).
 void Program::launch(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
+  const auto& launch = code_->plan.kernels[k];
+  if (launch.device.is_cuda()) {
+    const NvtxRange range(launch.kernel.name.c_str());
+    return run_kernel(k, values, symbols, pool);
+  }
+  const ProfilerRegion region(at::RecordScope::FUNCTION, [&] { return std::string_view(launch.kernel.name); });
+  run_kernel(k, values, symbols, pool);
+}
+
+void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
   const auto& launch = code_->plan.kernels[k];
   for (graph::ValueId v : launch.outputs) values[v] = allocate(v, symbols, pool);
   c10::SmallVector<void*, 16> pointers;

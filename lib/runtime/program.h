@@ -82,7 +82,8 @@ struct ChecksFailed {
 
 class Program {
  public:
-  Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code) : graph_(std::move(graph)), code_(std::move(code)) {}
+  // `region`: the name of a call's NVTX range (profiling.h), used when the program launches CUDA kernels.
+  Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, std::string region = "");
 
   // `values` has a slot per graph value, inputs filled. Returns false when a graph-break check fails
   // (`why` says which); ATen errors of extern calls propagate; throws ChecksFailed (see there).
@@ -91,17 +92,21 @@ class Program {
   const graph::Graph& graph() const { return graph_; }
   const ProgramCode& code() const { return *code_; }
   size_t kernel_count() const { return code_->plan.kernels.size(); }
+  // The name of a call's NVTX range; null when the program launches no CUDA kernel (nor has a name).
+  const char* nvtx_range() const { return nvtx_range_.empty() ? nullptr : nvtx_range_.c_str(); }
   std::string optimized_llvm_ir() const;
   std::string assembly() const;
 
  private:
   void launch(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
+  void run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
   void launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const;
   void launch_split(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const;
   at::Tensor allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
 
   graph::Graph graph_;
   std::shared_ptr<const ProgramCode> code_;
+  std::string nvtx_range_;
 };
 
 }  // namespace jitc::runtime

@@ -256,9 +256,9 @@ TEST_CASE("after a disk cache hit JITC_LOGS=output_code prints the cached code a
   const std::string warm = run_child(dir.path, "", "output_code,fusion");
   INFO(warm);
   CHECK(warm.find("programs_from_cache=2") != std::string::npos);
-  CHECK(warm.find("kernel cpp_fused_") != std::string::npos);  // kernel IR
+  CHECK(warm.find("kernel jitc_fused_") != std::string::npos);  // kernel IR
   CHECK(warm.find("; LLVM IR (before O3: the object code came from the disk cache)") != std::string::npos);
-  CHECK(warm.find("define void @cpp_fused_") != std::string::npos);
+  CHECK(warm.find("define void @jitc_fused_") != std::string::npos);
   CHECK(warm.find("code from the compile cache, fused when it was compiled") != std::string::npos);
 }
 

@@ -37,9 +37,9 @@ TEST_CASE("JITC_LOGS=output_code prints the kernel IR and the optimized, vectori
   const std::string text = logs.text();
   INFO(text.substr(0, 2000));
   CHECK(text.find("[__output_code] Output code of") != std::string::npos);
-  CHECK(text.find("kernel cpp_fused_") != std::string::npos);    // kernel IR
+  CHECK(text.find("kernel jitc_fused_") != std::string::npos);    // kernel IR
   CHECK(text.find("; LLVM IR after O3") != std::string::npos);
-  CHECK(text.find("define void @cpp_fused_") != std::string::npos);
+  CHECK(text.find("define void @jitc_fused_") != std::string::npos);
   CHECK(text.find("x float>") != std::string::npos);              // the element loop is vectorized
 }
 
@@ -57,11 +57,11 @@ TEST_CASE("JITC_DEBUG_DIR dumps graph text, DOT, kernel IR, LLVM IR and assembly
   CHECK(read(g / "graph.txt").find("aten::sin") != std::string::npos);
   CHECK(read(g / "graph.dot").rfind("digraph", 0) == 0);
   CHECK(read(g / "functional.txt").find("aten::cos") != std::string::npos);
-  CHECK(read(g / "kernels.txt").find("kernel cpp_fused_") != std::string::npos);
-  CHECK(read(g / "kernels.ll").find("define void @cpp_fused_") != std::string::npos);
+  CHECK(read(g / "kernels.txt").find("kernel jitc_fused_") != std::string::npos);
+  CHECK(read(g / "kernels.ll").find("define void @jitc_fused_") != std::string::npos);
   CHECK(read(g / "kernels.opt.ll").find("x float>") != std::string::npos);
   const std::string assembly = read(g / "kernels.s");
-  CHECK(assembly.find("cpp_fused_") != std::string::npos);
+  CHECK(assembly.find("jitc_fused_") != std::string::npos);
   CHECK((assembly.find("ymm") != std::string::npos || assembly.find("zmm") != std::string::npos || assembly.find("xmm") != std::string::npos));
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("JITC_LOGS=schedule prints the plan: kernels, extern calls and release
   INFO(text);
   CHECK(text.find("[__schedule] Schedule of") != std::string::npos);
   CHECK(text.find("2 kernels, 2 extern calls") != std::string::npos);
-  const size_t first_mm = text.find("extern aten::mm"), relu = text.find("kernel cpp_fused_relu"), release = text.find("release buf");
+  const size_t first_mm = text.find("extern aten::mm"), relu = text.find("kernel jitc_fused_relu"), release = text.find("release buf");
   CHECK(first_mm < relu);
   CHECK(relu < release);
   CHECK(release != std::string::npos);

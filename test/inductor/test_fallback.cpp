@@ -39,7 +39,7 @@ TEST_CASE("a failing lowering runs the graph eagerly with one warning naming the
 }
 
 TEST_CASE("a failing kernel code generator runs the graph eagerly with one warning naming the op", "[inductor][fallback]") {
-  check_falls_back("codegen", "generating kernel cpp_fused_");
+  check_falls_back("codegen", "generating kernel jitc_fused_");
 }
 
 TEST_CASE("IR that LLVM rejects runs the graph eagerly with one warning naming the op", "[inductor][fallback]") {

@@ -146,7 +146,7 @@ TEST_CASE("JITC_LOGS=fusion explains every kernel and rejection", "[inductor][fu
   f(x);
   const auto text = logs.text();
   INFO(text);
-  CHECK(text.find("[__fusion] kernel cpp_fused") != std::string::npos);
+  CHECK(text.find("[__fusion] kernel jitc_fused") != std::string::npos);
   CHECK(text.find("inlines") != std::string::npos);
   CHECK(text.find("cannot fuse") != std::string::npos);
 }

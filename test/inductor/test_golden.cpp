@@ -21,7 +21,7 @@ template <class F, class... T>
 std::vector<jitc::inductor::KernelLaunch> kernels_of(F fn, const T&... args) {
   auto outcome = jitc::testing::trace_of(fn, args...);
   const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
-  return jitc::inductor::schedule(g, "cpp_fused", {}).kernels;
+  return jitc::inductor::schedule(g, jitc::inductor::kKernelPrefix, {}).kernels;
 }
 
 // Kernel IR and LLVM IR of each kernel.
