@@ -242,3 +242,38 @@ TEST_CASE("numbers meet half and bfloat16 tensors as in eager: rounded to the te
     }
   }
 }
+
+TEST_CASE("float to integer casts out of range, of NaN and of infinities match eager's CPU conversion", "[inductor][semantics]") {
+  // x86-64 eager: int64 and int32 get the truncated value or the type's minimum; int16 and int8 go
+  // through int32, uint8 through int64, keeping the low bits (int8(300.0) == 44, uint8(-1.0) == 255).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> values = {1e10, -1e10, nan, inf, -inf, 300.0, -1.0, -129.5, 70000.0, 3e9, -3e9, 1e19, -1e19, -0.0,
+                                      3000000005.0, 5e9 + 7, 1099511627779.0, -1099511627779.0, 196615.0, -70000.0, 2147483647.0,
+                                      -2147483648.0, 2147483648.0, 9.2233720368547758e18, -9.2233720368547758e18, 255.9, -0.9};
+  std::vector<double> many;
+  for (int i = 0; i < 8; ++i) many.insert(many.end(), values.begin(), values.end());  // vectorized loops too
+  for (auto from : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor(many, at::kDouble).to(from);
+    for (auto to : {at::kLong, at::kInt, at::kShort, at::kChar, at::kByte, at::kBool}) {
+      const std::string name = std::string(c10::toString(from)) + " to " + c10::toString(to);
+      check_identical(name, [to](const at::Tensor& x) { return x.to(to); }, x);
+      check_identical(name + " after math", [to](const at::Tensor& x) { return (x * 2).to(to) + 1; }, x);
+    }
+  }
+}
+
+TEST_CASE("the signed minimum divided by -1 gives eager's results, not a trap", "[inductor][semantics]") {
+  for (auto dtype : {at::kChar, at::kShort, at::kInt, at::kLong}) {
+    const int64_t lo = dtype == at::kChar ? -128 : dtype == at::kShort ? -32768 : dtype == at::kInt ? std::numeric_limits<int32_t>::min()
+                                                                                                 : std::numeric_limits<int64_t>::min();
+    const auto a = longs({lo, lo, 7, -7, lo, lo + 1}).to(dtype).repeat({8}), b = longs({-1, 1, -1, -1, 2, -1}).to(dtype).repeat({8});
+    const std::string t = c10::toString(dtype);
+    check_identical("floor_divide " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
+    check_identical("div floor " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
+    check_identical("remainder " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
+    check_identical("fmod " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::fmod(a, b); }, a, b);
+    // eager's own trunc division traps (SIGFPE) on int32 and int64 here; int8 and int16 divide in int
+    if (dtype == at::kChar || dtype == at::kShort)
+      check_identical("div trunc " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "trunc"); }, a, b);
+  }
+}
