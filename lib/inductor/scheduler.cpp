@@ -204,7 +204,15 @@ class Scheduler {
   bool compatible(ValueId v, const Space& s) const {
     if (g_.values[v].meta.device != device_) return false;
     const SymShape& sizes = g_.values[v].meta.sizes;
-    return sizes == s.value_sizes() || without_ones(sizes) == without_ones(s.outer);
+    if (sizes == s.value_sizes()) return true;
+    // A row store runs once per row, inside the row's code: a kernel whose element loop is empty (a
+    // size-0 inner dim) runs no row code at all, so a value with elements of its own (a [1] value
+    // beside a [0] one) would never be written.
+    auto zero = [](const SymShape& shape) {
+      return std::any_of(shape.begin(), shape.end(), [](const auto& e) { return e.is_constant() && e.offset == 0; });
+    };
+    if (zero(s.inner) && !zero(sizes)) return false;
+    return without_ones(sizes) == without_ones(s.outer);
   }
 
   // The index at which member v is computed and stored: every var (element store), or the outer vars

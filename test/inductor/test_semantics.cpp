@@ -277,3 +277,28 @@ TEST_CASE("the signed minimum divided by -1 gives eager's results, not a trap", 
       check_identical("div trunc " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "trunc"); }, a, b);
   }
 }
+
+TEST_CASE("an in-place write into an argument fused beside an empty value is not lost", "[inductor][semantics]") {
+  // The fill's [1] value was stored once per row of a kernel whose element loop is [0]: never written,
+  // and the copy back into the argument wrote uninitialized memory (found by the edge fuzzer, seed 98).
+  auto fn = [](const at::Tensor& empty, const at::Tensor& x, const at::Tensor& flags) {
+    const at::Tensor r = (flags < empty).reciprocal();
+    x.relu_();
+    x.fill_(31);
+    return std::make_tuple(x - empty, r);
+  };
+  auto args = [] {
+    const at::Tensor base = at::arange(8, at::kLong);
+    return std::make_tuple(at::zeros({0}, at::kLong), base.slice(0, 3, 5, 2), at::zeros({1}, at::kBool).expand({0}));
+  };
+  auto compiled = jitc::compile(fn);
+  std::apply(compiled, args());
+  const auto got = args(), want = args();
+  const auto [g0, g1] = std::apply(compiled, got);
+  const auto [w0, w1] = std::apply(fn, want);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(identical(std::get<1>(got), std::get<1>(want)));
+  CHECK(identical(std::get<1>(got)._base(), std::get<1>(want)._base()));
+  CHECK(identical(g0, w0));
+  CHECK(identical(g1, w1));
+}
