@@ -141,7 +141,7 @@ void Printer::expr(int i, const Expr& e) {
       break;
     }
     case ScalarOp::kConst:
-      if (f) line(fmt::format("{} = fadd {} {}, 0.0", v, ty, float_literal(e.value, t)));
+      if (f) line(fmt::format("{} = fadd {} {}, -0.0", v, ty, float_literal(e.value, t)));
       else if (t == ScalarType::Bool) line(fmt::format("{} = or i1 {}, false", v, e.ivalue ? "true" : "false"));
       else line(fmt::format("{} = add {} {}, 0", v, ty, e.ivalue));
       break;

@@ -99,7 +99,7 @@ void Emitter::cast(const std::string& v, const std::string& a, ScalarType from, 
   const char* tty = compute_type(to);
   if (from == to) {
     line(fmt::format("{} = {} {} {}, {}", v, is_float(to) ? "fadd" : to == ScalarType::Bool ? "or" : "add", tty, a,
-                     is_float(to) ? "0.0" : to == ScalarType::Bool ? "false" : "0"));
+                     is_float(to) ? "-0.0" : to == ScalarType::Bool ? "false" : "0"));  // x + -0.0 is x, -0.0 included
   } else if (to == ScalarType::Bool) {
     line(fmt::format("{} = {} {} {}, {}", v, is_float(from) ? "fcmp une" : "icmp ne", fty, a, is_float(from) ? "0.0" : "0"));
   } else if (is_float(from) && is_float(to)) {

@@ -302,3 +302,20 @@ TEST_CASE("an in-place write into an argument fused beside an empty value is not
   CHECK(identical(g0, w0));
   CHECK(identical(g1, w1));
 }
+
+TEST_CASE("the constant -0.0 keeps its sign in compiled kernels", "[inductor][semantics]") {
+  // A float constant was materialized as `fadd c, 0.0`, which turns -0.0 into +0.0 (edge fuzzer, seeds
+  // 74 and 128): x * -0.0, x + -0.0 and x / -0.0 took the wrong sign.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> values = {-0.0, 0.0, 1.5, -2.0, inf, -inf, 7.0, -1e-3};
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor(values, at::kDouble).to(dtype).repeat({4});
+    const std::string t = c10::toString(dtype);
+    check_identical("mul -0.0 " + t, [](const at::Tensor& x) { return x * -0.0; }, x);
+    check_identical("add -0.0 " + t, [](const at::Tensor& x) { return x + -0.0; }, x);
+    check_identical("div -0.0 " + t, [](const at::Tensor& x) { return x / -0.0; }, x);
+    check_identical("floor_divide -0.0 " + t, [](const at::Tensor& x) { return at::floor_divide(x, -0.0); }, x);
+    check_identical("where -0.0 " + t, [](const at::Tensor& x) { return at::where(x > 0, x, -0.0); }, x);
+    check_identical("full -0.0 " + t, [](const at::Tensor& x) { return at::full_like(x, -0.0) - 0.0; }, x);
+  }
+}
