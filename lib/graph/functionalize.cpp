@@ -188,7 +188,18 @@ class Functionalizer {
       for (ValueId raw_value : n.outputs[r].values) {
         const Value& rv = raw_.values[raw_value];
         const ValueId base_raw = alias_source(n, rv.storage);
-        const ValueId fv = out_.add_value(rv.meta, static_cast<int32_t>(out_.nodes.size()),
+        // A view of a value that a mutation replaced: the functional value is laid out afresh (a
+        // contiguous result at offset 0), not as the traced target (an argument's view with a storage
+        // offset, a transpose): the view's traced strides and offset address the target's memory, so
+        // its layout comes from the op on the functional value instead (read through the traced one,
+        // a reshape of an argument slice read from its own offset past the new buffer's end).
+        TensorMeta meta = rv.meta;
+        if (base_raw != kNoValue && !n.outputs[r].is_list) {
+          const TensorMeta& traced = raw_.values[base_raw].meta;
+          const TensorMeta& now = out_.values[read(base_raw)].meta;
+          if (!(traced.strides == now.strides) || !(traced.storage_offset == now.storage_offset)) meta = infer_meta(n.op, copy.args, rv.meta);
+        }
+        const ValueId fv = out_.add_value(meta, static_cast<int32_t>(out_.nodes.size()),
                                           base_raw == kNoValue ? next_storage_++ : out_.values[read(base_raw)].storage);
         out.values.push_back(fv);
         if (base_raw == kNoValue) {

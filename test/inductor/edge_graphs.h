@@ -361,6 +361,29 @@ inline std::string to_string(const Program& p) {
 
 // ---- the generator -------------------------------------------------------------------------------------
 
+// Ops whose float results may differ from eager's in the last bits (libm vs ATen's vectorized functions,
+// FMAs ATen's kernels use, reassociated reductions): their results are "inexact".
+inline bool inexact_op(const std::string& n) {
+  static const std::vector<std::string> names = {
+      "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+      "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "sigmoid", "gelu", "gelu_tanh", "silu", "mish", "softplus",
+      "hardswish", "hardsigmoid", "elu", "pow", "pow_s", "pow_half", "pow_m1", "pow_m2", "atan2", "add_alpha", "addcmul",
+      "addcdiv", "lerp", "div_s", "sum", "sum_all", "mean", "prod", "var", "std", "logsumexp", "softmax", "log_softmax"};
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+// Ops that are discontinuous (a last-bit difference in the operand can change the result entirely:
+// rounding, comparisons, modular ops, casts to integers, arg reductions) or ill-conditioned (sin of a
+// huge value): they take only exact float operands.
+inline bool discontinuous_op(const std::string& n) {
+  static const std::vector<std::string> names = {
+      "floor", "ceil", "round", "trunc", "frac", "sign", "sgn", "sin", "cos", "tan", "eq", "ne", "lt", "le", "gt", "ge", "eq_s",
+      "lt_s", "ge_s", "where", "where_bool", "masked_fill", "masked_fill_s", "to", "div_trunc", "div_floor", "floor_divide",
+      "floor_divide_s", "remainder", "remainder_s", "fmod", "fmod_s", "remainder_", "logical_and", "logical_or",
+      "logical_xor", "logical_not", "argmax", "argmin", "max_indices", "min_indices", "any", "all", "copy_", "masked_fill_"};
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
 class Generator {
  public:
   explicit Generator(uint32_t seed) : rng_(seed) { program_.seed = seed; }
@@ -430,6 +453,20 @@ class Generator {
     }
     pools_[0] = materialize(program_, 0);
     pools_[1] = materialize(program_, 1);
+    exact_.assign(pools_[0].size(), true);
+  }
+
+  bool inexact_float(int i) const { return !exact_[i] && c10::isFloatingType(pools_[0][i].scalar_type()); }
+
+  // Whether the step's operands suit it, and the exactness of its result (see inexact_op).
+  bool exactness(const Step& s, bool* exact) const {
+    const std::string name = ops()[s.op].name;
+    const Kind kind = ops()[s.op].kind;
+    const bool uses_b = kind == Kind::kBinary || kind == Kind::kInplace || name == "cat" || name == "stack";
+    const bool inexact_in = inexact_float(s.a) || (uses_b && inexact_float(s.b));
+    if (inexact_in && discontinuous_op(name)) return false;
+    *exact = !inexact_op(name) && !inexact_in;
+    return true;
   }
 
   int operand() {
@@ -610,6 +647,8 @@ class Generator {
   bool try_step() {
     Step s;
     if (!build(s)) return false;
+    bool exact = true;
+    if (!exactness(s, &exact)) return false;
     at::Tensor t[2];
     Pool copies[2];
     for (int w = 0; w < 2; ++w) {
@@ -634,6 +673,11 @@ class Generator {
       pools_[w] = std::move(copies[w]);
       pools_[w].push_back(t[w]);
     }
+    const bool int_result = !c10::isFloatingType(t[0].scalar_type());
+    exact_.push_back(exact || int_result);
+    if (ops()[s.op].kind == Kind::kInplace && !exact && !int_result)  // the write reaches every alias of the target
+      for (size_t i = 0; i < pools_[0].size(); ++i)
+        if (pools_[0][i].is_alias_of(t[0])) exact_[i] = false;
     return true;
   }
 
@@ -647,6 +691,7 @@ class Generator {
   std::mt19937 rng_;
   Program program_;
   Pool pools_[2];
+  std::vector<bool> exact_;  // per pool entry: computed from the arguments by exactly rounded ops only
 };
 
 inline Program generate(uint32_t seed) { return Generator(seed).generate(); }

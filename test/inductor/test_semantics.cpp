@@ -319,3 +319,36 @@ TEST_CASE("the constant -0.0 keeps its sign in compiled kernels", "[inductor][se
     check_identical("full -0.0 " + t, [](const at::Tensor& x) { return at::full_like(x, -0.0) - 0.0; }, x);
   }
 }
+
+TEST_CASE("views of an argument view written in place read the written values", "[inductor][semantics]") {
+  // Functionalization replaces the in-place result by a fresh contiguous value; the views taken of it
+  // kept the traced layout (the argument slice's storage offset 2) and read past the new buffer's
+  // end (edge fuzzer, seed 160).
+  auto fn = [](const at::Tensor& x, const at::Tensor& y) {
+    x.remainder_(y);
+    return std::make_tuple(at::hardtanh(x.reshape({4, 1}), -0.5, 2.0), x.bitwise_not());
+  };
+  auto args = [] {
+    return std::make_tuple(at::tensor({9, 8, -128, 127, -5, 6}, at::kChar).slice(0, 2, 6), at::tensor({100}, at::kChar));
+  };
+  auto compiled = jitc::compile(fn);
+  std::apply(compiled, args());
+  const auto got = args(), want = args();
+  const auto [g0, g1] = std::apply(compiled, got);
+  const auto [w0, w1] = std::apply(fn, want);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(identical(g0, w0));
+  CHECK(identical(g1, w1));
+  CHECK(identical(std::get<0>(got)._base(), std::get<0>(want)._base()));
+
+  auto transposed = [](const at::Tensor& x) {
+    x.mul_(2);
+    return x.unsqueeze(0) + x.narrow(1, 1, 2).sum();
+  };
+  const auto base = at::arange(12, at::kFloat).view({3, 4});
+  auto t = jitc::compile(transposed);
+  t(base.clone().t());
+  const auto a = base.clone(), b = base.clone();
+  CHECK(identical(t(a.t()), transposed(b.t())));
+  CHECK(identical(a, b));
+}
