@@ -39,7 +39,9 @@ std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vect
   std::vector<Loader> loaders;
   for (const auto& o : operands) {
     Loader l = c.operand(o, shape, compute);
-    if (!o.is_tensor() && !o.symbolic && numbers == Numbers::kRounded && compute != common)
+    // Tensor operands of another dtype too (a 0-dim float tensor meeting a half one): TensorIterator
+    // casts every operand to the common dtype (rounding a float to half) before the kernel runs.
+    if (!o.symbolic && numbers == Numbers::kRounded && compute != common)
       l = [l, common](KernelBuilder& kb, const Index& index) { return kb.round_to(l(kb, index), common); };
     loaders.push_back(std::move(l));
   }
@@ -260,11 +262,16 @@ LowerFn binary_op(ScalarOp op) {
 }
 
 // Comparisons and logical ops compute in the promoted type of their operands; the output is bool.
+// Logical ops too: ATen casts both operands to their common dtype first, then tests them against zero
+// (a 0-dim float tensor holding 1e-40 meets a half tensor as half's 0: false).
 LowerFn compare(ScalarOp op, bool logical) {
   return [op, logical](LoweringContext& c, const Node& n) {
     const std::vector<Operand> in = {c.operand_of(n, 0), c.operand_of(n, 1)};
-    const ScalarType t = logical ? ScalarType::Bool : c.result_type(in);
-    return pointwise(c, n, in, t, [op](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(op, x[0], x[1]); });
+    const ScalarType t = c.result_type(in);
+    return pointwise(c, n, in, t, [op, logical](KernelBuilder& kb, const Values& x, ScalarType) {
+      if (logical) return kb.binary(op, kb.cast(x[0], ScalarType::Bool), kb.cast(x[1], ScalarType::Bool));
+      return kb.binary(op, x[0], x[1]);
+    });
   };
 }
 

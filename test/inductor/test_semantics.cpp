@@ -352,3 +352,22 @@ TEST_CASE("views of an argument view written in place read the written values", 
   CHECK(identical(t(a.t()), transposed(b.t())));
   CHECK(identical(a, b));
 }
+
+TEST_CASE("a 0-dim float tensor meets half and bfloat16 tensors rounded to their dtype, logical ops included", "[inductor][semantics]") {
+  // TensorIterator casts every operand to the common dtype first: a 0-dim float tensor holding 1e-40 is
+  // half's 0 (logical_or false; edge fuzzer, seed 203), and 0.1f is half(0.1) in add and eq.
+  for (auto dtype : {at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor({0.0, -0.0, 0.1, 1.0, 2.5, -7.0}, at::kDouble).to(dtype).repeat({8});
+    const std::string t = c10::toString(dtype);
+    for (float v : {1e-40f, 0.1f, 0.0f, 2.3456f, 1e-8f}) {
+      const auto s = at::scalar_tensor(v, at::kFloat);
+      const std::string tag = " " + std::to_string(v) + " " + t;
+      check_identical("logical_or" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_or(x, s); }, x, s);
+      check_identical("logical_and" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_and(s, x); }, x, s);
+      check_identical("logical_xor" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_xor(x, s); }, x, s);
+      check_identical("add" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x + s; }, x, s);
+      check_identical("eq" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x == s; }, x, s);
+      check_identical("maximum" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::maximum(x, s) + 0; }, x, s);
+    }
+  }
+}
