@@ -23,6 +23,7 @@
 #pragma once
 #include "support/parity.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -542,6 +543,10 @@ class Generator {
         for (int i = 0; i < static_cast<int>(pools_[0].size()); ++i)
           if (i < static_cast<int>(program_.inputs.size()) || pools_[0][i].is_view()) targets.push_back(i);
         if (!targets.empty() && chance(0.7)) s.a = pick(targets);
+        // Open (issue 23): fill_/index_fill_/masked_fill_ into an argument with internal overlap (an
+        // expanded one) succeed in eager and raise in the compiled call: functionalization writes the
+        // argument back with copy_, which rejects internal overlap. JITC_FUZZ_OVERLAPPING_WRITES=1 fuzzes them.
+        if (!std::getenv("JITC_FUZZ_OVERLAPPING_WRITES") && at::has_internal_overlap(pools_[0][s.a]) != at::MemOverlap::No) return false;
         s.b = partner(pools_[0][s.a]);
         if (pools_[0][s.a].dim() == 0 && name == "index_fill_") return false;
         s.dim = pools_[0][s.a].dim() ? random_dim(pools_[0][s.a].dim()) : 0;
