@@ -29,6 +29,7 @@ TEST_CASE("fuzzed graphs over every dtype, edge values, argument views and in-pl
   int failed = 0, eager = 0;
   for (uint32_t seed = first; seed < end; ++seed) {
     const Program p = generate(seed);
+    if (std::getenv("JITC_FUZZ_PRINT")) fmt::print(stderr, "{}\n", to_string(p));  // before it runs: a crash names it
     bool ran_eagerly = false;
     const std::string failures = check(p, &ran_eagerly);
     failed += !failures.empty();
@@ -39,5 +40,5 @@ TEST_CASE("fuzzed graphs over every dtype, edge values, argument views and in-pl
   if (end - first > 1)
     WARN("fuzzed " << end - first << " graphs (seeds " << first << ".." << end - 1 << "): " << failed << " failed, " << eager
                    << " ran through the eager backend");
-  CHECK(eager * 10 <= static_cast<int>(end - first));  // nearly every graph compiles
+  if (end - first >= 100) CHECK(eager * 10 <= static_cast<int>(end - first));  // nearly every graph compiles
 }

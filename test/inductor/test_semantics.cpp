@@ -298,7 +298,7 @@ TEST_CASE("an in-place write into an argument fused beside an empty value is not
   const auto [w0, w1] = std::apply(fn, want);
   CHECK(compiled.stats().programs_compiled == 1);
   CHECK(identical(std::get<1>(got), std::get<1>(want)));
-  CHECK(identical(std::get<1>(got)._base(), std::get<1>(want)._base()));
+  CHECK(identical(std::get<1>(got).as_strided({8}, {1}, 0), std::get<1>(want).as_strided({8}, {1}, 0)));
   CHECK(identical(g0, w0));
   CHECK(identical(g1, w1));
 }
@@ -339,7 +339,7 @@ TEST_CASE("views of an argument view written in place read the written values", 
   CHECK(compiled.stats().programs_compiled == 1);
   CHECK(identical(g0, w0));
   CHECK(identical(g1, w1));
-  CHECK(identical(std::get<0>(got)._base(), std::get<0>(want)._base()));
+  CHECK(identical(std::get<0>(got).as_strided({6}, {1}, 0), std::get<0>(want).as_strided({6}, {1}, 0)));
 
   auto transposed = [](const at::Tensor& x) {
     x.mul_(2);
