@@ -94,9 +94,11 @@ int relu(KernelBuilder& kb, int x, ScalarType t) {  // NaN stays NaN, as in ATen
   return kb.where(kb.binary(ScalarOp::kLt, x, k(kb, 0, t)), k(kb, 0, t), x);
 }
 
+// x where it equals a bound (ATen's std::max(a, min) / _mm_max_ps(min, a) keep a): clamp(-0.0, 0.0, 1)
+// and relu6(-0.0) are -0.0 as in eager. The max/min printers keep their second operand on ties.
 int clamp(KernelBuilder& kb, int x, std::optional<int> lo, std::optional<int> hi) {
-  if (lo) x = kb.binary(ScalarOp::kMax, x, *lo);
-  if (hi) x = kb.binary(ScalarOp::kMin, x, *hi);
+  if (lo) x = kb.binary(ScalarOp::kMax, *lo, x);
+  if (hi) x = kb.binary(ScalarOp::kMin, *hi, x);
   return x;
 }
 
@@ -445,7 +447,7 @@ void register_binary(Registry& r) {
   r["aten::clamp_min"] = clamp_lowering(true, false);
   r["aten::clamp_max"] = [](LoweringContext& c, const Node& n) {
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
-                     [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kMin, x[0], x[1]); });
+                     [](KernelBuilder& kb, const Values& x, ScalarType) { return clamp(kb, x[0], std::nullopt, x[1]); });
   };
   // addcmul / addcdiv: self + value * t1 (* or /) t2.
   auto addc = [](ScalarOp op) {

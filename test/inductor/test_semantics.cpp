@@ -371,3 +371,18 @@ TEST_CASE("a 0-dim float tensor meets half and bfloat16 tensors rounded to their
     }
   }
 }
+
+TEST_CASE("clamp, hardtanh and relu6 keep -0.0 at a bound of 0 as eager does", "[inductor][semantics]") {
+  // max(x, bound) took the bound on ties: clamp_min(-0.0, 0) was +0.0 (edge fuzzer, seeds 1240, 1572).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor({-0.0, 0.0, -1.0, 2.0, inf, -inf, nan, 6.0, -0.0}, at::kDouble).to(dtype).repeat({5});
+    const std::string t = c10::toString(dtype);
+    check_identical("clamp_min 0 " + t, [](const at::Tensor& x) { return x.clamp_min(0); }, x);
+    check_identical("clamp_min -0.0 " + t, [](const at::Tensor& x) { return x.clamp_min(-0.0); }, x);
+    check_identical("clamp_max 0 " + t, [](const at::Tensor& x) { return x.clamp_max(0.0); }, x);
+    check_identical("clamp -0.0 0 " + t, [](const at::Tensor& x) { return x.clamp(-0.0, 0.0); }, x);
+    check_identical("relu6 " + t, [](const at::Tensor& x) { return at::relu6(x); }, x);
+    check_identical("hardtanh " + t, [](const at::Tensor& x) { return at::hardtanh(x, 0.0, 6.0); }, x);
+  }
+}
