@@ -434,6 +434,10 @@ void register_binary(Registry& r) {
         slot.push_back(present ? static_cast<int>(in.size()) : -1);
         if (present) in.push_back(c.operand_of(n, has_min && has_max ? i : 1));
       }
+      // aten::clamp with one bound runs ATen's clamp_min/clamp_max kernel, std::max(a, bound): a NaN
+      // number as that bound leaves x as it is (clamp_min the op, and clamp with both bounds, fill NaN).
+      if (has_min && has_max && in.size() == 2 && !in[1].is_tensor() && !in[1].symbolic && std::isnan(in[1].scalar.toDouble()))
+        return pointwise(c, n, {in[0]}, out_dtype(c, n), [](KernelBuilder&, const Values& x, ScalarType) { return x[0]; });
       return pointwise(c, n, in, out_dtype(c, n), [slot](KernelBuilder& kb, const Values& x, ScalarType) {
         std::optional<int> lo, hi;
         if (slot[0] >= 0) lo = x[slot[0]];
@@ -455,7 +459,9 @@ void register_binary(Registry& r) {
       const double value = number(c, n, 3, 1);
       return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                        [=](KernelBuilder& kb, const Values& x, ScalarType t) {
-                         const int term = kb.binary(ScalarOp::kMul, k(kb, value, t), kb.binary(op, x[1], x[2]));
+                         // ATen's CPU kernel: self + value * t1 * t2 and self + value * t1 / t2, left to right
+                         // (value * t1 first: 2 * 3e38 / 2 is inf there)
+                         const int term = kb.binary(op, kb.binary(ScalarOp::kMul, k(kb, value, t), x[1]), x[2]);
                          return kb.binary(ScalarOp::kAdd, x[0], term);
                        });
     };

@@ -386,3 +386,27 @@ TEST_CASE("clamp, hardtanh and relu6 keep -0.0 at a bound of 0 as eager does", "
     check_identical("hardtanh " + t, [](const at::Tensor& x) { return at::hardtanh(x, 0.0, 6.0); }, x);
   }
 }
+
+TEST_CASE("NaN bounds of clamp give what eager gives: x with one bound, NaN with two and from clamp_min", "[inductor][semantics]") {
+  // eager's clamp with one bound runs std::max(a, bound): a NaN bound keeps x (edge fuzzer, seed 1023)
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
+    const auto x = at::tensor({7.0, -0.5, -0.0, nan, inf}, at::kDouble).to(dtype).repeat({6});
+    const std::string t = c10::toString(dtype);
+    check_identical("clamp(min=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(nan); }, x);
+    check_identical("clamp(max=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(std::nullopt, nan); }, x);
+    check_identical("clamp_(nan) on an argument " + t, [nan](const at::Tensor& x) { return x.clone().clamp_(nan) * 2; }, x);
+    check_identical("clamp(nan, 5) " + t, [nan](const at::Tensor& x) { return x.clamp(nan, 5.0); }, x);
+    check_identical("clamp_min(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_min(nan); }, x);
+    check_identical("clamp_max(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_max(nan); }, x);
+  }
+}
+
+TEST_CASE("addcmul and addcdiv multiply by value first, as ATen's CPU kernel does", "[inductor][semantics]") {
+  // self + value * t1 / t2 left to right: 2 * 3e38 overflows before the division (edge fuzzer, seed 1164)
+  const auto a = at::tensor({1.0f, 0.0f, -2.0f, 3e38f, 1e-30f, 5.0f}).repeat({8}), b = at::tensor({3e38f, 2e38f, -3e38f, 1.0f, 1e-30f, 3.0f}).repeat({8});
+  const auto c = at::tensor({2.0f, 4.0f, 3e38f, 3e-39f, 7.0f, 0.1f}).repeat({8});
+  check_identical("addcdiv", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcdiv(a, b, c, 2); }, a, b, c);
+  check_identical("addcmul", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 3); }, a, b, c);
+}
