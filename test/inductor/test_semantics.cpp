@@ -410,3 +410,11 @@ TEST_CASE("addcmul and addcdiv multiply by value first, as ATen's CPU kernel doe
   check_identical("addcdiv", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcdiv(a, b, c, 2); }, a, b, c);
   check_identical("addcmul", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 3); }, a, b, c);
 }
+
+TEST_CASE("a fractional number becomes true in a bool tensor, as in eager", "[inductor][semantics]") {
+  // The bool constant of 0.1 was int64(0.1) == 0: false (edge fuzzer, seed 2160).
+  const auto flags = at::tensor({1, 0, 1, 0}).to(at::kBool).repeat({4});
+  check_identical("full_like 0.1", [](const at::Tensor& b) { return at::full_like(b, 0.1).to(at::kFloat) + 1; }, flags);
+  check_identical("full_like -0.5", [](const at::Tensor& b) { return at::full_like(b, -0.5) ^ b; }, flags);
+  check_identical("masked_fill 0.25", [](const at::Tensor& b) { return b.masked_fill(b.logical_not(), 0.25) * 3; }, flags);
+}
