@@ -141,7 +141,7 @@ void Printer::expr(int i, const Expr& e) {
       break;
     }
     case ScalarOp::kConst:
-      if (f) line(fmt::format("{} = fadd {} {}, 0.0", v, ty, float_literal(e.value, t)));
+      if (f) line(fmt::format("{} = fadd {} {}, -0.0", v, ty, float_literal(e.value, t)));
       else if (t == ScalarType::Bool) line(fmt::format("{} = or i1 {}, false", v, e.ivalue ? "true" : "false"));
       else line(fmt::format("{} = add {} {}, 0", v, ty, e.ivalue));
       break;
@@ -226,13 +226,13 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kMul: bin("fmul", "mul"); break;
     case ScalarOp::kDiv:
       if (f) bin("fdiv", "");
-      else line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "udiv" : "sdiv", ty, a, safe_divisor(t, b)));
+      else line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "udiv" : "sdiv", ty, a, safe_divisor(t, a, b)));
       break;
     case ScalarOp::kFloorDiv: floor_div(v, t, a, b); break;
     case ScalarOp::kRem: remainder(v, t, a, b); break;
     case ScalarOp::kFmod:  // frem is C's fmod, as ATen computes it; srem truncates as C's %
       if (f) bin("frem", "");
-      else line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "urem" : "srem", ty, a, safe_divisor(t, b)));
+      else line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "urem" : "srem", ty, a, safe_divisor(t, a, b)));
       break;
     case ScalarOp::kCheck: check(v, a); break;
     case ScalarOp::kPow:

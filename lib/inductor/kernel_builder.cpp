@@ -1,5 +1,7 @@
 #include "inductor/kernel_builder.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <c10/util/BFloat16.h>
@@ -115,6 +117,7 @@ int KernelBuilder::floating(double v, c10::ScalarType dtype) {
 int KernelBuilder::constant(double v, c10::ScalarType dtype) {
   dtype = compute_type_of(dtype);
   if (dtype == ScalarType::Float || dtype == ScalarType::Double) return floating(v, dtype);
+  if (dtype == ScalarType::Bool) return integer(v != 0 || std::isnan(v), dtype);  // bool(0.1) is true, as in eager
   return integer(static_cast<int64_t>(v), dtype);
 }
 

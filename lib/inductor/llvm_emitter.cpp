@@ -99,13 +99,30 @@ void Emitter::cast(const std::string& v, const std::string& a, ScalarType from, 
   const char* tty = compute_type(to);
   if (from == to) {
     line(fmt::format("{} = {} {} {}, {}", v, is_float(to) ? "fadd" : to == ScalarType::Bool ? "or" : "add", tty, a,
-                     is_float(to) ? "0.0" : to == ScalarType::Bool ? "false" : "0"));
+                     is_float(to) ? "-0.0" : to == ScalarType::Bool ? "false" : "0"));  // x + -0.0 is x, -0.0 included
   } else if (to == ScalarType::Bool) {
     line(fmt::format("{} = {} {} {}, {}", v, is_float(from) ? "fcmp une" : "icmp ne", fty, a, is_float(from) ? "0.0" : "0"));
   } else if (is_float(from) && is_float(to)) {
     line(fmt::format("{} = {} {} {} to {}", v, bits(to) > bits(from) ? "fpext" : "fptrunc", fty, a, tty));
   } else if (is_float(from)) {
-    line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(to) ? "fptoui" : "fptosi", fty, a, tty));
+    // ATen's CPU conversion (c10::convert on x86-64): int64 and int32 take the truncated value, or the
+    // type's minimum for NaN, infinities and values out of its range (cvttsd2si's "integer indefinite");
+    // int16 and int8 convert through int32, uint8 through int64 (c10's static_cast_with_inter_type), and
+    // keep the low bits: int8(300.0) is 44, uint8(-1.0) is 255, int16(1e10) is 0. LLVM's fptosi/fptoui
+    // of such values is poison, so the conversion itself only sees values in range.
+    const int wide = to == ScalarType::Long || to == ScalarType::Byte ? 64 : 32;
+    const double limit = std::ldexp(1.0, wide - 1);
+    const std::string ok = fresh("cvt.ok"), lo = fresh("cvt.lo"), hi = fresh("cvt.hi"), in = fresh("cvt.in"), raw = fresh("cvt.raw");
+    const std::string wide_ty = fmt::format("i{}", wide);
+    line(fmt::format("{} = fcmp oge {} {}, {}", lo, fty, a, float_literal(-limit, from)));
+    line(fmt::format("{} = fcmp olt {} {}, {}", hi, fty, a, float_literal(limit, from)));
+    line(fmt::format("{} = and i1 {}, {}", ok, lo, hi));
+    line(fmt::format("{} = select i1 {}, {} {}, {} 0.0", in, ok, fty, a, fty));
+    line(fmt::format("{} = fptosi {} {} to {}", raw, fty, in, wide_ty));
+    const std::string converted = bits(to) == wide ? v : fresh("cvt.w");
+    line(fmt::format("{} = select i1 {}, {} {}, {} {}", converted, ok, wide_ty, raw, wide_ty,
+                     wide == 64 ? "-9223372036854775808" : "-2147483648"));
+    if (converted != v) line(fmt::format("{} = trunc {} {} to {}", v, wide_ty, converted, tty));
   } else if (is_float(to)) {
     line(fmt::format("{} = {} {} {} to {}", v, is_unsigned(from) ? "uitofp" : "sitofp", fty, a, tty));
   } else if (bits(to) > bits(from)) {
@@ -296,12 +313,23 @@ void Emitter::sign(const std::string& v, ScalarType t, const std::string& a) {
 }
 
 // Integer division by zero would trap the process (eager raises an error instead): a zero divisor
-// divides by one here. Documented in lib/inductor/README.md.
-std::string Emitter::safe_divisor(ScalarType t, const std::string& b) {
+// divides by one here. So would the signed minimum divided by -1 (x86's idiv traps on the overflow; in
+// LLVM it is undefined): it divides by one too, which gives what ATen's CPU kernels give there (the
+// wrapped quotient, the minimum itself, for div and floor division; 0 for remainder and fmod).
+std::string Emitter::safe_divisor(ScalarType t, const std::string& a, const std::string& b) {
   const char* ty = compute_type(t);
   const std::string zero = fresh("z"), out = fresh("d");
   line(fmt::format("{} = icmp eq {} {}, 0", zero, ty, b));
-  line(fmt::format("{} = select i1 {}, {} 1, {} {}", out, zero, ty, ty, b));
+  std::string one = zero;
+  if (!is_unsigned(t)) {
+    const std::string minus_one = fresh("m1"), minimum = fresh("min"), overflow = fresh("ovf");
+    one = fresh("one");
+    line(fmt::format("{} = icmp eq {} {}, -1", minus_one, ty, b));
+    line(fmt::format("{} = icmp eq {} {}, {}", minimum, ty, a, std::numeric_limits<int64_t>::min() >> (64 - bits(t))));
+    line(fmt::format("{} = and i1 {}, {}", overflow, minus_one, minimum));
+    line(fmt::format("{} = or i1 {}, {}", one, zero, overflow));
+  }
+  line(fmt::format("{} = select i1 {}, {} 1, {} {}", out, one, ty, ty, b));
   return out;
 }
 
@@ -314,7 +342,11 @@ void Emitter::floor_div(const std::string& v, ScalarType t, const std::string& a
     line(fmt::format("{} = {}", v, intrinsic("floor", t, q)));
     return;
   }
-  const std::string d = safe_divisor(t, b), q = fresh("q"), r = fresh("r"), nz = fresh("nz"), sa = fresh("sa"),
+  if (is_unsigned(t)) {  // uint8: no negative quotient to round down
+    line(fmt::format("{} = udiv {} {}, {}", v, ty, a, safe_divisor(t, a, b)));
+    return;
+  }
+  const std::string d = safe_divisor(t, a, b), q = fresh("q"), r = fresh("r"), nz = fresh("nz"), sa = fresh("sa"),
                     sb = fresh("sb"), diff = fresh("diff"), fix = fresh("fix"), one = fresh("one");
   line(fmt::format("{} = sdiv {} {}, {}", q, ty, a, d));
   line(fmt::format("{} = srem {} {}, {}", r, ty, a, d));
@@ -330,7 +362,11 @@ void Emitter::floor_div(const std::string& v, ScalarType t, const std::string& a
 // Python's remainder: the result takes the divisor's sign.
 void Emitter::remainder(const std::string& v, ScalarType t, const std::string& a, const std::string& b) {
   const char* ty = compute_type(t);
-  const std::string d = is_float(t) ? b : safe_divisor(t, b);
+  if (is_unsigned(t)) {  // uint8: both signs are positive
+    line(fmt::format("{} = urem {} {}, {}", v, ty, a, safe_divisor(t, a, b)));
+    return;
+  }
+  const std::string d = is_float(t) ? b : safe_divisor(t, a, b);
   const std::string r = fresh("r"), nz = fresh("nz"), sr = fresh("sr"), sb = fresh("sb"), diff = fresh("diff"),
                     fix = fresh("fix"), adj = fresh("adj");
   const bool f = is_float(t);

@@ -47,7 +47,7 @@ class Emitter {
   };
   SinCos sincos_float(const std::string& stem, const std::string& a);
   // Integer division by zero would trap the process: a zero divisor divides by one instead.
-  std::string safe_divisor(ScalarType t, const std::string& b);
+  std::string safe_divisor(ScalarType t, const std::string& a, const std::string& b);
   void floor_div(const std::string& v, ScalarType t, const std::string& a, const std::string& b);  // Python's //
   void remainder(const std::string& v, ScalarType t, const std::string& a, const std::string& b);  // Python's %
   void int_pow(const std::string& v, ScalarType t, const std::string& a, const std::string& b);

@@ -39,7 +39,9 @@ std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vect
   std::vector<Loader> loaders;
   for (const auto& o : operands) {
     Loader l = c.operand(o, shape, compute);
-    if (!o.is_tensor() && (!o.symbolic || o.runtime_double()) && numbers == Numbers::kRounded && compute != common)
+    // Tensor operands of another dtype too (a 0-dim float tensor meeting a half one): TensorIterator
+    // casts every operand to the common dtype (rounding a float to half) before the kernel runs.
+    if ((!o.symbolic || o.runtime_double()) && numbers == Numbers::kRounded && compute != common)
       l = [l, common](KernelBuilder& kb, const Index& index) { return kb.round_to(l(kb, index), common); };
     loaders.push_back(std::move(l));
   }
@@ -92,9 +94,11 @@ int relu(KernelBuilder& kb, int x, ScalarType t) {  // NaN stays NaN, as in ATen
   return kb.where(kb.binary(ScalarOp::kLt, x, k(kb, 0, t)), k(kb, 0, t), x);
 }
 
+// x where it equals a bound (ATen's std::max(a, min) / _mm_max_ps(min, a) keep a): clamp(-0.0, 0.0, 1)
+// and relu6(-0.0) are -0.0 as in eager. The max/min printers keep their second operand on ties.
 int clamp(KernelBuilder& kb, int x, std::optional<int> lo, std::optional<int> hi) {
-  if (lo) x = kb.binary(ScalarOp::kMax, x, *lo);
-  if (hi) x = kb.binary(ScalarOp::kMin, x, *hi);
+  if (lo) x = kb.binary(ScalarOp::kMax, *lo, x);
+  if (hi) x = kb.binary(ScalarOp::kMin, *hi, x);
   return x;
 }
 
@@ -262,11 +266,16 @@ LowerFn binary_op(ScalarOp op) {
 }
 
 // Comparisons and logical ops compute in the promoted type of their operands; the output is bool.
+// Logical ops too: ATen casts both operands to their common dtype first, then tests them against zero
+// (a 0-dim float tensor holding 1e-40 meets a half tensor as half's 0: false).
 LowerFn compare(ScalarOp op, bool logical) {
   return [op, logical](LoweringContext& c, const Node& n) {
     const std::vector<Operand> in = {c.operand_of(n, 0), c.operand_of(n, 1)};
-    const ScalarType t = logical ? ScalarType::Bool : c.result_type(in);
-    return pointwise(c, n, in, t, [op](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(op, x[0], x[1]); });
+    const ScalarType t = c.result_type(in);
+    return pointwise(c, n, in, t, [op, logical](KernelBuilder& kb, const Values& x, ScalarType) {
+      if (logical) return kb.binary(op, kb.cast(x[0], ScalarType::Bool), kb.cast(x[1], ScalarType::Bool));
+      return kb.binary(op, x[0], x[1]);
+    });
   };
 }
 
@@ -427,6 +436,10 @@ void register_binary(Registry& r) {
         slot.push_back(present ? static_cast<int>(in.size()) : -1);
         if (present) in.push_back(c.operand_of(n, has_min && has_max ? i : 1));
       }
+      // aten::clamp with one bound runs ATen's clamp_min/clamp_max kernel, std::max(a, bound): a NaN
+      // number as that bound leaves x as it is (clamp_min the op, and clamp with both bounds, fill NaN).
+      if (has_min && has_max && in.size() == 2 && !in[1].is_tensor() && !in[1].symbolic && std::isnan(in[1].scalar.toDouble()))
+        return pointwise(c, n, {in[0]}, out_dtype(c, n), [](KernelBuilder&, const Values& x, ScalarType) { return x[0]; });
       return pointwise(c, n, in, out_dtype(c, n), [slot](KernelBuilder& kb, const Values& x, ScalarType) {
         std::optional<int> lo, hi;
         if (slot[0] >= 0) lo = x[slot[0]];
@@ -440,7 +453,7 @@ void register_binary(Registry& r) {
   r["aten::clamp_min"] = clamp_lowering(true, false);
   r["aten::clamp_max"] = [](LoweringContext& c, const Node& n) {
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
-                     [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kMin, x[0], x[1]); });
+                     [](KernelBuilder& kb, const Values& x, ScalarType) { return clamp(kb, x[0], std::nullopt, x[1]); });
   };
   // addcmul / addcdiv: self + value * t1 (* or /) t2.
   auto addc = [](ScalarOp op) {
@@ -448,7 +461,9 @@ void register_binary(Registry& r) {
       const double value = number(c, n, 3, 1);
       return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                        [=](KernelBuilder& kb, const Values& x, ScalarType t) {
-                         const int term = kb.binary(ScalarOp::kMul, k(kb, value, t), kb.binary(op, x[1], x[2]));
+                         // ATen's CPU kernel: self + value * t1 * t2 and self + value * t1 / t2, left to right
+                         // (value * t1 first: 2 * 3e38 / 2 is inf there)
+                         const int term = kb.binary(op, kb.binary(ScalarOp::kMul, k(kb, value, t), x[1]), x[2]);
                          return kb.binary(ScalarOp::kAdd, x[0], term);
                        });
     };

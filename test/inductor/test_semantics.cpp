@@ -242,3 +242,186 @@ TEST_CASE("numbers meet half and bfloat16 tensors as in eager: rounded to the te
     }
   }
 }
+
+TEST_CASE("float to integer casts out of range, of NaN and of infinities match eager's CPU conversion", "[inductor][semantics]") {
+  // x86-64 eager: int64 and int32 get the truncated value or the type's minimum; int16 and int8 go
+  // through int32, uint8 through int64, keeping the low bits (int8(300.0) == 44, uint8(-1.0) == 255).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> values = {1e10, -1e10, nan, inf, -inf, 300.0, -1.0, -129.5, 70000.0, 3e9, -3e9, 1e19, -1e19, -0.0,
+                                      3000000005.0, 5e9 + 7, 1099511627779.0, -1099511627779.0, 196615.0, -70000.0, 2147483647.0,
+                                      -2147483648.0, 2147483648.0, 9.2233720368547758e18, -9.2233720368547758e18, 255.9, -0.9};
+  std::vector<double> many;
+  for (int i = 0; i < 8; ++i) many.insert(many.end(), values.begin(), values.end());  // vectorized loops too
+  for (auto from : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor(many, at::kDouble).to(from);
+    for (auto to : {at::kLong, at::kInt, at::kShort, at::kChar, at::kByte, at::kBool}) {
+      const std::string name = std::string(c10::toString(from)) + " to " + c10::toString(to);
+      check_identical(name, [to](const at::Tensor& x) { return x.to(to); }, x);
+      check_identical(name + " after math", [to](const at::Tensor& x) { return (x * 2).to(to) + 1; }, x);
+    }
+  }
+}
+
+TEST_CASE("the signed minimum divided by -1 gives eager's results, not a trap", "[inductor][semantics]") {
+  for (auto dtype : {at::kChar, at::kShort, at::kInt, at::kLong}) {
+    const int64_t lo = dtype == at::kChar ? -128 : dtype == at::kShort ? -32768 : dtype == at::kInt ? std::numeric_limits<int32_t>::min()
+                                                                                                 : std::numeric_limits<int64_t>::min();
+    const auto a = longs({lo, lo, 7, -7, lo, lo + 1}).to(dtype).repeat({8}), b = longs({-1, 1, -1, -1, 2, -1}).to(dtype).repeat({8});
+    const std::string t = c10::toString(dtype);
+    check_identical("floor_divide " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
+    check_identical("div floor " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
+    check_identical("remainder " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
+    check_identical("fmod " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::fmod(a, b); }, a, b);
+    // eager's own trunc division traps (SIGFPE) on int32 and int64 here; int8 and int16 divide in int
+    if (dtype == at::kChar || dtype == at::kShort)
+      check_identical("div trunc " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "trunc"); }, a, b);
+  }
+}
+
+TEST_CASE("an in-place write into an argument fused beside an empty value is not lost", "[inductor][semantics]") {
+  // The fill's [1] value was stored once per row of a kernel whose element loop is [0]: never written,
+  // and the copy back into the argument wrote uninitialized memory (found by the edge fuzzer, seed 98).
+  auto fn = [](const at::Tensor& empty, const at::Tensor& x, const at::Tensor& flags) {
+    const at::Tensor r = (flags < empty).reciprocal();
+    x.relu_();
+    x.fill_(31);
+    return std::make_tuple(x - empty, r);
+  };
+  auto args = [] {
+    const at::Tensor base = at::arange(8, at::kLong);
+    return std::make_tuple(at::zeros({0}, at::kLong), base.slice(0, 3, 5, 2), at::zeros({1}, at::kBool).expand({0}));
+  };
+  auto compiled = jitc::compile(fn);
+  std::apply(compiled, args());
+  const auto got = args(), want = args();
+  const auto [g0, g1] = std::apply(compiled, got);
+  const auto [w0, w1] = std::apply(fn, want);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(identical(std::get<1>(got), std::get<1>(want)));
+  CHECK(identical(std::get<1>(got).as_strided({8}, {1}, 0), std::get<1>(want).as_strided({8}, {1}, 0)));
+  CHECK(identical(g0, w0));
+  CHECK(identical(g1, w1));
+}
+
+TEST_CASE("the constant -0.0 keeps its sign in compiled kernels", "[inductor][semantics]") {
+  // A float constant was materialized as `fadd c, 0.0`, which turns -0.0 into +0.0 (edge fuzzer, seeds
+  // 74 and 128): x * -0.0, x + -0.0 and x / -0.0 took the wrong sign.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> values = {-0.0, 0.0, 1.5, -2.0, inf, -inf, 7.0, -1e-3};
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor(values, at::kDouble).to(dtype).repeat({4});
+    const std::string t = c10::toString(dtype);
+    check_identical("mul -0.0 " + t, [](const at::Tensor& x) { return x * -0.0; }, x);
+    check_identical("add -0.0 " + t, [](const at::Tensor& x) { return x + -0.0; }, x);
+    check_identical("div -0.0 " + t, [](const at::Tensor& x) { return x / -0.0; }, x);
+    check_identical("floor_divide -0.0 " + t, [](const at::Tensor& x) { return at::floor_divide(x, -0.0); }, x);
+    check_identical("where -0.0 " + t, [](const at::Tensor& x) { return at::where(x > 0, x, -0.0); }, x);
+    check_identical("full -0.0 " + t, [](const at::Tensor& x) { return at::full_like(x, -0.0) - 0.0; }, x);
+  }
+}
+
+TEST_CASE("views of an argument view written in place read the written values", "[inductor][semantics]") {
+  // Functionalization replaces the in-place result by a fresh contiguous value; the views taken of it
+  // kept the traced layout (the argument slice's storage offset 2) and read past the new buffer's
+  // end (edge fuzzer, seed 160).
+  auto fn = [](const at::Tensor& x, const at::Tensor& y) {
+    x.remainder_(y);
+    return std::make_tuple(at::hardtanh(x.reshape({4, 1}), -0.5, 2.0), x.bitwise_not());
+  };
+  auto args = [] {
+    return std::make_tuple(at::tensor({9, 8, -128, 127, -5, 6}, at::kChar).slice(0, 2, 6), at::tensor({100}, at::kChar));
+  };
+  auto compiled = jitc::compile(fn);
+  std::apply(compiled, args());
+  const auto got = args(), want = args();
+  const auto [g0, g1] = std::apply(compiled, got);
+  const auto [w0, w1] = std::apply(fn, want);
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(identical(g0, w0));
+  CHECK(identical(g1, w1));
+  CHECK(identical(std::get<0>(got).as_strided({6}, {1}, 0), std::get<0>(want).as_strided({6}, {1}, 0)));
+
+  auto transposed = [](const at::Tensor& x) {
+    x.mul_(2);
+    return x.unsqueeze(0) + x.narrow(1, 1, 2).sum();
+  };
+  const auto base = at::arange(12, at::kFloat).view({3, 4});
+  auto t = jitc::compile(transposed);
+  t(base.clone().t());
+  const auto a = base.clone(), b = base.clone();
+  CHECK(identical(t(a.t()), transposed(b.t())));
+  CHECK(identical(a, b));
+}
+
+TEST_CASE("a 0-dim float tensor meets half and bfloat16 tensors rounded to their dtype, logical ops included", "[inductor][semantics]") {
+  // TensorIterator casts every operand to the common dtype first: a 0-dim float tensor holding 1e-40 is
+  // half's 0 (logical_or false; edge fuzzer, seed 203), and 0.1f is half(0.1) in add and eq.
+  for (auto dtype : {at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor({0.0, -0.0, 0.1, 1.0, 2.5, -7.0}, at::kDouble).to(dtype).repeat({8});
+    const std::string t = c10::toString(dtype);
+    for (float v : {1e-40f, 0.1f, 0.0f, 2.3456f, 1e-8f}) {
+      const auto s = at::scalar_tensor(v, at::kFloat);
+      const std::string tag = " " + std::to_string(v) + " " + t;
+      check_identical("logical_or" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_or(x, s); }, x, s);
+      check_identical("logical_and" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_and(s, x); }, x, s);
+      check_identical("logical_xor" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_xor(x, s); }, x, s);
+      check_identical("add" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x + s; }, x, s);
+      check_identical("eq" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x == s; }, x, s);
+      check_identical("maximum" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::maximum(x, s) + 0; }, x, s);
+    }
+  }
+}
+
+TEST_CASE("clamp, hardtanh and relu6 keep -0.0 at a bound of 0 as eager does", "[inductor][semantics]") {
+  // max(x, bound) took the bound on ties: clamp_min(-0.0, 0) was +0.0 (edge fuzzer, seeds 1240, 1572).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor({-0.0, 0.0, -1.0, 2.0, inf, -inf, nan, 6.0, -0.0}, at::kDouble).to(dtype).repeat({5});
+    const std::string t = c10::toString(dtype);
+    check_identical("clamp_min 0 " + t, [](const at::Tensor& x) { return x.clamp_min(0); }, x);
+    check_identical("clamp_min -0.0 " + t, [](const at::Tensor& x) { return x.clamp_min(-0.0); }, x);
+    check_identical("clamp_max 0 " + t, [](const at::Tensor& x) { return x.clamp_max(0.0); }, x);
+    check_identical("clamp -0.0 0 " + t, [](const at::Tensor& x) { return x.clamp(-0.0, 0.0); }, x);
+    check_identical("relu6 " + t, [](const at::Tensor& x) { return at::relu6(x); }, x);
+    check_identical("hardtanh " + t, [](const at::Tensor& x) { return at::hardtanh(x, 0.0, 6.0); }, x);
+  }
+}
+
+TEST_CASE("NaN bounds of clamp give what eager gives: x with one bound, NaN with two and from clamp_min", "[inductor][semantics]") {
+  // eager's clamp with one bound runs std::max(a, bound): a NaN bound keeps x (edge fuzzer, seed 1023)
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
+    const auto x = at::tensor({7.0, -0.5, -0.0, nan, inf}, at::kDouble).to(dtype).repeat({6});
+    const std::string t = c10::toString(dtype);
+    check_identical("clamp(min=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(nan); }, x);
+    check_identical("clamp(max=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(std::nullopt, nan); }, x);
+    check_identical("clamp_(nan) on an argument " + t, [nan](const at::Tensor& x) { return x.clone().clamp_(nan) * 2; }, x);
+    check_identical("clamp(nan, 5) " + t, [nan](const at::Tensor& x) { return x.clamp(nan, 5.0); }, x);
+    check_identical("clamp_min(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_min(nan); }, x);
+    check_identical("clamp_max(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_max(nan); }, x);
+  }
+}
+
+TEST_CASE("addcmul and addcdiv multiply by value first, as ATen's CPU kernel does", "[inductor][semantics]") {
+  // self + value * t1 / t2 left to right: 2 * 3e38 overflows before the division (edge fuzzer, seed 1164)
+  const auto a = at::tensor({1.0f, 0.0f, -2.0f, 3e38f, 1e-30f, 5.0f}).repeat({8}), b = at::tensor({3e38f, 2e38f, -3e38f, 1.0f, 1e-30f, 3.0f}).repeat({8});
+  const auto c = at::tensor({2.0f, 4.0f, 3e38f, 3e-39f, 7.0f, 0.1f}).repeat({8});
+  check_identical("addcdiv", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcdiv(a, b, c, 2); }, a, b, c);
+  check_identical("addcmul", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 3); }, a, b, c);
+}
+
+TEST_CASE("a fractional number becomes true in a bool tensor, as in eager", "[inductor][semantics]") {
+  // The bool constant of 0.1 was int64(0.1) == 0: false (edge fuzzer, seed 2160).
+  const auto flags = at::tensor({1, 0, 1, 0}).to(at::kBool).repeat({4});
+  check_identical("full_like 0.1", [](const at::Tensor& b) { return at::full_like(b, 0.1).to(at::kFloat) + 1; }, flags);
+  check_identical("full_like -0.5", [](const at::Tensor& b) { return at::full_like(b, -0.5) ^ b; }, flags);
+  check_identical("masked_fill 0.25", [](const at::Tensor& b) { return b.masked_fill(b.logical_not(), 0.25) * 3; }, flags);
+}
+
+TEST_CASE("uint8 floor division and remainder of values past 127 match eager (no sign)", "[inductor][semantics]") {
+  const auto a = at::tensor({200, 255, 128, 7, 0, 250}, at::kByte), b = at::tensor({3, 7, 255, 200, 9, 1}, at::kByte);
+  check_identical("floor_divide uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
+  check_identical("div floor uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
+  check_identical("remainder uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
+}
