@@ -322,7 +322,7 @@ TEST_CASE("an entry stored under a graph's key but holding another graph's plan 
   CHECK(warm.find("jitc:") == std::string::npos);
 }
 
-TEST_CASE("temporaries of writers that died or stalled are removed by the next store; live ones stay", "[cache]") {
+TEST_CASE("temporaries of writers that died or stalled are removed by the next store while live ones stay", "[cache]") {
   TempDir dir;
   DiskCache cache({dir.path.string(), true, 1 << 20});
   const pid_t dead = fork();  // a pid whose process is gone

@@ -117,7 +117,7 @@ TEST_CASE("a double computed from the argument in C++ keeps the entries static",
   CHECK(f.stats().entries == 3);
 }
 
-TEST_CASE("mark_static and dynamic=false keep scalar arguments static; mark_dynamic outranks dynamic=false",
+TEST_CASE("mark_static and dynamic=false keep scalar arguments static and mark_dynamic outranks dynamic=false",
           "[dynamic][scalars]") {
   auto fn = [](const at::Tensor& x, double scale, int64_t n) { return x * scale + n; };
   const auto x = at::randn({16});
@@ -138,7 +138,7 @@ TEST_CASE("mark_static and dynamic=false keep scalar arguments static; mark_dyna
   CHECK(s.entries == 1);
 }
 
-TEST_CASE("JITC_LOGS=dynamic tells when a scalar becomes dynamic; reasons name the scalar guard",
+TEST_CASE("JITC_LOGS=dynamic tells when a scalar becomes dynamic and reasons name the scalar guard",
           "[dynamic][scalars][logging]") {
   LogCapture logs("dynamic");
   jitc::Options o;
