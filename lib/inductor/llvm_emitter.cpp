@@ -305,7 +305,9 @@ void Emitter::sign(const std::string& v, ScalarType t, const std::string& a) {
     line(fmt::format("{} = fsub {} {}, {}", v, ty, p, n));
   } else {
     line(fmt::format("{} = icmp {} {} {}, 0", pos, is_unsigned(t) ? "ugt" : "sgt", ty, a));
-    line(fmt::format("{} = icmp slt {} {}, 0", neg, ty, a));
+    // uint8 is never negative (its values past 127 are not either)
+    if (is_unsigned(t)) line(fmt::format("{} = or i1 false, false", neg));
+    else line(fmt::format("{} = icmp slt {} {}, 0", neg, ty, a));
     line(fmt::format("{} = zext i1 {} to {}", p, pos, ty));
     line(fmt::format("{} = zext i1 {} to {}", n, neg, ty));
     line(fmt::format("{} = sub {} {}, {}", v, ty, p, n));

@@ -395,7 +395,11 @@ void register_binary(Registry& r) {
     const Operand base = c.operand_of(n, 0), exponent = c.operand_of(n, 1);
     std::optional<double> constant;
     if (!exponent.is_tensor() && !exponent.symbolic) constant = exponent.scalar.toDouble();
-    return pointwise(c, n, {base, exponent}, out_dtype(c, n), [constant](KernelBuilder& kb, const Values& x, ScalarType t) {
+    // Half takes std::pow in float in eager's CPU kernel, without the special cases (pow(-inf, 0.5) is
+    // inf there, sqrt's -nan); bfloat16 takes them as float does (probed: the semantics test below).
+    const ScalarType out = out_dtype(c, n);
+    if (out == ScalarType::Half) constant.reset();
+    return pointwise(c, n, {base, exponent}, out, [constant](KernelBuilder& kb, const Values& x, ScalarType t) {
       return power(kb, x[0], x[1], constant, t);
     });
   };

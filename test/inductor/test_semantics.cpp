@@ -93,24 +93,27 @@ at::Tensor eager_per_element(F fn, const T&... args) {
   return at::cat(parts);
 }
 
+// The compiled program's result (the second call), with the check that a program ran.
 template <class F, class... T>
-void check_identical(const std::string& name, F fn, const T&... args) {
-  INFO(name);
+at::Tensor compiled_result(F fn, const T&... args) {
   auto compiled = jitc::compile(fn);
   compiled(args...);
   const at::Tensor got = compiled(args...);
   CHECK(compiled.stats().programs_compiled == 1);
-  CHECK(mismatches(got, fn(args...), args...) == "");
+  return got;
+}
+
+template <class F, class... T>
+void check_identical(const std::string& name, F fn, const T&... args) {
+  INFO(name);
+  CHECK(mismatches(compiled_result(fn, args...), fn(args...), args...) == "");
 }
 
 // Close to eager's result (rtol 1e-5), with infinities and NaN where eager has them.
 template <class F, class... T>
 void check_close(const std::string& name, F fn, const T&... args) {
-  auto compiled = jitc::compile(fn);
-  compiled(args...);
-  const at::Tensor got = compiled(args...), want = fn(args...);
+  const at::Tensor got = compiled_result(fn, args...), want = fn(args...);
   INFO(name << ": got " << got << " want " << want);
-  CHECK(compiled.stats().programs_compiled == 1);
   CHECK(at::allclose(got, want, 1e-5, 0, /*equal_nan=*/true));
 }
 
@@ -118,11 +121,7 @@ void check_close(const std::string& name, F fn, const T&... args) {
 template <class F, class... T>
 void check_identical_to_scalar_loop(const std::string& name, F fn, const T&... args) {
   INFO(name);
-  auto compiled = jitc::compile(fn);
-  compiled(args...);
-  const at::Tensor got = compiled(args...);
-  CHECK(compiled.stats().programs_compiled == 1);
-  CHECK(mismatches(got, eager_per_element(fn, args...), args...) == "");
+  CHECK(mismatches(compiled_result(fn, args...), eager_per_element(fn, args...), args...) == "");
 }
 
 }  // namespace
@@ -424,4 +423,15 @@ TEST_CASE("uint8 floor division and remainder of values past 127 match eager (no
   check_identical("floor_divide uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
   check_identical("div floor uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
   check_identical("remainder uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
+  check_identical("sign uint8", [](const at::Tensor& a) { return at::sign(a); }, a);
+}
+
+TEST_CASE("pow of half (std::pow) and bfloat16 (sqrt) by 0.5 and -0.5 at -inf and -0 matches eager", "[inductor][semantics]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto dtype : {at::kHalf, at::kBFloat16}) {
+    const auto x = at::tensor({-inf, -0.0, 0.0, 4.0, inf, 2.0}, at::kDouble).to(dtype);
+    const std::string t = c10::toString(dtype);
+    check_identical("pow 0.5 " + t, [](const at::Tensor& x) { return at::pow(x, 0.5); }, x);
+    check_identical("pow -0.5 " + t, [](const at::Tensor& x) { return at::pow(x, -0.5); }, x);
+  }
 }
