@@ -435,3 +435,10 @@ TEST_CASE("pow of half (std::pow) and bfloat16 (sqrt) by 0.5 and -0.5 at -inf an
     check_identical("pow -0.5 " + t, [](const at::Tensor& x) { return at::pow(x, -0.5); }, x);
   }
 }
+
+TEST_CASE("a reduction kept to one element then expanded to no elements matches eager", "[inductor][semantics]") {
+  const auto x = at::randn({5}, at::kDouble);
+  check_identical("mean expand 0", [](const at::Tensor& x) { return x.mean(0, true).expand({0}); }, x);
+  const auto y = at::randint(0, 9, {1, 6}, at::kLong);
+  check_identical("max indices expand 0", [](const at::Tensor& y) { return std::get<1>(y.max(-1)).expand({0}); }, y);
+}
