@@ -256,13 +256,15 @@ class Scheduler {
     for (const auto& e : s.inner) inner.push_back(kb.inner_var(e));
     for (ValueId v : members) {
       const auto& m = g_.values[v].meta;
-      const int buffer = ctx_->buffer(kb, v, true);
       // A value with no elements has a buffer of no bytes: nothing to store. (A store whose index needs no
       // loop variable, such as an expand of a [1] reduction to [0], would otherwise run once per row.)
-      if (has_no_elements(m.sizes)) continue;
+      if (has_no_elements(m.sizes)) {
+        ctx_->buffer(kb, v, true);  // still the kernel's output: the program allocates it
+        continue;
+      }
       const Index index = member_index(kb, v, s, outer, inner);
       const int value = kb.cast(ctx_->at(kb, v, index), compute_type_of(m.dtype));
-      kb.store(buffer, kb.linear(index, m.strides), value);
+      kb.store(ctx_->buffer(kb, v, true), kb.linear(index, m.strides), value);
     }
     bool reduces = false;
     for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;
