@@ -22,7 +22,6 @@ using graph::SymExpr;
 using graph::SymShape;
 using graph::ValueId;
 
-
 // Bit i: argument i of n is a double argument of the call, read at run time (see Operand::runtime_double).
 uint64_t runtime_doubles(const Node& n) {
   uint64_t mask = 0;
@@ -44,19 +43,9 @@ bool has_no_elements(const SymShape& s) {
 }
 
 bool supported_dtype(ScalarType t) {
-  switch (t) {
-    case ScalarType::Float:
-    case ScalarType::Double:
-    case ScalarType::Half:
-    case ScalarType::BFloat16:
-    case ScalarType::Long:
-    case ScalarType::Int:
-    case ScalarType::Short:
-    case ScalarType::Char:
-    case ScalarType::Byte:
-    case ScalarType::Bool: return true;
-    default: return false;
-  }
+  return t == ScalarType::Float || t == ScalarType::Double || t == ScalarType::Half || t == ScalarType::BFloat16 ||
+         t == ScalarType::Long || t == ScalarType::Int || t == ScalarType::Short || t == ScalarType::Char ||
+         t == ScalarType::Byte || t == ScalarType::Bool;
 }
 
 // The iteration space of a kernel: rows over `outer`, an element loop over `inner`. `dims` gives the
@@ -602,32 +591,7 @@ class Scheduler {
   std::vector<std::string> decisions_, attempt_log_;
 };
 
-// aten::_softmax.int reads as softmax.
-std::string short_op_name(const std::string& op) {
-  const size_t colons = op.find("::");
-  std::string name = op.substr(colons == std::string::npos ? 0 : colons + 2);
-  name = name.substr(0, name.find('.'));
-  return name.substr(std::min(name.find_first_not_of('_'), name.size()));
-}
-
 }  // namespace
-
-std::string fused_kernel_name(const std::string& prefix, const std::vector<std::string>& ops, size_t index) {
-  constexpr size_t kMaxOps = 4;
-  const std::string suffix = "_" + std::to_string(index);
-  const size_t fixed = prefix.size() + suffix.size() + 1;  // the '_' before the ops
-  const size_t room = fixed < kMaxKernelNameLength ? kMaxKernelNameLength - fixed : 0;
-  std::vector<std::string> names;
-  std::string joined;  // whole names that fit; a first name longer than the room is cut
-  for (const auto& op : ops) {
-    std::string name = short_op_name(op);
-    if (name.empty() || std::find(names.begin(), names.end(), name) != names.end()) continue;
-    if (names.size() == kMaxOps || (!joined.empty() && joined.size() + 1 + name.size() > room)) break;
-    joined += (joined.empty() ? "" : "_") + name.substr(0, room);
-    names.push_back(std::move(name));
-  }
-  return prefix + (joined.empty() ? "" : "_" + joined) + suffix;
-}
 
 Plan schedule(const graph::Graph& graph, const std::string& prefix, const std::function<void(const std::string&)>& log) {
   return Scheduler(graph, prefix, log).run();
