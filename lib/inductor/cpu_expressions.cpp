@@ -162,6 +162,12 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kWhere:
       line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, a, ty, b, ty, name(e.c)));
       break;
+    case ScalarOp::kFma: {
+      const char* suffix = t == ScalarType::Float ? "f32" : "f64";
+      declare(fmt::format("{} @llvm.fma.{}({}, {}, {})", ty, suffix, ty, ty, ty));
+      line(fmt::format("{} = call {} @llvm.fma.{}({} {}, {} {}, {} {})", v, ty, suffix, ty, a, ty, b, ty, name(e.c)));
+      break;
+    }
     case ScalarOp::kNeg:
       if (f) line(fmt::format("{} = fneg {} {}", v, ty, a));
       else line(fmt::format("{} = sub {} 0, {}", v, ty, a));

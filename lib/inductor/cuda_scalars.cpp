@@ -142,6 +142,7 @@ std::string value_of(const Expr& e, const std::string& ty, const std::string& a,
       return static_cast<ScalarType>(e.ivalue) == ScalarType::Half ? fmt::format("half_to_float(float_to_half({}))", a)
                                                                  : fmt::format("bf16_to_float(float_to_bf16({}))", a);
     case ScalarOp::kWhere: return fmt::format("{} ? {} : {}", a, b, c);
+    case ScalarOp::kFma: return fmt::format("{}({}, {}, {})", t == ScalarType::Float ? "fmaf" : "fma", a, b, c);
     case ScalarOp::kNeg: return t == ScalarType::Bool ? a : fmt::format("({})(-{})", ty, a);
     case ScalarOp::kAbs: return f ? fmt::format("fabs({})", a) : is_unsigned(t) ? a : fmt::format("({})({} < 0 ? -{} : {})", ty, a, a, a);
     case ScalarOp::kFloor:

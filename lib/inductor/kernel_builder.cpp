@@ -26,6 +26,19 @@ double rounded(double v, ScalarType dtype) {
   return dtype == ScalarType::Half ? static_cast<float>(c10::Half(f)) : static_cast<float>(c10::BFloat16(f));
 }
 
+// v converted to the integer type t as C++ converts (modulo 2^bits), as eager's fill and casts do:
+// full_like(uint8, -1) holds 255.
+int64_t wrapped(int64_t v, ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return v != 0;
+    case ScalarType::Byte: return static_cast<uint8_t>(v);
+    case ScalarType::Char: return static_cast<int8_t>(v);
+    case ScalarType::Short: return static_cast<int16_t>(v);
+    case ScalarType::Int: return static_cast<int32_t>(v);
+    default: return v;
+  }
+}
+
 bool is_comparison(ScalarOp op) {
   return op == ScalarOp::kEq || op == ScalarOp::kNe || op == ScalarOp::kLt || op == ScalarOp::kLe ||
          op == ScalarOp::kGt || op == ScalarOp::kGe;
@@ -102,7 +115,7 @@ int KernelBuilder::integer(int64_t v, c10::ScalarType dtype) {
   Expr e;
   e.op = ScalarOp::kConst;
   e.dtype = dtype;
-  e.ivalue = dtype == ScalarType::Bool ? (v != 0) : v;
+  e.ivalue = wrapped(v, dtype);
   return intern(e, 0);
 }
 
@@ -177,6 +190,19 @@ int KernelBuilder::where(int cond, int a, int b) {
   return intern(e, deps_[cond] | deps_[a] | deps_[b]);
 }
 
+int KernelBuilder::fma(int a, int b, int c) {
+  const ScalarType t = dtype(a);
+  if (t != dtype(b) || t != dtype(c) || (t != ScalarType::Float && t != ScalarType::Double))
+    throw std::logic_error("kernel builder: fma of non-float or mixed types");
+  Expr e;
+  e.op = ScalarOp::kFma;
+  e.dtype = t;
+  e.a = a;
+  e.b = b;
+  e.c = c;
+  return intern(e, deps_[a] | deps_[b] | deps_[c]);
+}
+
 int KernelBuilder::cast(int a, c10::ScalarType dtype) {
   dtype = compute_type_of(dtype);
   if (this->dtype(a) == dtype) return a;
@@ -185,7 +211,7 @@ int KernelBuilder::cast(int a, c10::ScalarType dtype) {
     const bool from_float = x.dtype == ScalarType::Float || x.dtype == ScalarType::Double;
     if (dtype == ScalarType::Bool) return integer(from_float ? x.value != 0 : x.ivalue != 0, dtype);
     if (from_float && (dtype == ScalarType::Float || dtype == ScalarType::Double)) return floating(x.value, dtype);
-    if (!from_float) return constant(static_cast<double>(x.ivalue), dtype);
+    if (!from_float) return c10::isIntegralType(dtype, false) ? integer(x.ivalue, dtype) : constant(static_cast<double>(x.ivalue), dtype);
   }
   Expr e;
   e.op = ScalarOp::kCast;

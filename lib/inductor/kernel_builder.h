@@ -46,6 +46,7 @@ class KernelBuilder {
   int unary(ScalarOp op, int a);
   int binary(ScalarOp op, int a, int b);
   int where(int cond, int a, int b);
+  int fma(int a, int b, int c);  // a * b + c rounded once (floats)
   int cast(int a, c10::ScalarType dtype);
   // A float rounded to the precision of `dtype` when it is half or bfloat16 (else a itself). Folded
   // where `a` holds such a value already (see holds) and for constants.

@@ -39,6 +39,8 @@ enum class ScalarOp : uint8_t {
   kAdd, kSub, kMul, kDiv, kFloorDiv, kRem, kPow, kAtan2, kMax, kMin, kAnd, kOr, kXor, kShl, kShr,
   kEq, kNe, kLt, kLe, kGt, kGe,
   kFmod,   // C's fmod (the dividend's sign); kRem is Python's remainder (the divisor's sign)
+  // ternary
+  kFma,    // a * b + c rounded once (ATen's float addcmul and every lerp compute with FMA instructions)
   // a run-time check: bool a must hold, or the kernel reports a failure (CPU: a status word the runtime
   // reads after the launch, which then replays the graph eagerly so that eager raises its own error;
   // CUDA: a device-side assert, as eager's kernels do). Emitted wherever its operands are, like a store.

@@ -11,7 +11,7 @@ const char* op_name(ScalarOp op) {
       "acos",  "atan",  "sinh",  "cosh",  "tanh",  "asinh", "acosh", "atanh", "erf",   "erfc",  "floor",
       "ceil",  "round", "trunc", "not",   "bitnot", "isnan", "sign", "add",   "sub",   "mul",   "div",
       "floordiv", "rem", "pow",  "atan2", "max",   "min",   "and",   "or",    "xor",   "shl",   "shr",
-      "eq",    "ne",    "lt",    "le",    "gt",    "ge",    "fmod",  "check", "reduce"};
+      "eq",    "ne",    "lt",    "le",    "gt",    "ge",    "fmod",  "fma",   "check", "reduce"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(ScalarOp::kReduce) + 1);
   return names[static_cast<size_t>(op)];
 }

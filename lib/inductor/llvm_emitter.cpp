@@ -260,9 +260,12 @@ Emitter::SinCos Emitter::sincos_float(const std::string& stem, const std::string
     line(fmt::format("{}.{}.flip = shl i32 {}.{}.m, 30", p, out, p, out));
     line(fmt::format("{}.{}.bits = bitcast float {}{} to i32", p, out, p, base));
     line(fmt::format("{}.{}.signed = xor i32 {}.{}.bits, {}.{}.flip", p, out, p, out, p, out));
-    line(fmt::format("{}.{} = bitcast i32 {}.{}.signed to float", p, out, p, out));
+    line(fmt::format("{}.{}.v = bitcast i32 {}.{}.signed to float", p, out, p, out));
   }
-  return {p + ".sin", p + ".cos", p + ".ok"};
+  // sin(-0) is -0: the reduction's fma(-0, -pi/2, -0) is +0
+  line(fmt::format("{}.zero = fcmp oeq float {}.ax, 0.0", p, p));
+  line(fmt::format("{}.sin = select i1 {}.zero, float {}, float {}.sin.v", p, p, a, p));
+  return {p + ".sin", p + ".cos.v", p + ".ok"};
 }
 
 void Emitter::libm(const std::string& v, const char* stem, ScalarType t, const std::string& a) {
@@ -387,7 +390,8 @@ void Emitter::int_pow(const std::string& v, ScalarType t, const std::string& a, 
   const char* ty = compute_type(t);
   std::string result = fresh("pw"), base = a, exponent = b;
   line(fmt::format("{} = add {} 1, 0", result, ty));
-  for (int bit = 0; bit < bits(t) - 1 && bit < 63; ++bit) {
+  const bool unsigned_type = is_unsigned(t);  // every bit of a uint8 exponent counts, and none makes it negative
+  for (int bit = 0; bit < bits(t) - (unsigned_type ? 0 : 1) && bit < 63; ++bit) {
     const std::string low = fresh("lo"), set = fresh("set"), mul = fresh("m"), next = fresh("pw"), sq = fresh("sq"),
                       sh = fresh("sh");
     line(fmt::format("{} = and {} {}, 1", low, ty, exponent));
@@ -397,6 +401,10 @@ void Emitter::int_pow(const std::string& v, ScalarType t, const std::string& a, 
     line(fmt::format("{} = mul {} {}, {}", sq, ty, base, base));
     line(fmt::format("{} = lshr {} {}, 1", sh, ty, exponent));
     result = next, base = sq, exponent = sh;
+  }
+  if (unsigned_type) {
+    line(fmt::format("{} = add {} {}, 0", v, ty, result));
+    return;
   }
   // A negative exponent: 1 for base 1, +-1 for base -1 (by the exponent's parity), else 0 (ATen's powi).
   const std::string negative = fresh("negexp"), one = fresh("one"), minus = fresh("minus"), odd = fresh("odd"),

@@ -466,22 +466,27 @@ void register_binary(Registry& r) {
       return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                        [=](KernelBuilder& kb, const Values& x, ScalarType t) {
                          // ATen's CPU kernel: self + value * t1 * t2 and self + value * t1 / t2, left to right
-                         // (value * t1 first: 2 * 3e38 / 2 is inf there)
-                         const int term = kb.binary(op, kb.binary(ScalarOp::kMul, k(kb, value, t), x[1]), x[2]);
-                         return kb.binary(ScalarOp::kAdd, x[0], term);
+                         // (value * t1 first: 2 * 3e38 / 2 is inf there). Its float addcmul is one FMA,
+                         // fma(value * t1, t2, self): the product is not rounded (nor overflows) on its own.
+                         const int scaled = kb.binary(ScalarOp::kMul, k(kb, value, t), x[1]);
+                         if (op == ScalarOp::kMul && t == ScalarType::Float) return kb.fma(scaled, x[2], x[0]);
+                         return kb.binary(ScalarOp::kAdd, x[0], kb.binary(op, scaled, x[2]));
                        });
     };
   };
   r["aten::addcmul"] = addc(ScalarOp::kMul);
   r["aten::addcdiv"] = addc(ScalarOp::kDiv);
-  r["aten::lerp"] = [](LoweringContext& c, const Node& n) {  // ATen: weight < 0.5 ? a + w*(b-a) : b - (b-a)*(1-w)
+  // ATen: |w| < 0.5 ? a + w*(b-a) : b - (b-a)*(1-w), each a single FMA in its CPU kernels (float and double)
+  // and its CUDA ones (nvcc contracts them)
+  r["aten::lerp"] = [](LoweringContext& c, const Node& n) {
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                      [](KernelBuilder& kb, const Values& x, ScalarType t) {
                        const int diff = kb.binary(ScalarOp::kSub, x[1], x[0]);
-                       const int low = kb.binary(ScalarOp::kAdd, x[0], kb.binary(ScalarOp::kMul, x[2], diff));
-                       const int high = kb.binary(ScalarOp::kSub, x[1], kb.binary(ScalarOp::kMul, diff, kb.binary(ScalarOp::kSub, k(kb, 1, t), x[2])));
+                       const int low = kb.fma(x[2], diff, x[0]);
+                       const int high = kb.fma(kb.unary(ScalarOp::kNeg, diff), kb.binary(ScalarOp::kSub, k(kb, 1, t), x[2]), x[1]);
                        return kb.where(kb.binary(ScalarOp::kLt, kb.unary(ScalarOp::kAbs, x[2]), k(kb, 0.5, t)), low, high);
-                     });
+                     },
+                     Numbers::kOriginal);  // a number weight enters half and bfloat16 kernels as a float
   };
 }
 

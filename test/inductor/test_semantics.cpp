@@ -442,3 +442,43 @@ TEST_CASE("a reduction kept to one element then expanded to no elements matches 
   const auto y = at::randint(0, 9, {1, 6}, at::kLong);
   check_identical("max indices expand 0", [](const at::Tensor& y) { return std::get<1>(y.max(-1)).expand({0}); }, y);
 }
+
+TEST_CASE("float addcmul and every lerp round once, as ATen's FMA kernels do", "[inductor][semantics]") {
+  // fma(value * t1, t2, self): a product past the float maximum does not overflow on its own (edge
+  // fuzzer, seed 302958), and random values differ from a rounded product in the last bit (2 in 11).
+  at::manual_seed(23);
+  const auto a = at::cat({at::tensor({2.2e38f, -1.0f}), at::randn({254})}), b = at::cat({at::tensor({-3e38f, 1.0f}), at::randn({254})});
+  const auto c = at::cat({at::tensor({1.4f, 2.0f}), at::randn({254})});
+  check_identical("addcmul fma", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 0.5); }, a, b, c);
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
+    const auto x = at::randn({256}).to(dtype), y = at::randn({256}).to(dtype), w = at::rand({256}).to(dtype);
+    const std::string t = c10::toString(dtype);
+    check_identical("lerp 0.3 " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::lerp(x, y, 0.3); }, x, y);
+    check_identical("lerp 0.7 " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::lerp(x, y, 0.7); }, x, y);
+    check_identical("lerp tensor " + t, [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& w) { return at::lerp(x, y, w); }, x, y, w);
+  }
+}
+
+TEST_CASE("sin of -0 is -0 in compiled float and half kernels", "[inductor][semantics]") {
+  // The fast sin's range reduction fma(-0, -pi/2, -0) gave +0 (edge fuzzer, seed 307612).
+  for (auto dtype : {at::kFloat, at::kHalf}) {
+    const auto x = at::tensor({-0.0, 0.0, -1e-7, 1e-30, -0.0, -3e-30, -0.0, 0.0}, at::kDouble).repeat({4}).to(dtype);
+    check_identical("sin " + std::string(c10::toString(dtype)), [](const at::Tensor& x) { return x.sin(); }, x);
+    check_identical("sin and cos " + std::string(c10::toString(dtype)), [](const at::Tensor& x) { return x.sin() * x.cos(); }, x);
+  }
+}
+
+TEST_CASE("integer constants wrap to their dtype as eager converts them", "[inductor][semantics]") {
+  // full_like(uint8, -1) holds 255: its folded cast to float gave -1 (edge fuzzer, seed 308170).
+  const auto u = at::tensor({3, 200, 0}, at::kByte);
+  check_identical("full_like uint8 -1 log10", [](const at::Tensor& u) { return at::log10(at::full_like(u, -1)); }, u);
+  check_identical("full_like uint8 -1 to float", [](const at::Tensor& u) { return at::full_like(u, -1).to(at::kFloat) + u; }, u);
+  const auto i8 = at::tensor({3, -100, 0}, at::kChar);
+  check_identical("full_like int8 -1 to int", [](const at::Tensor& i) { return at::full_like(i, -1).to(at::kInt) * i; }, i8);
+}
+
+TEST_CASE("pow of uint8 by exponents past 127 matches eager (every bit, no sign)", "[inductor][semantics]") {
+  // An exponent of 135 was read as negative: 0 (edge fuzzer, seed 309327).
+  const auto a = at::arange(0, 256, 7, at::kLong).slice(0, 0, 29).to(at::kByte), b = at::arange(0, 256, 9, at::kLong).slice(0, 0, 29).to(at::kByte);
+  check_identical("pow uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::pow(a, b); }, a, b);
+}
