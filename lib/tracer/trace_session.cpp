@@ -1,5 +1,9 @@
 #include "tracer/trace_session.h"
 
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/isin.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
@@ -36,6 +40,56 @@ void check_traceable_result(const at::Tensor& t, const c10::OperatorHandle& op) 
     throw TraceFailure(TraceFailure::Kind::kUntraceable,
                        fmt::format("{} produced a {} tensor; jitc traces strided tensors only", op_name(op),
                                    c10::toString(t.layout())));
+}
+
+at::Tensor real_of(const at::Tensor& t) { return as_tracer(t) ? as_tracer(t)->shadow() : t; }
+
+// An op that writes into a tensor another of its inputs partly overlaps (x.mul_(x[0])) reads values it
+// has already written, in the order of its loop: eager raises where ATen can tell (contiguous tensors,
+// "unsupported operation: some elements of the input tensor and the written-to tensor refer to a
+// single memory location"), else its result depends on that order. Compiled code reads every input
+// before it writes, so such a call runs eagerly, where eager's error or eager's result comes from.
+// Whether two views of one storage share some elements without being the same elements in the same
+// order. Where ATen's test gives up (views that are not contiguous), the elements each view covers are
+// listed and compared: once per trace, so a bound keeps it cheap (past it, overlap is assumed).
+bool overlaps_partly(const at::Tensor& written, const at::Tensor& read) {
+  const auto status = at::get_overlap_status(written, read);
+  if (status != at::MemOverlapStatus::TooHard) return status == at::MemOverlapStatus::Partial;
+  constexpr int64_t kMaxListed = int64_t{1} << 22;
+  const int64_t item = written.element_size();
+  const int64_t elements = static_cast<int64_t>(written.storage().nbytes()) / item;
+  if (read.element_size() != item || elements > kMaxListed || written.numel() > kMaxListed || read.numel() > kMaxListed) return true;
+  const at::Tensor positions = at::arange(elements, at::TensorOptions(at::kLong));
+  const at::Tensor w = positions.as_strided(written.sizes(), written.strides(), written.storage_offset());
+  const at::Tensor r = positions.as_strided(read.sizes(), read.strides(), read.storage_offset());
+  if (w.sizes() == r.sizes() && at::equal(w, r)) return false;  // the same elements, element for element
+  return at::isin(r.flatten(), w.flatten()).any().item<bool>();
+}
+
+void check_no_partial_overlap(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  const auto& schema = op.schema().arguments();
+  auto tensors_of = [](const c10::IValue& v) {
+    std::vector<at::Tensor> out;
+    if (v.isTensor() && v.toTensor().defined()) out.push_back(real_of(v.toTensor()));
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorList()) out.push_back(real_of(t));
+    return out;
+  };
+  for (size_t w = 0; w < args.size(); ++w) {
+    if (!writes(schema[w]) || !args[w].isTensor()) continue;
+    const at::Tensor written = real_of(args[w].toTensor());
+    for (size_t r = 0; r < args.size(); ++r) {
+      if (r == w) continue;
+      for (const at::Tensor& read : tensors_of(args[r])) {
+        if (!read.is_alias_of(written)) continue;
+        if (overlaps_partly(written, read))
+          throw TraceFailure(TraceFailure::Kind::kUntraceable,
+                             fmt::format("{} writes into a tensor that its argument {} ({}) partly overlaps; its result "
+                                         "depends on eager's loop order. Clone that argument to compile this",
+                                         op_name(op), r, schema[r].name()));
+      }
+    }
+  }
 }
 
 bool is_checkable_scalar(const c10::IValue& v) {
@@ -214,6 +268,7 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
         if (v != graph::kNoValue) before_write(v);
     }
   }
+  if (node.mutates) check_no_partial_overlap(op, originals);
   op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey), stack);
   wrap_returns(op, stack, begin, originals, node);
   if (breaks) note_break(node, op, *stack, begin);
