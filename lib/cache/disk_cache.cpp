@@ -3,7 +3,6 @@
 #include "cache/files.h"
 #include "cache/sha256.h"
 #include "cache/temporaries.h"
-#include "runtime/env.h"
 
 #include <fmt/format.h>
 
@@ -29,28 +28,6 @@ bool write_atomically(const std::string& path, const std::string& bytes, std::st
 }
 
 }  // namespace
-
-DiskCache::Config DiskCache::config_from_env() {
-  Config c;
-  c.dir = runtime::env_string("JITC_CACHE_DIR");
-  if (c.dir.empty()) {
-    const std::string xdg = runtime::env_string("XDG_CACHE_HOME"), home = runtime::env_string("HOME");
-    c.dir = !xdg.empty() ? xdg + "/jitc" : !home.empty() ? home + "/.cache/jitc" : "";
-  }
-  c.enabled = !c.dir.empty() && !runtime::env_bool("JITC_DISABLE_CACHE", false);
-  c.max_bytes = runtime::env_size("JITC_CACHE_MAX_BYTES", c.max_bytes);
-  return c;
-}
-
-DiskCache& DiskCache::instance() {
-  static DiskCache* cache = new DiskCache(config_from_env());  // never destroyed: used until exit
-  return *cache;
-}
-
-void DiskCache::reconfigure(Config config) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  config_ = std::move(config);
-}
 
 bool DiskCache::enabled() const {
   std::lock_guard<std::mutex> lock(mutex_);

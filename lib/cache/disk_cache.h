@@ -7,8 +7,8 @@
 // killed writers (temporaries.h) and, over the size cap, the least recently used entries (a hit
 // refreshes an entry's time).
 //
-// Configuration from the environment: JITC_CACHE_DIR (default $XDG_CACHE_HOME/jitc, else ~/.cache/jitc),
-// JITC_DISABLE_CACHE=1, JITC_CACHE_MAX_BYTES (default 1 GiB).
+// Its Config comes from whoever owns the cache: the runtime reads it from the environment
+// (runtime::env_disk_cache: JITC_CACHE_DIR, JITC_DISABLE_CACHE, JITC_CACHE_MAX_BYTES); the cache reads none.
 #pragma once
 #include "cache/entry.h"
 
@@ -27,10 +27,6 @@ class DiskCache {
     bool enabled = true;
     uint64_t max_bytes = uint64_t{1} << 30;
   };
-  static Config config_from_env();
-
-  // The process-wide cache, configured from the environment on first use.
-  static DiskCache& instance();
 
   explicit DiskCache(Config config) : config_(std::move(config)) {}
 
@@ -45,7 +41,6 @@ class DiskCache {
   // Small side notes (what a key was made of, per graph), to explain misses; best effort, no checksum.
   void store_note(const std::string& name, const std::string& text);
   std::optional<std::string> load_note(const std::string& name) const;
-  void reconfigure(Config config);
 
   bool enabled() const;
   std::string dir() const;

@@ -39,11 +39,18 @@ std::string Printer::identity(ReduceKind kind, ScalarType t) {
 }
 
 // The accumulator update. Floating sums and products may be reassociated (so they vectorize);
-// max/min propagate NaN as ATen's do.
-std::string Printer::combine(ReduceKind kind, ScalarType t, const std::string& acc, const std::string& v) {
+// max/min propagate NaN as ATen's do. The reassociation must stay with the accumulator: `reassoc` lets
+// InstCombine rewrite the value's own expression too (prod(x / x) became prod(x) / prod(x): 0 or NaN
+// where x is tiny), so a float value enters through a freeze, which its patterns do not look through.
+std::string Printer::combine(ReduceKind kind, ScalarType t, const std::string& acc, const std::string& value) {
   const std::string out = fresh("acc");
   const char* ty = compute_type(t);
   const bool f = is_float(t);
+  std::string v = value;
+  if (f && (kind == ReduceKind::kSum || kind == ReduceKind::kProd)) {
+    v = fresh("opaque");
+    line(fmt::format("{} = freeze {} {}", v, ty, value));
+  }
   switch (kind) {
     case ReduceKind::kSum: line(fmt::format("{} = {} {} {}, {}", out, f ? "fadd reassoc" : "add", ty, acc, v)); break;
     case ReduceKind::kProd: line(fmt::format("{} = {} {} {}, {}", out, f ? "fmul reassoc" : "mul", ty, acc, v)); break;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace jitc::inductor {
@@ -22,11 +23,18 @@ ValueId output(const Node& n) { return n.outputs.at(0).values.at(0); }
 
 bool is_floating(ScalarType t) { return c10::isFloatingType(t); }
 
-// How a number operand (a Python scalar, a wrapped number) enters an op whose common dtype is half or
-// bfloat16. TensorIterator converts it to the common dtype, so eager's CPU kernels see it rounded (add, sub,
-// remainder, pow, comparisons...: `x_half == 0.1` compares with half(0.1)); mul and div take the original
-// value in float instead (`original_scalar_value<opmath_t>` in BinaryOpsKernel.cpp).
+// How an operand of another dtype enters an op whose common dtype is half or bfloat16. TensorIterator
+// converts it to the common dtype, so eager's CPU kernels see it rounded (add, sub, remainder, pow,
+// comparisons...: `x_half == 0.1` compares with half(0.1); an int32 tensor holding 2^31 - 1 becomes inf).
+// kOriginal: mul, div and lerp read their last operand, when it is a number or holds one element, as the
+// original value in float instead (`original_scalar_value<opmath_t>` in BinaryOpsKernel.cpp).
 enum class Numbers { kRounded, kOriginal };
+
+bool single_element(LoweringContext& c, const Operand& o) {
+  if (!o.is_tensor()) return true;
+  const auto& sizes = c.sizes(o.value);
+  return std::all_of(sizes.begin(), sizes.end(), [](const graph::SymExpr& d) { return d.is_constant() && d.offset == 1; });
+}
 
 // The loader of `n`'s output: each operand read at the output's index, cast to `compute`, combined by
 // `body`, and cast to the output's compute type.
@@ -37,11 +45,11 @@ std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vect
   const ScalarType common = compute;
   compute = compute_type_of(compute);
   std::vector<Loader> loaders;
-  for (const auto& o : operands) {
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& o = operands[i];
     Loader l = c.operand(o, shape, compute);
-    // Tensor operands of another dtype too (a 0-dim float tensor meeting a half one): TensorIterator
-    // casts every operand to the common dtype (rounding a float to half) before the kernel runs.
-    if ((!o.symbolic || o.runtime_double()) && numbers == Numbers::kRounded && compute != common)
+    const bool original = numbers == Numbers::kOriginal && i + 1 == operands.size() && single_element(c, o);
+    if ((!o.symbolic || o.runtime_double()) && !original && compute != common)
       l = [l, common](KernelBuilder& kb, const Index& index) { return kb.round_to(l(kb, index), common); };
     loaders.push_back(std::move(l));
   }
@@ -287,7 +295,10 @@ LowerFn add_sub(ScalarOp op, bool reversed) {
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, common,
                      [=](KernelBuilder& kb, const Values& x, ScalarType t) {
                        int a = x[reversed ? 1 : 0], b = x[reversed ? 0 : 1];
-                       // alpha converted to the common dtype, as eager's CPU kernel takes it
+                       // alpha converted to the common dtype, as eager's CPU kernel takes it; for floats
+                       // a + alpha * b is one FMA there (sub adds -alpha)
+                       if (alpha != 1 && (t == ScalarType::Float || t == ScalarType::Double))
+                         return kb.fma(b, kb.round_to(k(kb, op == ScalarOp::kSub ? -alpha : alpha, t), common), a);
                        if (alpha != 1) b = kb.binary(ScalarOp::kMul, b, kb.round_to(k(kb, alpha, t), common));
                        if (t == ScalarType::Bool) return kb.binary(ScalarOp::kOr, a, b);
                        return kb.binary(op, a, b);
@@ -466,10 +477,10 @@ void register_binary(Registry& r) {
       return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                        [=](KernelBuilder& kb, const Values& x, ScalarType t) {
                          // ATen's CPU kernel: self + value * t1 * t2 and self + value * t1 / t2, left to right
-                         // (value * t1 first: 2 * 3e38 / 2 is inf there). Its float addcmul is one FMA,
+                         // (value * t1 first: 2 * 3e38 / 2 is inf there). Its addcmul of floats is one FMA,
                          // fma(value * t1, t2, self): the product is not rounded (nor overflows) on its own.
                          const int scaled = kb.binary(ScalarOp::kMul, k(kb, value, t), x[1]);
-                         if (op == ScalarOp::kMul && t == ScalarType::Float) return kb.fma(scaled, x[2], x[0]);
+                         if (op == ScalarOp::kMul && (t == ScalarType::Float || t == ScalarType::Double)) return kb.fma(scaled, x[2], x[0]);
                          return kb.binary(ScalarOp::kAdd, x[0], kb.binary(op, scaled, x[2]));
                        });
     };

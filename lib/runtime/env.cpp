@@ -86,6 +86,18 @@ std::string env_debug_dir() { return env_string("JITC_DEBUG_DIR"); }
 
 bool env_cuda_pdl() { return env_bool("JITC_CUDA_PDL", true); }
 
+cache::DiskCache::Config env_disk_cache() {
+  cache::DiskCache::Config c;
+  c.dir = env_string("JITC_CACHE_DIR");
+  if (c.dir.empty()) {
+    const std::string xdg = env_string("XDG_CACHE_HOME"), home = env_string("HOME");
+    c.dir = !xdg.empty() ? xdg + "/jitc" : !home.empty() ? home + "/.cache/jitc" : "";
+  }
+  c.enabled = !c.dir.empty() && !env_bool("JITC_DISABLE_CACHE", false);
+  c.max_bytes = env_size("JITC_CACHE_MAX_BYTES", c.max_bytes);
+  return c;
+}
+
 void reload_env() {
   g_disabled.store(-1);
   g_limit.store(-2);

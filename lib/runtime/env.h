@@ -2,6 +2,8 @@
 // (env_parse.h); one that cannot be read is reported once, naming the variable, the value and what is
 // used instead, and the default applies.
 #pragma once
+#include "cache/disk_cache.h"
+
 #include <cstdint>
 #include <string>
 
@@ -12,6 +14,9 @@ int env_recompile_limit(int configured);    // JITC_RECOMPILE_LIMIT overrides Op
 // JITC_DEBUG_DIR: where each compiled graph's artifacts are dumped; empty when unset. Read per compile.
 std::string env_debug_dir();
 bool env_cuda_pdl();                        // JITC_CUDA_PDL=0 launches CUDA kernels plainly
+// The disk cache's directory (JITC_CACHE_DIR, else $XDG_CACHE_HOME/jitc or ~/.cache/jitc), whether it is
+// on (JITC_DISABLE_CACHE) and its size bound (JITC_CACHE_MAX_BYTES).
+cache::DiskCache::Config env_disk_cache();
 
 // The readers behind the switches above, for the variables read elsewhere (JITC_LOGS, the disk cache's).
 // Unset or empty: "" / the fallback.

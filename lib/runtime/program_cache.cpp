@@ -6,6 +6,7 @@
 #include "inductor/codegen_cuda.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/cuda_jit.h"
+#include "runtime/env.h"
 #include "runtime/log.h"
 
 #include <torch/version.h>
@@ -45,12 +46,12 @@ MemoryCache& memory() {
 }
 
 cache::DiskCache& disk() {
-  static cache::DiskCache& d = [] () -> cache::DiskCache& {
-    auto& c = cache::DiskCache::instance();
-    c.set_reporter([](const std::string& m) { warn(m); });
+  static cache::DiskCache* d = [] {
+    auto* c = new cache::DiskCache(env_disk_cache());  // never destroyed: used until exit
+    c->set_reporter([](const std::string& m) { warn(m); });
     return c;
   }();
-  return d;
+  return *d;
 }
 
 // This build of jitc: a rebuilt libjitc may generate different code for the same graph, so entries of

@@ -98,17 +98,17 @@ TEST_CASE("JITC_CACHE_MAX_BYTES=1G caps the disk cache at a GiB, and an unreadab
   LogCapture logs;
   {
     ScopedEnv env("JITC_CACHE_MAX_BYTES", "1G");
-    CHECK(jitc::cache::DiskCache::config_from_env().max_bytes == uint64_t{1} << 30);
+    CHECK(jitc::runtime::env_disk_cache().max_bytes == uint64_t{1} << 30);
   }
   {
     ScopedEnv env("JITC_CACHE_MAX_BYTES", "250MB");
-    CHECK(jitc::cache::DiskCache::config_from_env().max_bytes == 250000000u);
+    CHECK(jitc::runtime::env_disk_cache().max_bytes == 250000000u);
   }
   CHECK(logs.text().empty());
   {
     ScopedEnv env("JITC_CACHE_MAX_BYTES", "lots");
-    CHECK(jitc::cache::DiskCache::config_from_env().max_bytes == uint64_t{1} << 30);
-    CHECK(jitc::cache::DiskCache::config_from_env().max_bytes == uint64_t{1} << 30);
+    CHECK(jitc::runtime::env_disk_cache().max_bytes == uint64_t{1} << 30);
+    CHECK(jitc::runtime::env_disk_cache().max_bytes == uint64_t{1} << 30);
   }
   const auto lines = logs.lines_with("JITC_CACHE_MAX_BYTES");
   REQUIRE(lines.size() == 1);
@@ -121,16 +121,16 @@ TEST_CASE("JITC_DISABLE_CACHE takes booleans and reports other values", "[env]")
   ScopedEnv dir("JITC_CACHE_DIR", "/tmp/jitc_env_test_cache");
   {
     ScopedEnv env("JITC_DISABLE_CACHE", "true");
-    CHECK_FALSE(jitc::cache::DiskCache::config_from_env().enabled);
+    CHECK_FALSE(jitc::runtime::env_disk_cache().enabled);
   }
   {
     ScopedEnv env("JITC_DISABLE_CACHE", "0");
-    CHECK(jitc::cache::DiskCache::config_from_env().enabled);
+    CHECK(jitc::runtime::env_disk_cache().enabled);
   }
   CHECK(logs.text().empty());
   {
     ScopedEnv env("JITC_DISABLE_CACHE", "sometimes");
-    CHECK(jitc::cache::DiskCache::config_from_env().enabled);
+    CHECK(jitc::runtime::env_disk_cache().enabled);
   }
   CHECK(logs.lines_with("JITC_DISABLE_CACHE='sometimes'").size() == 1);
 }

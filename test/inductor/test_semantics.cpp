@@ -482,3 +482,37 @@ TEST_CASE("pow of uint8 by exponents past 127 matches eager (every bit, no sign)
   const auto a = at::arange(0, 256, 7, at::kLong).slice(0, 0, 29).to(at::kByte), b = at::arange(0, 256, 9, at::kLong).slice(0, 0, 29).to(at::kByte);
   check_identical("pow uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::pow(a, b); }, a, b);
 }
+
+TEST_CASE("add and sub with alpha, and double addcmul, are one FMA as in ATen's kernels", "[inductor][semantics]") {
+  // -inf + 3 * 3e38 is -inf through an FMA, NaN through an overflowing product (fuzzer seeds 370402, 379783)
+  at::manual_seed(24);
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
+    const std::string t = c10::toString(dtype);
+    const auto x = at::randn({256}).to(dtype), y = at::randn({256}).to(dtype);
+    check_identical("add alpha " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::add(x, y, 0.1); }, x, y);
+    check_identical("sub alpha " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::sub(x, y, 2.7); }, x, y);
+  }
+  const auto inf = at::full({32}, -std::numeric_limits<float>::infinity()), huge = at::full({32}, 3e38f);
+  check_identical("add alpha overflow", [](const at::Tensor& x, const at::Tensor& y) { return at::add(x, y, 3); }, inf, huge);
+  const auto a = at::cat({at::full({8}, -1.7976931348623157e308, at::kDouble), at::randn({24}, at::kDouble)});
+  const auto b = at::cat({at::full({8}, -2.2031, at::kDouble), at::randn({24}, at::kDouble)});
+  check_identical("addcmul double", [](const at::Tensor& a, const at::Tensor& b) { return at::addcmul(a, a, b, 0.5); }, a, b);
+}
+
+TEST_CASE("a product or sum over values computed in the loop is not reassociated into them", "[inductor][semantics]") {
+  // `fmul reassoc` let LLVM turn prod(x / x) into prod(x) / prod(x): 0 for tiny x (fuzzer seed 336199)
+  const auto x = at::tensor({0.78125f, 9.9999e-41f, -3.0002e-42f, 2.f}).view({4, 1}).expand({4, 6}).contiguous();
+  check_identical("prod of x / x over rows", [](const at::Tensor& x) { return (x / x).prod(1); }, x);
+  check_identical("prod of x / x over columns", [](const at::Tensor& x) { return (x / x).prod(0); }, x);
+  const auto y = at::tensor({3e38f, -3e38f, 1.f, 2.f}).view({4, 1}).expand({4, 6}).contiguous();
+  check_identical("sum of (x + x) - x", [](const at::Tensor& y) { return ((y + y) - y).sum(1); }, y);
+}
+
+TEST_CASE("an integer tensor meeting a half one in mul or div is rounded to half first, as in eager", "[inductor][semantics]") {
+  // 2^31 - 1 becomes inf in half, and inf * 0 is NaN (fuzzer seed 328934); a 0-dim operand is not rounded
+  const auto h = at::tensor({0.0, 1e-4, 2.0, -0.0}, at::kDouble).to(at::kHalf).repeat({8});
+  const auto big = at::tensor({2147483647, 1}, at::kInt).view({2, 1});
+  check_identical("mul by int tensor", [](const at::Tensor& h, const at::Tensor& i) { return h * i; }, h, big);
+  check_identical("div by int tensor", [](const at::Tensor& h, const at::Tensor& i) { return h / i; }, h, big);
+  check_identical("mul by 0-dim float", [](const at::Tensor& h) { return h * at::scalar_tensor(1e5); }, h);
+}
