@@ -206,194 +206,6 @@ void ProgramCode::link() {
   }
 }
 
-namespace {
-
-// The payload: length-prefixed fields, so that any byte may appear in IR text or object code.
-class Writer {
- public:
-  void number(int64_t v) { out_ += std::to_string(v) + " "; }
-  void text(const std::string& s) {
-    number(static_cast<int64_t>(s.size()));
-    out_ += s;
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  int64_t number() {
-    const size_t space = in_.find(' ', at_);
-    if (space == std::string::npos) throw std::runtime_error("truncated");
-    const int64_t v = std::stoll(in_.substr(at_, space - at_));
-    at_ = space + 1;
-    return v;
-  }
-  std::string text() {
-    const int64_t n = number();
-    if (n < 0 || at_ + static_cast<size_t>(n) > in_.size()) throw std::runtime_error("truncated");
-    std::string s = in_.substr(at_, static_cast<size_t>(n));
-    at_ += static_cast<size_t>(n);
-    return s;
-  }
-  bool done() const { return at_ == in_.size(); }
-
- private:
-  const std::string& in_;
-  size_t at_ = 0;
-};
-
-void write_kernel(Writer& w, const inductor::Kernel& k) {
-  w.text(k.name);
-  w.number(k.tile);
-  w.number(k.num_reduction_loops);
-  w.number(static_cast<int64_t>(k.buffers.size()));
-  for (const auto& b : k.buffers) {
-    w.text(b.name);
-    w.number(static_cast<int64_t>(b.dtype));
-    w.number(b.written);
-  }
-  w.number(static_cast<int64_t>(k.vars.size()));
-  for (const auto& v : k.vars) {
-    w.number(static_cast<int64_t>(v.kind));
-    w.number(v.extent);
-    w.number(v.loop);
-  }
-  w.number(static_cast<int64_t>(k.body.size()));
-  for (const auto& e : k.body) {
-    for (int64_t field : {int64_t(e.op), int64_t(e.dtype), int64_t(e.a), int64_t(e.b), int64_t(e.c), int64_t(e.var),
-                          int64_t(e.buffer), int64_t(e.loop), int64_t(e.reduce), std::bit_cast<int64_t>(e.value), e.ivalue})
-      w.number(field);
-  }
-}
-
-inductor::Kernel read_kernel(Reader& r) {
-  inductor::Kernel k;
-  k.name = r.text();
-  k.tile = r.number();
-  k.num_reduction_loops = static_cast<int>(r.number());
-  for (int64_t n = r.number(); n > 0; --n) {
-    inductor::Buffer b;
-    b.name = r.text();
-    b.dtype = static_cast<c10::ScalarType>(r.number());
-    b.written = r.number() != 0;
-    k.buffers.push_back(b);
-  }
-  for (int64_t n = r.number(); n > 0; --n) {
-    inductor::LoopVar v;
-    v.kind = static_cast<inductor::LoopVar::Kind>(r.number());
-    v.extent = static_cast<int>(r.number());
-    v.loop = static_cast<int>(r.number());
-    k.vars.push_back(v);
-  }
-  for (int64_t n = r.number(); n > 0; --n) {
-    inductor::Expr e;
-    e.op = static_cast<inductor::ScalarOp>(r.number());
-    e.dtype = static_cast<c10::ScalarType>(r.number());
-    e.a = static_cast<int>(r.number());
-    e.b = static_cast<int>(r.number());
-    e.c = static_cast<int>(r.number());
-    e.var = static_cast<int>(r.number());
-    e.buffer = static_cast<int>(r.number());
-    e.loop = static_cast<int>(r.number());
-    e.reduce = static_cast<inductor::ReduceKind>(r.number());
-    e.value = std::bit_cast<double>(r.number());
-    e.ivalue = r.number();
-    k.body.push_back(e);
-  }
-  return k;
-}
-
-}  // namespace
-
-std::string ProgramCode::serialize() const {
-  Writer w;
-  w.number(static_cast<int64_t>(plan.kernels.size()));
-  for (const auto& k : plan.kernels) {
-    write_kernel(w, k.kernel);
-    w.number(static_cast<int64_t>(k.device.type()));
-    w.number(k.device.index());
-    for (const auto* values : {&k.buffers, &k.outputs}) {
-      w.number(static_cast<int64_t>(values->size()));
-      for (auto v : *values) w.number(v);
-    }
-  }
-  w.number(static_cast<int64_t>(plan.steps.size()));
-  for (const auto& s : plan.steps) {
-    w.number(static_cast<int64_t>(s.kind));
-    w.number(s.index);
-  }
-  w.number(static_cast<int64_t>(plan.extern_reasons.size()));
-  for (const auto& r : plan.extern_reasons) w.text(r);
-  w.text(kernel_ir);
-  w.text(llvm_ir);
-  w.text(module ? module->object() : std::string());
-  w.text(cuda_source);
-  const std::vector<std::string> no_images;
-  const auto& images = cuda_module ? cuda_module->images() : no_images;
-  w.number(static_cast<int64_t>(images.size()));
-  for (const auto& image : images) w.text(image);
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    w.number(cuda_configs[k].threads);
-    w.number(cuda_configs[k].tile);
-    w.number(cuda_configs[k].columns);
-    w.number(cuda_configs[k].split);
-    w.text(cuda_names[k]);
-  }
-  return w.take();
-}
-
-std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& payload, const std::string& name) {
-  auto code = std::make_shared<ProgramCode>();
-  std::string object;
-  std::vector<std::string> cuda_images;
-  std::optional<c10::Device> gpu;
-  try {
-    Reader r(payload);
-    for (int64_t n = r.number(); n > 0; --n) {
-      inductor::KernelLaunch k;
-      k.kernel = read_kernel(r);
-      const auto type = static_cast<c10::DeviceType>(r.number());
-      k.device = c10::Device(type, static_cast<c10::DeviceIndex>(r.number()));
-      if (k.device.is_cuda()) gpu = k.device;
-      for (auto* values : {&k.buffers, &k.outputs})
-        for (int64_t j = r.number(); j > 0; --j) values->push_back(static_cast<graph::ValueId>(r.number()));
-      code->plan.kernels.push_back(std::move(k));
-    }
-    for (int64_t n = r.number(); n > 0; --n) {
-      inductor::Step s;
-      s.kind = static_cast<inductor::Step::Kind>(r.number());
-      s.index = static_cast<int>(r.number());
-      code->plan.steps.push_back(s);
-    }
-    for (int64_t n = r.number(); n > 0; --n) code->plan.extern_reasons.push_back(r.text());
-    code->kernel_ir = r.text();
-    code->llvm_ir = r.text();
-    object = r.text();
-    code->cuda_source = r.text();
-    for (int64_t n = r.number(); n > 0; --n) cuda_images.push_back(r.text());
-    for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
-      inductor::CudaConfig config;
-      config.threads = static_cast<int>(r.number());
-      config.tile = r.number();
-      config.columns = static_cast<int>(r.number());
-      config.split = static_cast<int>(r.number());
-      code->cuda_configs.push_back(config);
-      code->cuda_names.push_back(r.text());
-    }
-    if (!r.done()) return nullptr;
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-  if (!object.empty()) code->module = load_cpu_object(object, name);
-  if (gpu) code->cuda_module = load_cuda_modules(cuda_images, name, gpu->index());
-  code->link();
-  return code;
-}
-
 std::string Program::optimized_llvm_ir() const { return code_->module ? code_->module->optimized_ir() : std::string(); }
 std::string Program::assembly() const { return code_->module ? code_->module->assembly() : std::string(); }
 
@@ -405,6 +217,14 @@ namespace {
 // a copy of the memory it spans, with the same strides, made on the current stream before the kernel
 // (Inductor copies misaligned inputs for the same reason).
 constexpr uintptr_t kCudaBufferAlignment = 16;
+
+// Where element 0 of t lies, also when t has no elements (data_ptr() is null then, but its memory may
+// still be read: see allocate).
+void* element_zero(const at::Tensor& t) {
+  if (t.numel() > 0) return t.data_ptr();
+  char* base = static_cast<char*>(t.storage().mutable_data());
+  return base ? base + t.storage_offset() * static_cast<int64_t>(t.element_size()) : nullptr;
+}
 
 at::Tensor aligned_copy(const at::Tensor& t) {
   int64_t span = 1;
@@ -420,7 +240,12 @@ at::Tensor aligned_copy(const at::Tensor& t) {
 at::Tensor Program::allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
   const auto& m = graph_.values[v].meta;
   const auto sizes = evaluate(m.sizes, symbols), strides = evaluate(m.strides, symbols);
-  const size_t bytes = at::detail::computeStorageNbytes(sizes, strides, c10::elementSize(m.dtype));
+  // A value with no elements gets the memory it would span if its empty dims had one element: a kernel
+  // may read it at an index of the loops that do run (a load hoisted out of a reduction over its empty
+  // dim, whose result is never used), which must not fault.
+  auto spanned = sizes;
+  for (auto& s : spanned) s = std::max<int64_t>(s, 1);
+  const size_t bytes = at::detail::computeStorageNbytes(spanned, strides, c10::elementSize(m.dtype));
   for (auto it = pool.begin(); it != pool.end(); ++it)
     if (it->scalar_type() == m.dtype && it->storage().nbytes() == bytes) {
       at::Tensor reused = it->as_strided(sizes, strides, 0);
@@ -429,9 +254,11 @@ at::Tensor Program::allocate(graph::ValueId v, const int64_t* symbols, std::vect
     }
   // Outputs straight from the device's allocator: the dispatcher's round trip is a good part of a small
   // call's host cost (about a third of a 16-element CPU call's instructions).
-  if (m.device.is_cuda()) return at::Tensor(at::detail::empty_strided_cuda(sizes, strides, m.dtype, m.device));
-  if (m.device.is_cpu()) return at::Tensor(at::detail::empty_strided_cpu(sizes, strides, m.dtype));
-  return at::empty_strided(sizes, strides, at::TensorOptions().dtype(m.dtype).device(m.device));
+  at::Tensor t;
+  if (m.device.is_cuda()) t = at::Tensor(at::detail::empty_strided_cuda(spanned, strides, m.dtype, m.device));
+  else if (m.device.is_cpu()) t = at::Tensor(at::detail::empty_strided_cpu(spanned, strides, m.dtype));
+  else t = at::empty_strided(spanned, strides, at::TensorOptions().dtype(m.dtype).device(m.device));
+  return spanned == sizes ? t : t.as_strided(sizes, strides, 0);
 }
 
 Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, std::string region)
@@ -460,7 +287,7 @@ void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_
   int64_t largest = 1;
   for (size_t b = 0; b < launch.buffers.size(); ++b) {
     const at::Tensor& t = values[launch.buffers[b]];
-    void* pointer = t.data_ptr();
+    void* pointer = element_zero(t);
     if (launch.device.is_cuda() && reinterpret_cast<uintptr_t>(pointer) % kCudaBufferAlignment != 0) {
       if (launch.kernel.buffers[b].written) throw InternalError("a CUDA kernel's output buffer is not 16-byte aligned");
       pointer = copies.emplace_back(aligned_copy(t)).data_ptr();

@@ -414,3 +414,17 @@ TEST_CASE("an in-place op whose other input partly overlaps what it writes gives
   for (int call = 0; call < 2; ++call) same_view(std::get<0>(transposed()));
   CHECK(same_view.stats().programs_compiled == 1);
 }
+
+TEST_CASE("a reduction over an empty dim of a value with no elements reads no memory it lacks", "[inplace]") {
+  // A load hoisted out of the empty reduction read a buffer of no bytes through a null pointer (SIGSEGV,
+  // fuzzer seed 404669): such values get the memory their layout spans, and kernels its address.
+  using T = const at::Tensor&;
+  auto make = [] { return std::make_tuple(at::zeros({7, 1}, at::kInt).expand({7, 0})); };
+  check_both("fill_ then any over the empty dim", [](T x) {
+    x.fill_(0);
+    auto q = at::div(x, x, "floor");
+    return std::make_tuple(q.any(1), q.sum(1));
+  }, make);
+  auto make_float = [] { return std::make_tuple(at::ones({5, 1}).expand({5, 0}), at::ones({5, 3})); };
+  check_both("an empty row broadcast into a sum", [](T x, T y) { return (x * 2).sum(1, true) + y; }, make_float);
+}
