@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 int main(int argc, char* argv[]) {
+  setenv("JITC_STRICT", "1", /*overwrite=*/0);  // as test_main.cpp
   const int result = Catch::Session().run(argc, argv);
   std::fflush(nullptr);
   std::_Exit(result);

@@ -1,5 +1,7 @@
 #include "graph/functionalize.h"
 
+#include <jitc/errors.h>
+
 #include <ATen/ATen.h>
 #include <ATen/core/stack.h>
 #include <fmt/format.h>
@@ -103,7 +105,7 @@ class Functionalizer {
     RawInfo& i = info_[r];
     if (i.root == r || i.chain.empty()) return current_[i.root];
     if (i.version == version_[i.root]) return i.fv;
-    if (!i.regenerable) throw std::runtime_error("a view from split/unbind/chunk is read after its base was written");
+    if (!i.regenerable) throw UnsupportedError("a view from split/unbind/chunk is read after its base was written");
     const Node& view = raw_.nodes[i.chain.back()];
     const int base_arg = base_argument(view);
     std::vector<Arg> args = map_args(view, base_arg, read(view.args[base_arg].value));
@@ -208,7 +210,7 @@ class Functionalizer {
     try {
       for (size_t i = 0; i < raw_.nodes.size(); ++i)
         if (!node(i)) return false;
-    } catch (const std::exception& e) {
+    } catch (const UnsupportedError& e) {  // a limitation; anything else is a bug, for the caller to report
       return fail(e.what());
     }
     return true;
@@ -241,10 +243,10 @@ class Functionalizer {
         if (base_raw != kNoValue) {
           // as_strided addresses the storage itself: right only where the value lies as the traced one.
           if (n.op.operator_name().name == "aten::as_strided" && !same_layout(base_raw))
-            throw std::runtime_error("as_strided of a written tensor that lies in memory otherwise than when traced");
+            throw UnsupportedError("as_strided of a written tensor that lies in memory otherwise than when traced");
           // reshape aliases only where the strides allow: on the functional value it might copy.
           if (inferred && position < aliases.size() && !aliases[position])
-            throw std::runtime_error(fmt::format("{} of a written tensor copies where the trace made a view", n.name()));
+            throw UnsupportedError(fmt::format("{} of a written tensor copies where the trace made a view", n.name()));
           meta = view_meta(rv.meta, inferred, position, same_layout(base_raw));
         }
         ++position;
@@ -275,7 +277,7 @@ class Functionalizer {
                               bool base_as_traced) {
     if (!inferred || k >= inferred->size() || (*inferred)[k].sizes != traced.sizes) {
       if (base_as_traced) return traced;
-      throw std::runtime_error("the layout of a view of a written tensor cannot be inferred");
+      throw UnsupportedError("the layout of a view of a written tensor cannot be inferred");
     }
     TensorMeta m = (*inferred)[k];
     m.device = traced.device;
@@ -295,7 +297,7 @@ class Functionalizer {
     for (size_t k = 0; k < view.args.size(); ++k)
       if (view.args[k].kind == Arg::Kind::kValue && raw_.values[view.args[k].value].storage == storage)
         return static_cast<int>(k);
-    throw std::runtime_error(view.name() + " was taken for a view but shares memory with no argument");
+    throw UnsupportedError(view.name() + " was taken for a view but shares memory with no argument");
   }
 
   // The argument a result aliases, told by the trace's storage identity rather than by the schema
@@ -342,7 +344,7 @@ class Functionalizer {
   // New content `value` for raw value `target`: scatter it up the view chain into a new root version.
   void write(ValueId target, ValueId value) {
     const RawInfo info = info_[target];
-    if (!info.regenerable) throw std::runtime_error("a write through a view made by split/unbind/chunk");
+    if (!info.regenerable) throw UnsupportedError("a write through a view made by split/unbind/chunk");
     for (size_t k = info.chain.size(); k-- > 0;) {
       const Node& view = raw_.nodes[info.chain[k]];
       const int base_arg = base_argument(view);
@@ -363,7 +365,7 @@ class Functionalizer {
     if (raw_.values[root].producer < 0 || (now.strides == traced.strides && now.storage_offset == traced.storage_offset)) return value;
     const ValueId before = current_[root];
     const TensorMeta& old = out_.values[before].meta;
-    if (old.strides != traced.strides) throw std::runtime_error("a written intermediate lost its traced layout");
+    if (old.strides != traced.strides) throw UnsupportedError("a written intermediate lost its traced layout");
     return emit(*find_op("aten::copy", ""), {value_arg(before), value_arg(value), constant_arg(false)}, old, -1);
   }
 
@@ -389,7 +391,7 @@ class Functionalizer {
       // are storage coordinates of the traced base).
       const TensorMeta& now = out_.values[base].meta;
       contiguous = contiguous && now.strides == base_meta.strides && now.storage_offset == base_meta.storage_offset;
-      if (!contiguous) throw std::runtime_error("a write through as_strided of a non-contiguous tensor");
+      if (!contiguous) throw UnsupportedError("a write through as_strided of a non-contiguous tensor");
       return scatter("aten::as_strided_scatter", 1, 3);
     }
     if (name == "aten::narrow" && view.args[2].constant.isInt()) {
@@ -423,7 +425,7 @@ class Functionalizer {
         for (const auto& e : base_meta.sizes) sizes.push_back(e.offset);
         return emit(*find_op("aten::reshape", ""), {value_arg(value), constant_arg(sizes)}, base_meta, -1);
       }
-    throw std::runtime_error(fmt::format("a write through {} cannot be turned into a scatter", view.name()));
+    throw UnsupportedError(fmt::format("a write through {} cannot be turned into a scatter", view.name()));
   }
 
   // ---- epilogue ----
@@ -444,7 +446,7 @@ class Functionalizer {
     }
     try {
       for (ValueId r : raw_.outputs) out_.outputs.push_back(r == kNoValue ? kNoValue : output(r, written));
-    } catch (const std::exception& e) {
+    } catch (const UnsupportedError& e) {  // a limitation; anything else is a bug, for the caller to report
       return fail(e.what());
     }
     return true;
@@ -454,7 +456,7 @@ class Functionalizer {
   ValueId output(ValueId r, const std::vector<ValueId>& written) {
     const RawInfo& info = info_[r];
     if (written[info.root] == kNoValue) return read(r);
-    if (!info.regenerable) throw std::runtime_error("a result is a split/unbind view of a written input");
+    if (!info.regenerable) throw UnsupportedError("a result is a split/unbind view of a written input");
     ValueId v = written[info.root];
     for (int k : info.chain) {
       const Node& view = raw_.nodes[k];

@@ -16,4 +16,9 @@ bool failure_injected(std::string_view stage, const std::vector<std::string>& op
   return false;
 }
 
+bool failure_injection_configured() {
+  const std::string value = runtime::env_string("JITC_INJECT_FAILURE_TESTING_ONLY");
+  return !value.empty() && value.rfind("bug:", 0) != 0;
+}
+
 }  // namespace jitc::inductor

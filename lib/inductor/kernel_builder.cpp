@@ -1,5 +1,7 @@
 #include "inductor/kernel_builder.h"
 
+#include <jitc/detail/internal_assert.h>
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -61,7 +63,7 @@ int KernelBuilder::intern(const Expr& e, uint64_t deps) {
 }
 
 int KernelBuilder::add_var(LoopVar::Kind kind, const graph::SymExpr& extent, int loop) {
-  if (kernel_.vars.size() >= 64) throw std::runtime_error("a kernel needs more than 64 loop variables");
+  if (kernel_.vars.size() >= 64) throw UnsupportedError("a kernel needs more than 64 loop variables");
   LoopVar v;
   v.kind = kind;
   v.extent = this->extent(extent);
@@ -157,9 +159,8 @@ int KernelBuilder::unary(ScalarOp op, int a) {
 }
 
 int KernelBuilder::binary(ScalarOp op, int a, int b) {
-  if (dtype(a) != dtype(b))
-    throw std::logic_error(fmt::format("kernel builder: {} of {} and {}", op_name(op), c10::toString(dtype(a)),
-                                       c10::toString(dtype(b))));
+  JITC_INTERNAL_ASSERT(dtype(a) == dtype(b), fmt::format("kernel builder: {} of {} and {}", op_name(op), c10::toString(dtype(a)),
+                                                          c10::toString(dtype(b))));
   int64_t x, y;
   const bool ca = is_constant(a, &x), cb = is_constant(b, &y);
   if (ca && cb && (op == ScalarOp::kAdd || op == ScalarOp::kMul || op == ScalarOp::kSub))
@@ -179,7 +180,7 @@ int KernelBuilder::binary(ScalarOp op, int a, int b) {
 }
 
 int KernelBuilder::where(int cond, int a, int b) {
-  if (dtype(cond) != ScalarType::Bool || dtype(a) != dtype(b)) throw std::logic_error("kernel builder: where types");
+  JITC_INTERNAL_ASSERT(dtype(cond) == ScalarType::Bool && dtype(a) == dtype(b), "kernel builder: where types");
   if (a == b) return a;
   Expr e;
   e.op = ScalarOp::kWhere;
@@ -192,8 +193,8 @@ int KernelBuilder::where(int cond, int a, int b) {
 
 int KernelBuilder::fma(int a, int b, int c) {
   const ScalarType t = dtype(a);
-  if (t != dtype(b) || t != dtype(c) || (t != ScalarType::Float && t != ScalarType::Double))
-    throw std::logic_error("kernel builder: fma of non-float or mixed types");
+  JITC_INTERNAL_ASSERT(t == dtype(b) && t == dtype(c) && (t == ScalarType::Float || t == ScalarType::Double),
+                       "kernel builder: fma of non-float or mixed types");
   Expr e;
   e.op = ScalarOp::kFma;
   e.dtype = t;
@@ -267,7 +268,7 @@ void KernelBuilder::store(int buffer, int index, int value) {
 }
 
 void KernelBuilder::check(int holds) {
-  if (dtype(holds) != ScalarType::Bool) throw std::logic_error("kernel builder: a check takes a bool");
+  JITC_INTERNAL_ASSERT(dtype(holds) == ScalarType::Bool, "kernel builder: a check takes a bool");
   const Expr& x = kernel_.body[holds];
   if (x.op == ScalarOp::kConst && x.ivalue != 0) return;  // holds always
   Expr e;

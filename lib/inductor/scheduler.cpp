@@ -1,12 +1,12 @@
 #include "inductor/scheduler.h"
 
+#include "graph/passes.h"
 #include "inductor/collapse_dims.h"
 #include "inductor/injected_failure.h"
 #include "inductor/loop_order.h"
-
-#include "graph/passes.h"
 #include "inductor/lowering.h"
 
+#include <jitc/detail/internal_assert.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -92,7 +92,7 @@ class Scheduler {
       } catch (const Restart&) {
       }
     }
-    throw std::logic_error("scheduler: no fixed point");
+    JITC_INTERNAL_ASSERT(false, "scheduler: no fixed point");
   }
 
  private:
@@ -162,6 +162,7 @@ class Scheduler {
       const auto outs = outputs_of(n);
       try {
         if (failure_injected("lowering", {n.name()})) throw std::runtime_error(kInjectedFailure);
+        JITC_INTERNAL_ASSERT(!failure_injected("bug", {n.name()}), kInjectedFailure);
         ctx_->runtime_doubles_read = 0;
         auto loaders = (*lowering)(*ctx_, n);
         if (ctx_->runtime_doubles_read != runtime_doubles(n)) throw Unsupported("its lowering reads a run-time double as a constant");
@@ -173,7 +174,7 @@ class Scheduler {
         for (ValueId v : outs) ctx_->loader[v] = nullptr;
         make_extern(i, e.what());
       } catch (const std::exception& e) {  // a bug, not a limit: the graph runs eagerly (see engine)
-        throw std::runtime_error(fmt::format("lowering {} (node {}) failed: {}", n.name(), i, e.what()));
+        throw InternalError(fmt::format("lowering {} (node {}) failed: {}", n.name(), i, e.what()));
       }
     }
   }
@@ -320,7 +321,7 @@ class Scheduler {
   // Handles a NeedsBuffer raised while v was being added. Returns true if v just does not fit here.
   bool absorb(const NeedsBuffer& e, ValueId v) {
     if (e.value == v || (stored_[e.value] && ctx_->group[e.value] == group_id_)) return true;
-    if (stored_[e.value]) throw std::logic_error("scheduler: a stored value was needed again");
+    JITC_INTERNAL_ASSERT(!stored_[e.value], "scheduler: a stored value was needed again");
     stored_[e.value] = 1;
     log_decision(fmt::format("{} is stored to a buffer: {}", describe(e.value), e.why));
     throw Restart{};
@@ -536,8 +537,7 @@ class Scheduler {
     return plan;
   }
 
-  // Drops each intermediate right after its last use (its memory returns to the allocator or to the
-  // program's pool for the next output of the same size).
+  // Drops each intermediate after its last use (its memory goes back to the allocator or the pool).
   std::vector<Step> with_releases(const std::vector<Step>& steps, const std::vector<KernelLaunch>& kernels) const {
     std::vector<int> last(g_.values.size(), -1);
     std::vector<char> releasable(g_.values.size(), 0);

@@ -12,6 +12,7 @@
 #include "runtime/engine.h"
 #include "runtime/env.h"
 #include "runtime/error_text.h"
+#include "runtime/strict.h"
 #include "runtime/log.h"
 #include "runtime/profiling.h"
 #include "runtime/program.h"
@@ -192,6 +193,7 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     runtime::add(compile_stats_.codegen_stages, times.stages);
     return program;
   } catch (const std::exception& e) {
+    runtime::rethrow_if_strict(e);
     runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, runtime::error_text(e)), id);
     return nullptr;
   }

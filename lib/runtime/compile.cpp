@@ -7,6 +7,7 @@
 #include "runtime/module_state.h"
 #include "runtime/env.h"
 #include "runtime/error_text.h"
+#include "runtime/strict.h"
 #include "runtime/log.h"
 #include "runtime/marks.h"
 #include "tracer/trace.h"
@@ -390,6 +391,7 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
     entry->trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     install(std::move(entry), leaves, candidates);
   } catch (const std::exception& e) {
+    runtime::rethrow_if_strict(e);
     eager_only_ = true;
     runtime::warn(fmt::format("jitc: building the entry for '{}' failed and it runs eagerly from now on (this is a "
                               "jitc bug; please report it with JITC_LOGS=graph_code): {}",
@@ -500,6 +502,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
       }
     }
   } catch (const std::exception& e) {  // a jitc bug: keep the trace's result, never confirm
+    runtime::rethrow_if_strict(e);
     runtime::warn(fmt::format("jitc: checking sizes for '{}' failed: {}", name_, runtime::error_text(e)));
     for (const auto& c : unchecked.candidates) c.entry->sizes.record(c.symbols, false);
   }

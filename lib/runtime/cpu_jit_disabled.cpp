@@ -7,11 +7,11 @@
 namespace jitc::runtime {
 
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string&, const std::string& name, bool) {
-  throw CompileError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): no CPU code generator for " + name);
+  throw UnsupportedError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): no CPU code generator for " + name);
 }
 
 std::unique_ptr<CpuModule> load_cpu_object(const std::string&, const std::string& name) {
-  throw CompileError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): cannot load the CPU code of " + name);
+  throw UnsupportedError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): cannot load the CPU code of " + name);
 }
 
 std::string cpu_target_description() { return "none (built without LLVM)"; }

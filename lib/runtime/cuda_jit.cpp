@@ -100,7 +100,7 @@ struct Api {
 Api& nvrtc_api() {
   Api& api = Api::get();
   if (!api.create || !api.compile || !api.cubin || !api.ptx)
-    throw CompileError("jitc: NVRTC could not be loaded (libnvrtc.so.13/.12 not found); CUDA graphs need the CUDA toolkit's "
+    throw UnsupportedError("jitc: NVRTC could not be loaded (libnvrtc.so.13/.12 not found); CUDA graphs need the CUDA toolkit's "
                        "libnvrtc on the library path");
   return api;
 }

@@ -86,6 +86,8 @@ std::string env_debug_dir() { return env_string("JITC_DEBUG_DIR"); }
 
 bool env_cuda_pdl() { return env_bool("JITC_CUDA_PDL", true); }
 
+bool env_strict() { return env_bool("JITC_STRICT", false); }
+
 cache::DiskCache::Config env_disk_cache() {
   cache::DiskCache::Config c;
   c.dir = env_string("JITC_CACHE_DIR");

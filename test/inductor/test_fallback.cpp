@@ -56,3 +56,24 @@ TEST_CASE("an injected failure for another op changes nothing", "[inductor][fall
   CHECK(capture.lines_with("runs through the eager backend").empty());
   CHECK(f.stats().programs_compiled == 1);
 }
+
+TEST_CASE("under JITC_STRICT=1 a jitc bug reaches the caller, and without it the graph falls back", "[inductor][fallback]") {
+  jitc::testing::ScopedEnv inject("JITC_INJECT_FAILURE_TESTING_ONLY", "bug:aten::relu");
+  const auto x = at::randn({7, 13, 3});
+  {
+    jitc::testing::ScopedEnv strict("JITC_STRICT", "1");
+    auto f = jitc::compile(relu_block);
+    auto twice = [&] {  // code is generated on the first call or the second, as the engine chooses
+      f(x);
+      f(x);
+    };
+    CHECK_THROWS_AS(twice(), jitc::InternalError);
+  }
+  jitc::testing::ScopedEnv lenient("JITC_STRICT", "0");
+  jitc::testing::LogCapture capture;
+  auto f = jitc::compile(relu_block);
+  for (int call = 0; call < 3; ++call) CHECK(jitc::testing::difference(f(x), relu_block(x), {0, 0}) == "");
+  const auto warnings = capture.lines_with("runs through the eager backend");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("jitc internal error at") != std::string::npos);
+}
