@@ -2,6 +2,7 @@
 
 #include "graph/passes.h"
 #include "inductor/collapse_dims.h"
+#include "inductor/graph_uses.h"
 #include "inductor/injected_failure.h"
 #include "inductor/loop_order.h"
 #include "inductor/lowering.h"
@@ -102,21 +103,8 @@ class Scheduler {
     reason_[i] = std::move(why);
   }
 
-  std::vector<ValueId> outputs_of(const Node& n) const {
-    std::vector<ValueId> out;
-    for (const auto& o : n.outputs) out.insert(out.end(), o.values.begin(), o.values.end());
-    return out;
-  }
-
-  std::vector<ValueId> tensor_args(const Node& n) const {
-    std::vector<ValueId> out;
-    for (const auto& a : n.args) {
-      if (a.kind == graph::Arg::Kind::kValue) out.push_back(a.value);
-      for (ValueId v : a.list)
-        if (v != graph::kNoValue) out.push_back(v);
-    }
-    return out;
-  }
+  std::vector<ValueId> outputs_of(const Node& n) const { return node_outputs(n); }
+  std::vector<ValueId> tensor_args(const Node& n) const { return node_tensor_args(n); }
 
   // Lowered ops read and write tensors of supported dtypes on one device, CPU or CUDA.
   std::string unsupported_values(const Node& n) const {
@@ -203,7 +191,30 @@ class Scheduler {
     for (size_t i = g_.nodes.size(); i-- > 0;)
       if (extern_[i])
         for (ValueId v : tensor_args(g_.nodes[i])) need(v);
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (extern_[i] && g_.nodes[i].mutates) store_readers_before(i);
   }
+
+  // A value computed before extern i writes a tensor, from that tensor's memory, and read after i is
+  // stored before i: inlined into a later kernel it would read the written memory (fuzzer seed 563608).
+  void store_readers_before(size_t i) {
+    std::vector<int32_t> written;
+    for (ValueId v : tensor_args(g_.nodes[i])) written.push_back(g_.values[v].storage);
+    std::vector<int8_t> reads(g_.values.size(), -1);  // memo: -1 unknown
+    std::function<bool(ValueId)> reads_written = [&](ValueId v) -> bool {
+      if (reads[v] >= 0) return reads[v];
+      bool r = std::find(written.begin(), written.end(), g_.values[v].storage) != written.end();
+      const int p = g_.values[v].producer;
+      if (!r && p >= 0 && !extern_[p])
+        for (ValueId a : tensor_args(g_.nodes[p])) r = r || reads_written(a);
+      return reads[v] = r;
+    };
+    for (size_t j = 0; j < i; ++j)
+      if (!extern_[j])
+        for (ValueId v : outputs_of(g_.nodes[j]))
+          if (ctx_->loader[v] && read_after(g_, v, i) && reads_written(v)) need(v);
+  }
+
 
   // ---- kernels ----------------------------------------------------------------------------------
   bool compatible(ValueId v, const Space& s) const {
@@ -527,7 +538,7 @@ class Scheduler {
     flush();
     Plan plan;
     plan.kernels = std::move(kernels_);
-    plan.steps = with_releases(steps_, plan.kernels);
+    plan.steps = with_releases(g_, steps_, plan.kernels);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (!extern_[i]) continue;
       log(fmt::format("{} (node {}) is not fused: it runs as an extern ATen call ({})", g_.nodes[i].name(), i, reason_[i]));
@@ -535,34 +546,6 @@ class Scheduler {
         plan.extern_reasons.push_back(fmt::format("{}: {}", g_.nodes[i].name(), reason_[i]));
     }
     return plan;
-  }
-
-  // Drops each intermediate after its last use (its memory goes back to the allocator or the pool).
-  std::vector<Step> with_releases(const std::vector<Step>& steps, const std::vector<KernelLaunch>& kernels) const {
-    std::vector<int> last(g_.values.size(), -1);
-    std::vector<char> releasable(g_.values.size(), 0);
-    for (size_t s = 0; s < steps.size(); ++s) {
-      std::vector<ValueId> used;
-      if (steps[s].kind == Step::Kind::kKernel) used = kernels[steps[s].index].buffers;
-      else {
-        used = tensor_args(g_.nodes[steps[s].index]);
-        for (ValueId v : outputs_of(g_.nodes[steps[s].index])) used.push_back(v), releasable[v] = 1;
-      }
-      if (steps[s].kind == Step::Kind::kKernel)
-        for (ValueId v : kernels[steps[s].index].outputs) releasable[v] = 1;
-      for (ValueId v : used) last[v] = static_cast<int>(s);
-    }
-    for (ValueId v : g_.outputs)
-      if (v != graph::kNoValue) releasable[v] = 0;
-    std::vector<std::vector<ValueId>> after(steps.size());
-    for (size_t v = 0; v < g_.values.size(); ++v)
-      if (releasable[v] && last[v] >= 0) after[last[v]].push_back(static_cast<ValueId>(v));
-    std::vector<Step> out;
-    for (size_t s = 0; s < steps.size(); ++s) {
-      out.push_back(steps[s]);
-      for (ValueId v : after[s]) out.push_back({Step::Kind::kRelease, v});
-    }
-    return out;
   }
 
   // Messages of the attempt that succeeds, after the decisions that caused restarts.

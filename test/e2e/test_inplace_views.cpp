@@ -428,3 +428,21 @@ TEST_CASE("a reduction over an empty dim of a value with no elements reads no me
   auto make_float = [] { return std::make_tuple(at::ones({5, 1}).expand({5, 0}), at::ones({5, 3})); };
   check_both("an empty row broadcast into a sum", [](T x, T y) { return (x * 2).sum(1, true) + y; }, make_float);
 }
+
+TEST_CASE("a value read from an argument before the call writes it keeps the old values", "[inplace]") {
+  // The kernel computing the softmax ran after the extern copy_ into x, its only reader being a later
+  // view (fuzzer seed 563608): it read the new values.
+  using T = const at::Tensor&;
+  auto make = [] { return std::make_tuple(seeded({7}, 70), seeded({1}, 71)); };
+  check_both("softmax, copy_ into its input, a view of the softmax", [](T x, T y) {
+    auto s = at::softmax(x.exp(), 0);
+    x.copy_(y);
+    return s.unsqueeze(0).t();
+  }, make);
+  auto make2 = [] { return std::make_tuple(seeded({4, 5}, 72), seeded({4, 5}, 73)); };
+  check_both("a sum read after the write", [](T x, T y) {
+    auto t = (x * 3).sum(1);
+    x.mul_(y);
+    return std::make_tuple(t.unsqueeze(1), x + 1);
+  }, make2);
+}

@@ -1,0 +1,21 @@
+// Where a graph's values are used, for the scheduler: the tensors a node reads and defines, whether a
+// value is read after a node, and the release steps that drop each intermediate after its last use.
+#pragma once
+#include "graph/graph.h"
+#include "inductor/scheduler.h"
+
+#include <vector>
+
+namespace jitc::inductor {
+
+std::vector<graph::ValueId> node_outputs(const graph::Node& n);
+std::vector<graph::ValueId> node_tensor_args(const graph::Node& n);
+
+// Whether v is a graph output or an argument of a node after node i.
+bool read_after(const graph::Graph& g, graph::ValueId v, size_t i);
+
+// `steps` with a release after each intermediate's last use (its memory goes back to the allocator or
+// to the program's pool for a later output).
+std::vector<Step> with_releases(const graph::Graph& g, const std::vector<Step>& steps, const std::vector<KernelLaunch>& kernels);
+
+}  // namespace jitc::inductor
