@@ -16,4 +16,6 @@ cmake --build build-sanitize -j2
 # (ORC) is not instrumented. ASan needs to come first in the process: the test binaries link it.
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:detect_odr_violation=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-ctest --test-dir build-sanitize --output-on-failure -j2 "$@"
+# consumer_find_package builds a project of its own outside this build (not instrumented): an
+# instrumented libjitc cannot load there ("ASan runtime does not come first"), so it is left out.
+ctest --test-dir build-sanitize --output-on-failure -j2 -E consumer_find_package "$@"
