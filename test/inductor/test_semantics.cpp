@@ -516,3 +516,14 @@ TEST_CASE("an integer tensor meeting a half one in mul or div is rounded to half
   check_identical("div by int tensor", [](const at::Tensor& h, const at::Tensor& i) { return h / i; }, h, big);
   check_identical("mul by 0-dim float", [](const at::Tensor& h) { return h * at::scalar_tensor(1e5); }, h);
 }
+
+TEST_CASE("a softmax of an empty integer tensor runs as eager does", "[inductor][semantics]") {
+  // Eager accepts it only because there is nothing to compute; the lowering made exp of uint8 (IR that
+  // LLVM rejects, fuzzer seeds 635872 and 675674). Under JITC_STRICT that would fail here.
+  const auto x = at::zeros({5, 0}, at::kByte);
+  auto f = [](const at::Tensor& x) { return at::logsumexp(at::log_softmax(x, 1), 1, true); };
+  auto compiled = jitc::compile(f);
+  compiled(x);
+  const at::Tensor got = compiled(x);
+  CHECK(identical(got, f(x)));
+}
