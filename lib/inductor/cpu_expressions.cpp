@@ -41,15 +41,25 @@ std::string Printer::identity(ReduceKind kind, ScalarType t) {
 // The accumulator update. Floating sums and products may be reassociated (so they vectorize);
 // max/min propagate NaN as ATen's do. The reassociation must stay with the accumulator: `reassoc` lets
 // InstCombine rewrite the value's own expression too (prod(x / x) became prod(x) / prod(x): 0 or NaN
-// where x is tiny), so a float value enters through a freeze, which its patterns do not look through.
+// where x is tiny; prod(pow(x, c)) became pow(prod(x), c): inf where eager has NaN). A product's value
+// enters through an arithmetic fence, which reassociation does not cross (its loop no longer
+// vectorizes: products are rare); a sum's through a freeze, which keeps the loop vectorized and which
+// InstCombine's patterns do not look through (it can push a freeze into the operands, which is what
+// let the pow rewrite through a freeze: sums have no such rewrite found yet).
 std::string Printer::combine(ReduceKind kind, ScalarType t, const std::string& acc, const std::string& value) {
   const std::string out = fresh("acc");
   const char* ty = compute_type(t);
   const bool f = is_float(t);
   std::string v = value;
-  if (f && (kind == ReduceKind::kSum || kind == ReduceKind::kProd)) {
+  if (f && kind == ReduceKind::kSum) {
     v = fresh("opaque");
     line(fmt::format("{} = freeze {} {}", v, ty, value));
+  }
+  if (f && kind == ReduceKind::kProd) {
+    const char* suffix = t == ScalarType::Float ? "f32" : "f64";
+    declare(fmt::format("{} @llvm.arithmetic.fence.{}({})", ty, suffix, ty));
+    v = fresh("fenced");
+    line(fmt::format("{} = call {} @llvm.arithmetic.fence.{}({} {})", v, ty, suffix, ty, value));
   }
   switch (kind) {
     case ReduceKind::kSum: line(fmt::format("{} = {} {} {}, {}", out, f ? "fadd reassoc" : "add", ty, acc, v)); break;
