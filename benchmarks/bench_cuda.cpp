@@ -8,9 +8,9 @@
 // --debug-cpu runs the flow on the CPU with shapes divided by 16, to test this program without a GPU.
 #include <jitc/jitc.h>
 
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 #include "peer_results.h"
-#include "runtime/cuda_jit.h"
+#include "inductor/cuda/jit.h"
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/EmptyTensor.h>

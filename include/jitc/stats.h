@@ -12,9 +12,9 @@ struct CodegenStages {
   double passes = 0;          // functionalization, DCE and CSE of the entry's graph
   double lower_schedule = 0;  // lowering to kernel IR and fusion (cache misses)
   double codegen = 0;         // printing the kernels as LLVM IR and CUDA C
-  double llvm = 0;            // CPU kernels: LLVM O3, object code, linking into the process
+  double llvm = 0;            // CPU kernels: LLVM O3 and object code
   double nvrtc = 0;           // CUDA kernels: NVRTC
-  double load = 0;            // loading the CUDA module, or the program from the compile cache
+  double load = 0;            // loading compiled code into the process (object code, CUDA modules), or cached code
   double autotune = 0;        // mode=max-autotune: timing each kernel's candidate configurations
 };
 

@@ -116,7 +116,8 @@ int softplus(KernelBuilder& kb, int x, ScalarType t, double beta, double thresho
   return kb.where(kb.binary(ScalarOp::kGt, scaled, k(kb, threshold, t)), x, soft);
 }
 
-void register_unary(Registry& r) {
+// Math functions and rounding: one scalar op each.
+void register_math(Registry& r) {
   const std::pair<const char*, ScalarOp> direct[] = {
       {"aten::neg", ScalarOp::kNeg},     {"aten::abs", ScalarOp::kAbs},     {"aten::exp", ScalarOp::kExp},
       {"aten::exp2", ScalarOp::kExp2},   {"aten::expm1", ScalarOp::kExpm1}, {"aten::log", ScalarOp::kLog},
@@ -149,6 +150,9 @@ void register_unary(Registry& r) {
   r["aten::reciprocal"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return kb.binary(ScalarOp::kDiv, k(kb, 1, t), x[0]); });
   r["aten::square"] = unary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kMul, x[0], x[0]); });
   r["aten::frac"] = unary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kSub, x[0], kb.unary(ScalarOp::kTrunc, x[0])); });
+}
+
+void register_activations(Registry& r) {
   r["aten::sigmoid"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return sigmoid(kb, x[0], t); });
   r["aten::relu"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return relu(kb, x[0], t); });
   r["aten::silu"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {  // x / (1 + exp(-x))
@@ -214,6 +218,10 @@ void register_unary(Registry& r) {
   };
   r["aten::hardtanh"] = hardtanh(-1, 1);
   r["aten::relu6"] = hardtanh(0, 6);
+}
+
+// Copies, eval-mode dropouts, fills, float tests, logical and bitwise not.
+void register_copies_and_tests(Registry& r) {
   // Identity-valued copies: the output's dtype and layout come from the trace.
   const Body identity = [](KernelBuilder&, const Values& x, ScalarType) { return x[0]; };
   for (const char* name : {"aten::clone", "aten::_to_copy", "aten::to", "aten::type_as", "aten::contiguous", "aten::positive"})
@@ -374,7 +382,8 @@ int power(KernelBuilder& kb, int x, int e, std::optional<double> constant, Scala
   return kb.binary(ScalarOp::kPow, x, e);
 }
 
-void register_binary(Registry& r) {
+// Arithmetic: add, sub, mul, the divisions and remainders, pow.
+void register_arithmetic(Registry& r) {
   r["aten::add"] = add_sub(ScalarOp::kAdd, false);
   r["aten::sub"] = add_sub(ScalarOp::kSub, false);
   r["aten::rsub"] = add_sub(ScalarOp::kSub, true);
@@ -414,6 +423,10 @@ void register_binary(Registry& r) {
       return power(kb, x[0], x[1], constant, t);
     });
   };
+}
+
+// atan2, maximum/minimum, bitwise and logical ops, comparisons, where, masked_fill.
+void register_logic_and_selection(Registry& r) {
   r["aten::atan2"] = binary_op(ScalarOp::kAtan2);
   r["aten::maximum"] = binary_op(ScalarOp::kMax);
   r["aten::minimum"] = binary_op(ScalarOp::kMin);
@@ -441,6 +454,10 @@ void register_binary(Registry& r) {
     return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
                      [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.where(kb.cast(x[1], ScalarType::Bool), x[2], x[0]); });
   };
+}
+
+// clamp and its forms, addcmul/addcdiv, lerp.
+void register_ternary(Registry& r) {
   auto clamp_lowering = [](bool has_min, bool has_max) {
     return [has_min, has_max](LoweringContext& c, const Node& n) {
       std::vector<Operand> in = {c.operand_of(n, 0)};
@@ -504,8 +521,12 @@ void register_binary(Registry& r) {
 }  // namespace
 
 void register_pointwise(Registry& r) {
-  register_unary(r);
-  register_binary(r);
+  register_math(r);
+  register_activations(r);
+  register_copies_and_tests(r);
+  register_arithmetic(r);
+  register_logic_and_selection(r);
+  register_ternary(r);
 }
 
 }  // namespace jitc::inductor

@@ -139,6 +139,10 @@ void register_view_ops(Registry& r) {
   };
   r["aten::expand"] = expand;
   r["aten::expand_as"] = expand;
+}
+
+// Views that take part of a tensor: slice, narrow, select, split, unbind.
+void register_part_views(Registry& r) {
   // slice(self, dim, start, end, step); narrow(self, dim, start, length) reads the same up to its start.
   auto slice = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const ValueId in = c.tensor_arg(n, 0), out = output(n);
@@ -382,6 +386,7 @@ void register_factories(Registry& r) {
 
 void register_views(Registry& r) {
   register_view_ops(r);
+  register_part_views(r);
   register_assembly(r);
   register_indexing(r);
   register_factories(r);

@@ -1,6 +1,7 @@
 #include "inductor/scheduler.h"
 
 #include "graph/passes.h"
+#include "inductor/backend.h"
 #include "inductor/collapse_dims.h"
 #include "inductor/graph_uses.h"
 #include "inductor/injected_failure.h"
@@ -107,6 +108,9 @@ class Scheduler {
   std::vector<ValueId> tensor_args(const Node& n) const { return node_tensor_args(n); }
 
   // Lowered ops read and write tensors of supported dtypes on one device, CPU or CUDA.
+  // The capabilities of the backend of v's device (unsupported_values rejected devices without one).
+  const Target& target_of(ValueId v) const { return backend_for(g_.values[v].meta.device.type())->target(); }
+
   std::string unsupported_values(const Node& n) const {
     std::vector<ValueId> values = tensor_args(n);
     const auto outs = outputs_of(n);
@@ -114,7 +118,7 @@ class Scheduler {
     for (ValueId v : values) {
       const auto& m = g_.values[v].meta;
       if (!supported_dtype(m.dtype)) return fmt::format("dtype {} is not lowered", c10::toString(m.dtype));
-      if (!m.device.is_cpu() && !m.device.is_cuda()) return fmt::format("device {} has no code generator", m.device.str());
+      if (!backend_for(m.device.type())) return fmt::format("device {} has no backend", m.device.str());
       // A zero-dim CPU tensor next to CUDA tensors is a scalar: read on the host, not from a kernel.
       if (m.device != g_.values[values.front()].meta.device) return "its tensors are on different devices";
     }
@@ -207,7 +211,8 @@ class Scheduler {
       const int p = g_.values[v].producer;
       if (!r && p >= 0 && !extern_[p])
         for (ValueId a : tensor_args(g_.nodes[p])) r = r || reads_written(a);
-      return reads[v] = r;
+      reads[v] = r;
+      return r;
     };
     for (size_t j = 0; j < i; ++j)
       if (!extern_[j])
@@ -271,9 +276,7 @@ class Scheduler {
     for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;
     if (!reduces && s.inner.size() == 1) kb.set_tile(kTile);
     Built b{kb.take(), ctx_->buffer_values.back(), ctx_->inlined};
-    // CPU only for now: the CUDA printer maps the inner var to threads as well, but that path has not
-    // been measured on the GPU host with a reordered kernel.
-    if (!members.empty() && g_.values[members[0]].meta.device.is_cpu()) order_loops_as_stored(b.kernel);
+    if (!members.empty() && target_of(members[0]).orders_loops_as_stored) order_loops_as_stored(b.kernel);
     collapse_inner_dims(b.kernel);
     b.kernel.name = kernel_name(b.inlined);
     return b;
@@ -308,12 +311,11 @@ class Scheduler {
   }
   Space reduction_space(ValueId v) const { return {g_.values[v].meta.sizes, {}, {}}; }
   // A normalization's rows over the dims it does not reduce, its element loop over those it reduces
-  // (softmax over dim 0, layer_norm over two dims). CPU only: the CUDA printer has not run such a kernel
-  // on the GPU host.
+  // (softmax over dim 0, layer_norm over two dims), where the backend takes such kernels.
   std::optional<Space> normalization_space(ValueId v) const {
     const auto& reduced = ctx_->row_dims[v];
     const SymShape& sizes = g_.values[v].meta.sizes;
-    if (reduced.empty() || !g_.values[v].meta.device.is_cpu()) return std::nullopt;
+    if (reduced.empty() || !target_of(v).normalization_row_kernels) return std::nullopt;
     Space s;
     for (bool inner : {false, true})
       for (size_t d = 0; d < sizes.size(); ++d)

@@ -1,12 +1,9 @@
-// Engine: code generation for backend=inductor. An entry's graph is functionalized, scheduled into
-// fused kernels and extern calls, and compiled on the entry's first hit. Any failure leaves that entry on
+// Engine: code generation for backend=inductor. An entry's graph goes through the pipeline
+// (pipeline.cpp: functionalized, scheduled into fused kernels and extern calls, compiled) on the entry's
+// first hit. Any failure leaves that entry on
 // the eager backend with one warning naming the cause: a user's program never fails because of it.
 #include "cache/files.h"
-#include "graph/functionalize.h"
 #include "graph/passes.h"
-#include "inductor/channels_last.h"
-#include "inductor/group_norm_stats.h"
-#include "inductor/scheduler.h"
 #include "runtime/compile_times.h"
 #include "runtime/cuda_graphs.h"
 #include "runtime/engine.h"
@@ -14,9 +11,9 @@
 #include "runtime/error_text.h"
 #include "runtime/strict.h"
 #include "runtime/log.h"
+#include "runtime/pipeline.h"
 #include "runtime/profiling.h"
 #include "runtime/program.h"
-#include "runtime/program_cache.h"
 #include "runtime/slow_compile.h"
 
 #include <jitc/errors.h>
@@ -29,27 +26,6 @@
 namespace jitc::detail {
 
 namespace {
-
-graph::Graph functionalized(const graph::Graph& g) {
-  std::string why;
-  auto f = graph::functionalize(g, &why);
-  if (!f) throw UnsupportedError("the graph cannot be functionalized: " + why);
-  return graph::eliminate_common_subexpressions(graph::eliminate_dead_code(*f));
-}
-
-// The graph a code generator consumes: no mutation before the write-back epilogue. functionalize needs
-// concrete sizes (it runs ops on meta tensors), so a symbolic graph is functionalized through the two
-// static graphs it was generalized from, and their functional forms are generalized again.
-graph::Graph functional_graph(const runtime::Entry& entry) {
-  const graph::Graph& g = entry.graph;
-  if (graph::is_functional(g)) return g;
-  if (g.num_symbols == 0) return functionalized(g);
-  if (!entry.first || !entry.second) throw UnsupportedError("a symbolic graph without the traces it came from");
-  std::string why;
-  auto symbolic = graph::generalize(functionalized(entry.first->graph), functionalized(entry.second->graph), entry.symbol_values, &why);
-  if (!symbolic) throw UnsupportedError("the functional forms of the two traces do not generalize: " + why);
-  return *symbolic;
-}
 
 void write_file(const std::string& path, const std::string& text) {
   const std::string why = cache::files::write(path, text);
@@ -68,32 +44,27 @@ void dump_artifacts(const std::string& root, const std::string& name, const grap
     write_file(join(dir, "graph.dot"), graph::to_dot(traced));
     write_file(join(dir, "functional.txt"), graph::to_text(functional));
     write_file(join(dir, "kernels.txt"), program.code().kernel_ir);
-    write_file(join(dir, "kernels.ll"), program.code().llvm_ir);
-    write_file(join(dir, "kernels.opt.ll"), program.optimized_llvm_ir());
-    write_file(join(dir, "kernels.s"), program.assembly());
-    if (!program.code().cuda_source.empty()) write_file(join(dir, "kernels.cu"), program.code().cuda_source);
+    for (const auto& unit : program.code().units) {
+      write_file(join(dir, unit.source_file), unit.source);
+      for (const auto& artifact : unit.binary->artifacts) write_file(join(dir, artifact.file), artifact.text);
+    }
   } catch (const std::exception& e) {
     runtime::warn(fmt::format("jitc: JITC_DEBUG_DIR: {}", e.what()));
   }
 }
 
-// Kernel IR, then LLVM IR after O3 (before it when the code came from the disk cache, which keeps the
-// object code and the IR it was made from), then CUDA C.
+// Kernel IR, then each backend's source: LLVM IR after O3 where the binary has it (not when the code came
+// from the disk cache, which keeps the object code and the IR it was made from), CUDA C.
 std::string output_code(const runtime::Program& program) {
   std::string text = program.code().kernel_ir;
-  const std::string optimized = program.optimized_llvm_ir();
-  if (!optimized.empty()) text += "\n; LLVM IR after O3\n" + optimized;
-  else if (!program.code().llvm_ir.empty()) text += "\n; LLVM IR (before O3: the object code came from the disk cache)\n" + program.code().llvm_ir;
-  if (!program.code().cuda_source.empty()) text += "\n// CUDA C\n" + program.code().cuda_source;
+  for (const auto& unit : program.code().units) {
+    const auto& artifacts = unit.binary->artifacts;
+    auto optimized = std::find_if(artifacts.begin(), artifacts.end(), [](const auto& a) { return a.file == "kernels.opt.ll"; });
+    if (optimized != artifacts.end()) text += "\n; LLVM IR after O3\n" + optimized->text;
+    else if (unit.source_file == "kernels.ll") text += "\n; LLVM IR (before O3: the object code came from the disk cache)\n" + unit.source;
+    else text += fmt::format("\n// {} ({})\n{}", unit.source_file, unit.backend->target().name, unit.source);
+  }
   return text;
-}
-
-// run_entry fills a program's inputs from the entry graph's, position by position.
-void require_same_inputs(const graph::Graph& traced, const graph::Graph& functional) {
-  bool same = traced.inputs.size() == functional.inputs.size();
-  for (size_t i = 0; same && i < traced.inputs.size(); ++i)
-    same = traced.inputs[i].kind == functional.inputs[i].kind && traced.inputs[i].leaf == functional.inputs[i].leaf;
-  if (!same) throw InternalError("the functional graph's inputs differ from the traced graph's");
 }
 
 // One line per program: where its compile time went, the entry's trace included. `build_seconds`: the
@@ -156,20 +127,13 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
   times.trace = entry.trace_seconds;
   const runtime::SlowCompileNotice notice(fmt::format("{}_{}", name_, entry.compile_number), entry.graph.nodes.size(), id);
   try {
-    graph::Graph g = runtime::timed(&times, &CodegenStages::passes, [&] {
-      return inductor::convolutions_in_channels_last(inductor::group_norm_with_stats(functional_graph(entry)));
-    });
-    require_same_inputs(entry.graph, g);
     const std::string debug_dir = runtime::env_debug_dir();
     const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);
-    auto schedule = [&] {
-      return inductor::schedule(g, inductor::kKernelPrefix, [&](const std::string& m) { runtime::log(runtime::Artifact::kFusion, m, id); });
-    };
-    std::optional<runtime::TuningShapes> tuning;
-    const bool sizes_known = g.num_symbols == 0 || entry.symbol_values.b.size() >= static_cast<size_t>(g.num_symbols);
-    if ((options_.mode == Mode::kMaxAutotune || options_.mode == Mode::kMaxAutotuneNoCudagraphs) && sizes_known)
-      tuning = runtime::TuningShapes{&g, g.num_symbols > 0 ? entry.symbol_values.b : std::vector<int64_t>{}};
-    auto obtained = runtime::obtain_code(g, module_name, !debug_dir.empty(), schedule, id, tuning ? &*tuning : nullptr, &times);
+    const bool autotune = options_.mode == Mode::kMaxAutotune || options_.mode == Mode::kMaxAutotuneNoCudagraphs;
+    auto obtained = runtime::run_pipeline({.entry = &entry, .name = module_name, .compile_id = id, .want_assembly = !debug_dir.empty(),
+                                           .autotune = autotune},
+                                          times);
+    graph::Graph& g = obtained.graph;
     if (obtained.source != runtime::CodeSource::kCompiled)
       runtime::log(runtime::Artifact::kFusion,
                    fmt::format("{}: code from the compile cache, fused when it was compiled (JITC_DISABLE_CACHE=1 logs the decisions)", name_), id);

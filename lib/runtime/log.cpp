@@ -27,6 +27,7 @@ constexpr ArtifactName kArtifacts[] = {
     {"output_code", Artifact::kOutputCode},  {"perf_hints", Artifact::kPerfHints},
     {"fusion", Artifact::kFusion},           {"schedule", Artifact::kSchedule},
     {"cache", Artifact::kCache},             {"compile_times", Artifact::kCompileTimes},
+    {"passes", Artifact::kPasses},
 };
 
 uint32_t bit(Artifact a) { return 1u << static_cast<int>(a); }

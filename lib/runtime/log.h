@@ -24,6 +24,7 @@ enum class Artifact {
   kSchedule,
   kCache,
   kCompileTimes,
+  kPasses,  // the graph after each pipeline stage that changed it (pipeline.cpp)
   kDebug,  // +jitc
   kCount
 };

@@ -1,88 +1,72 @@
-// Program: a scheduled graph with its kernels compiled, ready to run. Steps run in order: a kernel
-// launch (outputs allocated with the traced strides, tiles spread over the thread pool), an extern ATen
-// call (as the eager backend runs it), or the release of an intermediate, whose memory the next output
-// of the same size reuses.
+// Program: a scheduled graph with its kernels loaded, ready to run. Steps run in order: a kernel launch
+// (outputs allocated with the traced strides, by the kernel's backend), an extern ATen call (as the eager
+// backend runs it), or the release of an intermediate, whose memory the next output of the same size
+// reuses where the backend allows. Nothing here knows a device: backends (inductor/backend.h) do.
 //
-// The compiled part (ProgramCode: plan, object code, kernel entry points) depends only on the functional
-// graph's canonical text and the code generator's identity, so it is shared by every program with the
-// same key, in this process and, through the disk cache, in later ones (program_cache.h).
+// The compiled part (ProgramCode: plan, each backend's binary and loaded kernels) depends only on the
+// functional graph's canonical text and the backends' identities, so it is shared by every program with
+// the same key, in this process and, through the disk cache, in later ones (program_cache.h).
 #pragma once
 #include "graph/graph.h"
-#include "inductor/codegen_cuda.h"
+#include "inductor/backend.h"
 #include "inductor/scheduler.h"
 
 #include <ATen/core/Tensor.h>
-#include <c10/util/SmallVector.h>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 namespace jitc::runtime {
 
-class CpuModule;
 struct CompileTimes;
-struct TuningShapes;
-class CudaModule;
-struct CudaSource;
 
 struct ProgramCode {
-  using KernelFn = void (*)(void* const* buffers, const int64_t* symbols, int64_t begin, int64_t end);
-  using TilesFn = int64_t (*)(const int64_t* symbols);
-  struct Entry {
-    KernelFn run = nullptr;      // CPU kernels
-    TilesFn tiles = nullptr;
-    void* cuda_function = nullptr;  // CUDA kernels (a CUfunction)
-    void* cuda_final_function = nullptr;  // split reductions: the pass that combines a row's slices
-    inductor::CudaConfig cuda_config;  // how it is launched
-    bool checks = false;  // CPU kernels with run-time checks take a status word after their buffers
+  // The program's kernels on one backend and device: rendered, compiled, loaded.
+  struct Unit {
+    const inductor::Backend* backend = nullptr;
+    c10::Device device{c10::kCPU};
+    std::vector<size_t> kernels;  // their indices in plan.kernels
+    std::string source, source_file;  // as rendered (empty when the code came from the disk cache)
+    std::unique_ptr<inductor::Binary> binary;
+    std::unique_ptr<inductor::LoadedKernels> loaded;
+  };
+  // Where kernel k of the plan is launched from.
+  struct KernelRef {
+    const inductor::LoadedKernels* loaded = nullptr;
+    size_t index = 0;  // among its unit's kernels
+    const inductor::Backend* backend = nullptr;
   };
 
-  // Generates and compiles every kernel of `plan` (throws jitc::CompileError). index32: every tensor of
-  // the graph has fewer than 2^31 elements whatever its symbols (CUDA kernels then index in 32 bits).
-  // tuning (mode=max-autotune): CUDA kernels keep the fastest of their candidate configurations.
-  // times: receives the time of each stage (codegen, llvm, nvrtc, load, autotune) when not null.
+  // Renders, compiles and loads every kernel of `plan` on its device's backend (pipeline.cpp; throws
+  // jitc::CompileError or UnsupportedError). index32: every tensor of the graph has fewer than 2^31
+  // elements whatever its symbols. tuning (mode=max-autotune): kernels keep the fastest of their candidate
+  // schedules. times: receives the time of each stage when not null.
   static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly,
-                                                    bool index32 = false, const TuningShapes* tuning = nullptr,
+                                                    bool index32 = false, const inductor::TuningShapes* tuning = nullptr,
                                                     CompileTimes* times = nullptr);
   // Loads code saved by serialize() without generating or compiling anything; nullptr if malformed.
   static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
   std::string serialize() const;
 
-  inductor::Plan plan;
-  std::shared_ptr<CpuModule> module;
-  std::shared_ptr<CudaModule> cuda_module;
-  std::string cuda_source;
-  std::vector<inductor::CudaConfig> cuda_configs;  // per kernel (zeros for CPU kernels): launch configuration
-  std::vector<std::string> cuda_names;  // per kernel: its function in the CUDA module
-  std::vector<Entry> kernels;
-  std::string kernel_ir, llvm_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
-
- private:
-  using Candidates = std::vector<std::vector<inductor::CudaConfig>>;  // per kernel
-  std::optional<c10::Device> emit(bool index32, bool tuning, Candidates& candidates, std::vector<CudaSource>& cuda_units);
-  std::string cpu_kernel_ir(const inductor::KernelLaunch& launch) const;
-  std::string naming_kernels(const std::string& message) const;
-  void compile_cuda(const std::vector<CudaSource>& units, const std::string& name, int device, const Candidates& candidates,
-                    const TuningShapes* tuning, CompileTimes* times);
+  // The kernels of each unit, in the order its backend got them.
+  std::vector<const inductor::KernelLaunch*> launches(const Unit& unit) const;
+  // Fills `kernels` from the units.
   void link();
-  void keep_fastest(const std::vector<std::vector<inductor::CudaConfig>>& candidates, const TuningShapes& tuning);
-  static std::string candidate_name(const inductor::Kernel& kernel, const inductor::CudaConfig& config, size_t candidates);
+
+  inductor::Plan plan;
+  std::vector<Unit> units;
+  std::vector<KernelRef> kernels;  // per plan kernel
+  std::string kernel_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
 };
 
-// Thrown by Program::run when a run-time check of a CPU kernel failed (an index out of range, an integer
-// division by zero): the kernel's results are not eager's, and eager raises for such inputs. The engine
-// then runs the call through eager replay, which raises eager's own error (type and text). Nothing of
-// the program has written into arguments by then: its writes into them are extern steps after the
-// kernels that compute them.
-struct ChecksFailed {
-  std::string kernel;
-};
+// Thrown by Program::run when a run-time check of a kernel failed (see inductor::ChecksFailed).
+using ChecksFailed = inductor::ChecksFailed;
 
 class Program {
  public:
-  // `region`: the name of a call's NVTX range (profiling.h), used when the program launches CUDA kernels.
+  // `region`: the name of a call's NVTX range (profiling.h), used when a backend of the program names its
+  // launches in NVTX.
   Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, std::string region = "");
 
   // `values` has a slot per graph value, inputs filled. Returns false when a graph-break check fails
@@ -92,17 +76,12 @@ class Program {
   const graph::Graph& graph() const { return graph_; }
   const ProgramCode& code() const { return *code_; }
   size_t kernel_count() const { return code_->plan.kernels.size(); }
-  // The name of a call's NVTX range; null when the program launches no CUDA kernel (nor has a name).
+  // The name of a call's NVTX range; null when the program launches no kernel named in NVTX.
   const char* nvtx_range() const { return nvtx_range_.empty() ? nullptr : nvtx_range_.c_str(); }
-  std::string optimized_llvm_ir() const;
-  std::string assembly() const;
 
  private:
-  void launch(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
   void run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
-  void launch_on_gpu(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const;
-  void launch_split(size_t k, const c10::SmallVector<void*, 16>& pointers, const int64_t* symbols) const;
-  at::Tensor allocate(graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
+  at::Tensor allocate(const inductor::Backend& backend, graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
 
   graph::Graph graph_;
   std::shared_ptr<const ProgramCode> code_;

@@ -3,9 +3,7 @@
 #include "cache/disk_cache.h"
 #include "cache/sha256.h"
 #include "graph/passes.h"
-#include "inductor/codegen_cuda.h"
-#include "runtime/cpu_jit.h"
-#include "runtime/cuda_jit.h"
+#include "inductor/backend.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
 
@@ -16,6 +14,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <sstream>
@@ -65,25 +64,26 @@ std::string library_identity() {
   return fmt::format("{} bytes, modified {}.{:09d}", s.st_size, s.st_mtim.tv_sec, s.st_mtim.tv_nsec);
 }
 
-const std::string& codegen_identity() {
-  static const std::string identity = cpu_codegen_identity() + "\njitc " + library_identity();
-  return identity;
-}
-
 }  // namespace
 
-// What a graph's CUDA code depends on besides its text: the device architecture and NVRTC's version.
-std::string cuda_identity(const graph::Graph& g) {
+// What a graph's code depends on besides its text: the identity of each backend its values' devices have
+// (compiler versions, target, architecture) and this build of jitc.
+std::string codegen_identity(const graph::Graph& g) {
+  std::vector<c10::Device> devices;
   for (const auto& v : g.values)
-    if (v.meta.device.is_cuda())
-      return fmt::format("cuda {} nvrtc {}", cuda_arch(v.meta.device.index()), nvrtc_version());
-  return "no cuda";
+    if (std::find(devices.begin(), devices.end(), v.meta.device) == devices.end()) devices.push_back(v.meta.device);
+  std::string identity;
+  for (const auto& device : devices)
+    if (const inductor::Backend* backend = inductor::backend_for(device.type()))
+      identity += fmt::format("{} ({}): {}; ", backend->target().name, device.str(), backend->identity(device));
+  static const std::string build = library_identity();
+  return identity + "jitc " + build;
 }
 
 // What a key is made of besides the graph, one named part per line.
 std::string key_parts(const graph::Graph& functional, bool tuned) {
-  return fmt::format("cache format: {}\nlibtorch: {}\ncode generator: {}\ncuda: {}\noptions: tile {}{}\n", cache::kFormatVersion,
-                     TORCH_VERSION, codegen_identity(), cuda_identity(functional), inductor::kTile, tuned ? " max-autotune" : "");
+  return fmt::format("cache format: {}\nlibtorch: {}\ncode generator: {}\noptions: tile {}{}\n", cache::kFormatVersion, TORCH_VERSION,
+                     codegen_identity(functional), inductor::kTile, tuned ? " max-autotune" : "");
 }
 
 // The parts of `now` that differ from `before` (their names), for a miss's log line.
@@ -221,36 +221,34 @@ std::shared_ptr<const ProgramCode> cached_code(const std::string& key, const std
 
 }  // namespace
 
-ObtainedCode obtain_code(const graph::Graph& functional, const std::string& name, bool want_assembly,
-                         const std::function<inductor::Plan()>& schedule, const std::string& compile_id, const TuningShapes* tuning,
-                         CompileTimes* times) {
-  ObtainedCode out;
-  const std::string key_text = program_key_text(functional, tuning != nullptr);
-  out.key = cache::sha256_hex(key_text);
-  if (!want_assembly) {
-    CompileTimes lookup;  // a hit's whole cost is loading; a miss's lookup is not a stage of its own
-    out.code = timed(&lookup, &CodegenStages::load, [&] { return cached_code(out.key, key_text, functional, name, compile_id, out.source); });
-    if (out.code) {
-      if (times) times->stages.load += lookup.stages.load;
-      return out;
-    }
-  }
+CacheLookup find_code(const graph::Graph& functional, const std::string& name, bool tuned, bool use_cache, const std::string& compile_id,
+                      CompileTimes* times) {
+  CacheLookup out;
+  out.key_text = program_key_text(functional, tuned);
+  out.key = cache::sha256_hex(out.key_text);
+  if (!use_cache) return out;
+  CompileTimes lookup;  // a hit's whole cost is loading; a miss's lookup is not a stage of its own
+  out.code = timed(&lookup, &CodegenStages::load, [&] { return cached_code(out.key, out.key_text, functional, name, compile_id, out.source); });
+  if (out.code && times) times->stages.load += lookup.stages.load;
+  return out;
+}
+
+void keep_code(const CacheLookup& lookup, const graph::Graph& functional, const std::shared_ptr<const ProgramCode>& code,
+               const std::string& name, bool tuned, const std::string& compile_id) {
   // The nearest entry: the same graph compiled with other key parts (another jitc, LibTorch, target...).
-  const std::string graph_key = cache::sha256_hex(graph::to_text(functional)), parts = key_parts(functional, tuning != nullptr);
+  const std::string graph_key = cache::sha256_hex(graph::to_text(functional)), parts = key_parts(functional, tuned);
   std::string why = "no entry for this graph";
   if (auto before = disk().load_note(graph_key)) {
     const std::string differ = differing_parts(*before, parts);
     if (!differ.empty()) why = "the entry for this graph was made with another " + differ;
   }
-  inductor::Plan plan = timed(times, &CodegenStages::lower_schedule, schedule);
-  out.code = ProgramCode::compile(std::move(plan), name, want_assembly, fits_32_bits(functional), tuning, times);
-  memory().keep(out.key, out.code);
-  if (disk().enabled()) disk().store(key_text, payload_of(*out.code, functional));
+  memory().keep(lookup.key, code);
+  if (disk().enabled()) disk().store(lookup.key_text, payload_of(*code, functional));
   disk().store_note(graph_key, parts);
   log(Artifact::kCache,
-      fmt::format("cache miss {} for {} ({}): compiled{}", out.key, name, why, disk().enabled() ? ", saved to " + disk().path_of(key_text) : ""),
+      fmt::format("cache miss {} for {} ({}): compiled{}", lookup.key, name, why,
+                  disk().enabled() ? ", saved to " + disk().path_of(lookup.key_text) : ""),
       compile_id);
-  return out;
 }
 
 void clear_program_caches() {

@@ -1,25 +1,23 @@
-// ProgramCode as a cache payload: its kernels (inductor/kernel_serial.h), steps, texts, CPU object code
-// and CUDA images; deserialize() loads the code without generating or compiling anything.
+// ProgramCode as a cache payload: its plan (kernels as inductor/kernel_serial.h writes them, steps), its
+// kernel IR, and per backend unit the backend's name, device, kernels, source and binary bytes.
+// deserialize() loads each binary through its backend without generating or compiling anything.
 #include "runtime/program.h"
 
 #include "inductor/kernel_serial.h"
-#include "runtime/cpu_jit.h"
-#include "runtime/cuda_jit.h"
 
-#include <optional>
+#include <fmt/format.h>
 
 namespace jitc::runtime {
 
 using inductor::Reader;
 using inductor::Writer;
-using inductor::read_kernel;
-using inductor::write_kernel;
 
-std::string ProgramCode::serialize() const {
-  Writer w;
+namespace {
+
+void write_plan(Writer& w, const inductor::Plan& plan) {
   w.number(static_cast<int64_t>(plan.kernels.size()));
   for (const auto& k : plan.kernels) {
-    write_kernel(w, k.kernel);
+    inductor::write_kernel(w, k.kernel);
     w.number(static_cast<int64_t>(k.device.type()));
     w.number(k.device.index());
     for (const auto* values : {&k.buffers, &k.outputs}) {
@@ -34,68 +32,106 @@ std::string ProgramCode::serialize() const {
   }
   w.number(static_cast<int64_t>(plan.extern_reasons.size()));
   for (const auto& r : plan.extern_reasons) w.text(r);
+}
+
+c10::Device read_device(Reader& r) {
+  const auto type = static_cast<c10::DeviceType>(r.number());
+  return c10::Device(type, static_cast<c10::DeviceIndex>(r.number()));
+}
+
+inductor::Plan read_plan(Reader& r) {
+  inductor::Plan plan;
+  for (int64_t n = r.number(); n > 0; --n) {
+    inductor::KernelLaunch k;
+    k.kernel = inductor::read_kernel(r);
+    k.device = read_device(r);
+    for (auto* values : {&k.buffers, &k.outputs})
+      for (int64_t j = r.number(); j > 0; --j) values->push_back(static_cast<graph::ValueId>(r.number()));
+    plan.kernels.push_back(std::move(k));
+  }
+  for (int64_t n = r.number(); n > 0; --n) {
+    inductor::Step s;
+    s.kind = static_cast<inductor::Step::Kind>(r.number());
+    s.index = static_cast<int>(r.number());
+    plan.steps.push_back(s);
+  }
+  for (int64_t n = r.number(); n > 0; --n) plan.extern_reasons.push_back(r.text());
+  return plan;
+}
+
+// A unit as read, before its backend loads it.
+struct StoredUnit {
+  std::string backend;
+  c10::Device device{c10::kCPU};
+  std::vector<size_t> kernels;
+  std::string source, source_file, binary;
+};
+
+StoredUnit read_unit(Reader& r, size_t num_kernels) {
+  StoredUnit u;
+  u.backend = r.text();
+  u.device = read_device(r);
+  for (int64_t n = r.number(); n > 0; --n) {
+    const int64_t k = r.number();
+    if (k < 0 || static_cast<size_t>(k) >= num_kernels) throw std::runtime_error("a unit names a kernel out of range");
+    u.kernels.push_back(static_cast<size_t>(k));
+  }
+  u.source_file = r.text();
+  u.source = r.text();
+  u.binary = r.text();
+  return u;
+}
+
+}  // namespace
+
+std::string ProgramCode::serialize() const {
+  Writer w;
+  write_plan(w, plan);
   w.text(kernel_ir);
-  w.text(llvm_ir);
-  w.text(module ? module->object() : std::string());
-  w.text(cuda_source);
-  const std::vector<std::string> no_images;
-  const auto& images = cuda_module ? cuda_module->images() : no_images;
-  w.number(static_cast<int64_t>(images.size()));
-  for (const auto& image : images) w.text(image);
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    w.number(cuda_configs[k].threads);
-    w.number(cuda_configs[k].tile);
-    w.number(cuda_configs[k].columns);
-    w.number(cuda_configs[k].split);
-    w.text(cuda_names[k]);
+  w.number(static_cast<int64_t>(units.size()));
+  for (const auto& u : units) {
+    w.text(u.backend->target().name);
+    w.number(static_cast<int64_t>(u.device.type()));
+    w.number(u.device.index());
+    w.number(static_cast<int64_t>(u.kernels.size()));
+    for (size_t k : u.kernels) w.number(static_cast<int64_t>(k));
+    w.text(u.source_file);
+    w.text(u.source);
+    w.text(u.binary->serialize());
   }
   return w.take();
 }
 
 std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& payload, const std::string& name) {
   auto code = std::make_shared<ProgramCode>();
-  std::string object;
-  std::vector<std::string> cuda_images;
-  std::optional<c10::Device> gpu;
+  std::vector<StoredUnit> stored;
   try {
     Reader r(payload);
-    for (int64_t n = r.number(); n > 0; --n) {
-      inductor::KernelLaunch k;
-      k.kernel = read_kernel(r);
-      const auto type = static_cast<c10::DeviceType>(r.number());
-      k.device = c10::Device(type, static_cast<c10::DeviceIndex>(r.number()));
-      if (k.device.is_cuda()) gpu = k.device;
-      for (auto* values : {&k.buffers, &k.outputs})
-        for (int64_t j = r.number(); j > 0; --j) values->push_back(static_cast<graph::ValueId>(r.number()));
-      code->plan.kernels.push_back(std::move(k));
-    }
-    for (int64_t n = r.number(); n > 0; --n) {
-      inductor::Step s;
-      s.kind = static_cast<inductor::Step::Kind>(r.number());
-      s.index = static_cast<int>(r.number());
-      code->plan.steps.push_back(s);
-    }
-    for (int64_t n = r.number(); n > 0; --n) code->plan.extern_reasons.push_back(r.text());
+    code->plan = read_plan(r);
     code->kernel_ir = r.text();
-    code->llvm_ir = r.text();
-    object = r.text();
-    code->cuda_source = r.text();
-    for (int64_t n = r.number(); n > 0; --n) cuda_images.push_back(r.text());
-    for (size_t k = 0; k < code->plan.kernels.size(); ++k) {
-      inductor::CudaConfig config;
-      config.threads = static_cast<int>(r.number());
-      config.tile = r.number();
-      config.columns = static_cast<int>(r.number());
-      config.split = static_cast<int>(r.number());
-      code->cuda_configs.push_back(config);
-      code->cuda_names.push_back(r.text());
-    }
+    for (int64_t n = r.number(); n > 0; --n) stored.push_back(read_unit(r, code->plan.kernels.size()));
     if (!r.done()) return nullptr;
-  } catch (const std::exception&) {
+  } catch (const std::exception&) {  // Reader: truncated or malformed
     return nullptr;
   }
-  if (!object.empty()) code->module = load_cpu_object(object, name);
-  if (gpu) code->cuda_module = load_cuda_modules(cuda_images, name, gpu->index());
+  for (auto& s : stored) {
+    Unit u;
+    u.backend = inductor::backend_named(s.backend);
+    if (!u.backend) return nullptr;
+    u.device = s.device;
+    u.kernels = std::move(s.kernels);
+    u.source = std::move(s.source);
+    u.source_file = std::move(s.source_file);
+    u.binary = u.backend->deserialize(s.binary);
+    if (!u.binary) return nullptr;
+    u.loaded = u.backend->load(*u.binary, code->launches(u), {.name = name, .want_assembly = false, .device = u.device});
+    if (!u.loaded) return nullptr;
+    code->units.push_back(std::move(u));
+  }
+  std::vector<bool> covered(code->plan.kernels.size(), false);
+  for (const auto& u : code->units)
+    for (size_t k : u.kernels) covered[k] = true;
+  if (std::find(covered.begin(), covered.end(), false) != covered.end()) return nullptr;
   code->link();
   return code;
 }

@@ -204,9 +204,9 @@ TEST_CASE("compile_times logs the stages of each program's compile once, and Sta
   CHECK(s.codegen_stages.lower_schedule > 0);
   CHECK(s.codegen_stages.llvm > 0);
   CHECK(s.codegen_stages.nvrtc == 0);
-  CHECK(s.codegen_stages.load == 0);
+  CHECK(s.codegen_stages.load > 0);  // the object code linked into the process (the backend's load step)
   const auto& st = s.codegen_stages;
-  CHECK(st.passes + st.lower_schedule + st.codegen + st.llvm <= s.codegen_seconds);
+  CHECK(st.passes + st.lower_schedule + st.codegen + st.llvm + st.load <= s.codegen_seconds);
 }
 
 TEST_CASE("perf_hints names the ops that run as extern ATen calls in one line per compiled graph", "[e2e][logging]") {

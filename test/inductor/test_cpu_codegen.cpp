@@ -1,8 +1,8 @@
 // The CPU path from hand-built kernel IR: LLVM IR text -> ORC -> native code, checked against eager.
 #include "inductor/channels_last.h"
-#include "inductor/codegen_cpu.h"
+#include "inductor/cpu/codegen.h"
 #include "inductor/kernel_builder.h"
-#include "runtime/cpu_jit.h"
+#include "inductor/cpu/jit.h"
 #include "support/parity.h"
 #include "support/trace_of.h"
 

@@ -2,11 +2,12 @@
 // dtypes, reductions and normalizations, non-contiguous inputs, dynamic dims, several threads and streams,
 // the random differential test's programs (random_graphs.h), and programs whose functions compile apart.
 #include "graph/passes.h"
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 #include "inductor/op_lists.h"
 #include "inductor/random_graphs.h"
 #include "inductor/scheduler.h"
-#include "runtime/cuda_jit.h"
+#include "inductor/cuda/jit.h"
+#include "inductor/kernel_serial.h"
 #include "runtime/program.h"
 #include "support/log_capture.h"
 #include "support/parity.h"
@@ -426,10 +427,13 @@ TEST_CASE("CUDA: a graph's functions compile as NVRTC programs of their own and 
   const auto outcome = jitc::testing::trace_of(f, x);
   const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
   const auto code = jitc::runtime::ProgramCode::compile(jitc::inductor::schedule(g, "multi", {}), "multi", false, true);
-  CHECK(code->cuda_module->images().size() == 4);
+  REQUIRE(code->units.size() == 1);
+  const std::string images = code->units[0].binary->serialize();
+  jitc::inductor::Reader reader(images);
+  CHECK(reader.number() == 4);  // CudaBinary: the image count first
   const auto reloaded = jitc::runtime::ProgramCode::deserialize(code->serialize(), "multi");
   REQUIRE(reloaded);
-  CHECK(reloaded->cuda_module->images() == code->cuda_module->images());
+  CHECK(reloaded->units[0].binary->serialize() == images);
   const at::Tensor expected = f(x);
   for (const auto& program_code : {code, reloaded}) {
     const jitc::runtime::Program program(g, program_code);

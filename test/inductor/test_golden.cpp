@@ -1,9 +1,9 @@
 // Golden kernel IR and LLVM IR for canonical graphs: a change in lowering, fusion or code generation
 // shows up as a diff in test/inductor/golden/. JITC_UPDATE_GOLDEN=1 rewrites the files.
 #include "graph/passes.h"
-#include "inductor/codegen_cpu.h"
+#include "inductor/cpu/codegen.h"
 #include "inductor/scheduler.h"
-#include "runtime/cpu_jit.h"
+#include "inductor/cpu/jit.h"
 #include "support/trace_of.h"
 
 #include <ATen/ATen.h>

@@ -2,9 +2,9 @@
 // dtypes, reductions, normalizations, views, indexing) print as CUDA C that NVRTC compiles to PTX for
 // sm_90. Running them is the GPU host's job (tests tagged [cuda]).
 #include "graph/passes.h"
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 #include "inductor/scheduler.h"
-#include "runtime/cuda_jit.h"
+#include "inductor/cuda/jit.h"
 #include "support/scoped_env.h"
 #include "support/trace_of.h"
 

@@ -21,8 +21,18 @@ class CpuModule {
 // verify, or LLVM's message when compiling fails.
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly = false);
 
+// compile_cpu_module's two halves: the optimized IR compiled to object code (with the optimized IR and,
+// if wanted, the assembly, for people), and that object code loaded.
+struct CpuObject {
+  std::string object, optimized_ir, assembly;
+};
+CpuObject compile_cpu_object(const std::string& ir_text, const std::string& name, bool want_assembly = false);
+
 // Loads object code that compile_cpu_module made (in this or an earlier process) without compiling.
 std::unique_ptr<CpuModule> load_cpu_object(const std::string& object, const std::string& name);
+
+// False in a build without LLVM (JITC_WITH_LLVM=OFF).
+bool cpu_jit_available();
 
 // The host target as the kernels are compiled for it: triple, CPU name and features (cache keys).
 std::string cpu_target_description();

@@ -1,4 +1,4 @@
-#include "inductor/llvm_emitter.h"
+#include "inductor/cpu/llvm_emitter.h"
 
 #include <fmt/format.h>
 

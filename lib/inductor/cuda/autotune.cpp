@@ -1,7 +1,7 @@
-#include "runtime/cuda_autotune.h"
+#include "inductor/cuda/autotune.h"
 
-#include "inductor/codegen_cuda.h"
-#include "runtime/cuda_jit.h"
+#include "inductor/cuda/codegen.h"
+#include "inductor/cuda/jit.h"
 
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/Event.h>
@@ -23,7 +23,7 @@ std::vector<int64_t> evaluate(const graph::SymShape& shape, const int64_t* symbo
 }  // namespace
 
 std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
-                                    const std::vector<inductor::CudaConfig>& configs, const TuningShapes& shapes) {
+                                    const std::vector<inductor::CudaConfig>& configs, const inductor::TuningShapes& shapes) {
   const int64_t* symbols = shapes.symbols.data();
   std::vector<at::Tensor> buffers;
   std::vector<void*> pointers;

@@ -1,5 +1,5 @@
 // The helpers every CUDA source jitc generates starts with (once per program).
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 
 namespace jitc::inductor {
 

@@ -1,7 +1,7 @@
 // Scalar expressions of the CPU code generator as LLVM IR (see cpu_printer.h): one instruction or a
 // short sequence per kernel IR expression, loads and stores with their dtype conversions, and the
 // identities and combiners of reductions.
-#include "inductor/cpu_printer.h"
+#include "inductor/cpu/printer.h"
 #include "inductor/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -139,6 +139,7 @@ std::vector<std::string> Printer::emit_with(const std::vector<int>& exprs, const
   return names;
 }
 
+// Leaves, memory, casts, selects and checks here; math in unary_expr and binary_expr.
 void Printer::expr(int i, const Expr& e) {
   const std::string v = name(i);
   const ScalarType t = e.dtype;
@@ -146,7 +147,6 @@ void Printer::expr(int i, const Expr& e) {
   const bool f = is_float(t);
   const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
   const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
-  auto bin = [&](const char* fop, const char* iop) { line(fmt::format("{} = {} {} {}, {}", v, f ? fop : iop, ty, a, b)); };
   switch (e.op) {
     case ScalarOp::kVar:
       line(fmt::format("{} = add i64 {}, 0", v, var_value_.at(e.var)));
@@ -185,6 +185,20 @@ void Printer::expr(int i, const Expr& e) {
       line(fmt::format("{} = call {} @llvm.fma.{}({} {}, {} {}, {} {})", v, ty, suffix, ty, a, ty, b, ty, name(e.c)));
       break;
     }
+    case ScalarOp::kCheck: check(v, a); break;
+    case ScalarOp::kReduce: throw std::logic_error("cpu codegen: reductions are emitted by reduction()");
+    default: return e.b >= 0 ? binary_expr(i, e) : unary_expr(i, e);
+  }
+}
+
+void Printer::unary_expr(int i, const Expr& e) {
+  const std::string v = name(i);
+  const ScalarType t = e.dtype;
+  const char* ty = compute_type(t);
+  const bool f = is_float(t);
+  const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
+  const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
+  switch (e.op) {
     case ScalarOp::kNeg:
       if (f) line(fmt::format("{} = fneg {} {}", v, ty, a));
       else line(fmt::format("{} = sub {} 0, {}", v, ty, a));
@@ -244,6 +258,19 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kBitNot: line(fmt::format("{} = xor {} {}, -1", v, ty, a)); break;
     case ScalarOp::kIsNan: line(fmt::format("{} = fcmp uno {} {}, {}", v, compute_type(at), a, a)); break;
     case ScalarOp::kSign: sign(v, t, a); break;
+    default: throw std::logic_error("cpu codegen: not a unary op");
+  }
+}
+
+void Printer::binary_expr(int i, const Expr& e) {
+  const std::string v = name(i);
+  const ScalarType t = e.dtype;
+  const char* ty = compute_type(t);
+  const bool f = is_float(t);
+  const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
+  const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
+  auto bin = [&](const char* fop, const char* iop) { line(fmt::format("{} = {} {} {}, {}", v, f ? fop : iop, ty, a, b)); };
+  switch (e.op) {
     case ScalarOp::kAdd: bin("fadd", "add"); break;
     case ScalarOp::kSub: bin("fsub", "sub"); break;
     case ScalarOp::kMul: bin("fmul", "mul"); break;
@@ -257,7 +284,6 @@ void Printer::expr(int i, const Expr& e) {
       if (f) bin("frem", "");
       else line(fmt::format("{} = {} {} {}, {}", v, is_unsigned(t) ? "urem" : "srem", ty, a, safe_divisor(t, a, b)));
       break;
-    case ScalarOp::kCheck: check(v, a); break;
     case ScalarOp::kPow:
       if (f) {
         const char* suffix = t == ScalarType::Float ? "f32" : "f64";
@@ -286,7 +312,7 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kLe: compare(v, at, a, b, "ole", "sle", "ule"); break;
     case ScalarOp::kGt: compare(v, at, a, b, "ogt", "sgt", "ugt"); break;
     case ScalarOp::kGe: compare(v, at, a, b, "oge", "sge", "uge"); break;
-    case ScalarOp::kReduce: throw std::logic_error("cpu codegen: reductions are emitted by reduction()");
+    default: throw std::logic_error("cpu codegen: not a binary op");
   }
 }
 

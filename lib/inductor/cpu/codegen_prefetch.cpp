@@ -6,7 +6,7 @@
 // softmax on the 2-core machine: 2.2 -> 1.8 ms with the next row prefetched during the exp loop;
 // benchmarks/RESULTS.md, session 7.) The prefetches sit outside the vectorized inner loop: LLVM 16 does
 // not vectorize a loop that calls llvm.prefetch.
-#include "inductor/cpu_printer.h"
+#include "inductor/cpu/printer.h"
 #include "inductor/index_analysis.h"
 
 #include <c10/core/ScalarType.h>

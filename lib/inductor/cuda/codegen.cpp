@@ -19,10 +19,10 @@
 //     contiguous loads and stores move them with one 16-byte (or narrower) access when aligned; the
 //     partial pass of a split reduction reads its slice the same way.
 // Signature: extern "C" __global__ void <name>(Buffers buffers, Symbols symbols, long long tiles).
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 
-#include "inductor/cuda_printer.h"
-#include "inductor/cuda_scalars.h"
+#include "inductor/cuda/printer.h"
+#include "inductor/cuda/scalars.h"
 #include "inductor/index_analysis.h"
 #include "inductor/placement.h"
 

@@ -16,8 +16,8 @@
 // the last outer dim: the last block of a dim starts lanes_ before its end (overlapping the previous
 // one) and stores only the lanes the previous block did not. A normalization over outer dims (softmax
 // over dim 0) has an element loop as well: it runs after the reductions, the lanes innermost again.
-#include "inductor/codegen_cuda.h"
-#include "inductor/cpu_printer.h"
+#include "inductor/cuda/codegen.h"
+#include "inductor/cpu/printer.h"
 
 #include <fmt/format.h>
 

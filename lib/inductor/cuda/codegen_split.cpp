@@ -1,8 +1,8 @@
 // Split reductions (see split_count): the partial pass's row and slice, the final pass's combining of a
 // row's partial results, and where they lie in the workspace.
-#include "inductor/codegen_cuda.h"
-#include "inductor/cuda_printer.h"
-#include "inductor/cuda_scalars.h"
+#include "inductor/cuda/codegen.h"
+#include "inductor/cuda/printer.h"
+#include "inductor/cuda/scalars.h"
 
 #include <fmt/format.h>
 

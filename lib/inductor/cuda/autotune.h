@@ -5,23 +5,17 @@
 // its Triton configs).
 #pragma once
 #include "graph/graph.h"
-#include "inductor/codegen_cuda.h"
-#include "inductor/scheduler.h"
+#include "inductor/cuda/codegen.h"
+#include "inductor/backend.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace jitc::runtime {
 
-// What candidates are timed on: the graph's value shapes at these symbol values.
-struct TuningShapes {
-  const graph::Graph* graph = nullptr;
-  std::vector<int64_t> symbols;
-};
-
 // Milliseconds per launch of each of `functions` (one per candidate, printed and launched with
 // `configs[i]`) for kernel `launch`, timed with CUDA events on zero-filled buffers.
 std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
-                                    const std::vector<inductor::CudaConfig>& configs, const TuningShapes& shapes);
+                                    const std::vector<inductor::CudaConfig>& configs, const inductor::TuningShapes& shapes);
 
 }  // namespace jitc::runtime

@@ -3,7 +3,7 @@
 // pointwise kernels and of the split partial pass) and codegen_cuda_split.cpp (split reductions' rows,
 // slices and workspace). Internal to lib/inductor: emit_cuda (codegen_cuda.h) is the interface.
 #pragma once
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 #include "inductor/index_analysis.h"
 #include "inductor/kernel_ir.h"
 #include "inductor/placement.h"

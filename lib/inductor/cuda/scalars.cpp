@@ -1,6 +1,6 @@
 // How kernel IR scalars print as CUDA C: compute and storage types, literals, math function names,
 // reduction identities and combiners. Shared by the CUDA printer's pieces.
-#include "inductor/cuda_scalars.h"
+#include "inductor/cuda/scalars.h"
 
 #include <fmt/format.h>
 

@@ -7,9 +7,9 @@
 // Reductions over outer dims (x.sum(0)) take blocks of rows side by side instead: @<name>.columns, see
 // codegen_cpu_columns.cpp; where the block width depends on a symbol's value, the wrapper picks one of
 // the two bodies at run time.
-#include "inductor/codegen_cpu.h"
+#include "inductor/cpu/codegen.h"
 
-#include "inductor/cpu_printer.h"
+#include "inductor/cpu/printer.h"
 #include "inductor/index_analysis.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // Launch configurations of CUDA kernels: the heuristic's choice, max-autotune's candidates, and the
 // size arithmetic the launcher evaluates (tiles per launch).
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 
 #include "inductor/index_analysis.h"
 

@@ -1,7 +1,7 @@
 // Vector groups (see codegen_cuda.cpp's header comment): 16 bytes' worth of consecutive elements per
 // thread in pointwise kernels' element loops and in the split partial pass's reduction loops.
-#include "inductor/cuda_printer.h"
-#include "inductor/cuda_scalars.h"
+#include "inductor/cuda/printer.h"
+#include "inductor/cuda/scalars.h"
 
 #include <c10/core/ScalarType.h>
 

@@ -1,5 +1,5 @@
 // The CPU code generator: kernel IR -> LLVM IR text (see codegen_cpu.cpp for the kernel ABI). Only
-// lib/runtime/cpu_jit.cpp parses and compiles it; this folder never includes LLVM headers.
+// lib/inductor/cpu/jit.cpp parses and compiles it; this folder never includes LLVM headers.
 #pragma once
 #include "inductor/kernel_ir.h"
 

@@ -9,7 +9,7 @@
 // were not faster (softmax 1463-2244 against 1496-1959, RMSNorm 1791-2962 against 1620-2684), so rows
 // need two reduction loops and a first loop without max/min to be pipelined; the rest keep the
 // next-row prefetch (codegen_cpu_prefetch.cpp).
-#include "inductor/cpu_printer.h"
+#include "inductor/cpu/printer.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 // interface.
 #pragma once
 #include "inductor/kernel_ir.h"
-#include "inductor/llvm_emitter.h"
+#include "inductor/cpu/llvm_emitter.h"
 #include "inductor/placement.h"
 
 #include <functional>
@@ -97,6 +97,8 @@ class Printer : private Emitter {
   std::vector<std::string> emit_with(const std::vector<int>& exprs, int var, const std::string& value);
   std::vector<std::string> emit_with(const std::vector<int>& exprs, const std::vector<std::pair<int, std::string>>& values);
   void expr(int i, const Expr& e);
+  void unary_expr(int i, const Expr& e);   // math of one operand
+  void binary_expr(int i, const Expr& e);  // arithmetic, bitwise ops, comparisons
   std::string address(const Expr& e);
   void load(const std::string& v, const Expr& e);
   void store(const Expr& e);

@@ -1,7 +1,7 @@
-#include "runtime/cuda_jit.h"
+#include "inductor/cuda/jit.h"
 
 #include "cache/files.h"
-#include "inductor/codegen_cuda.h"
+#include "inductor/cuda/codegen.h"
 
 #include "runtime/env.h"
 

@@ -4,7 +4,7 @@
 // branch per lane, so the loop ORs each lane's "outside that range" (NaN and infinities included) into a
 // flag; a tile that raised it runs its element loop again with libm's sin and cos, which are right for
 // every float, and that pass's stores overwrite the first one's.
-#include "inductor/cpu_printer.h"
+#include "inductor/cpu/printer.h"
 
 #include <fmt/format.h>
 

@@ -12,7 +12,7 @@
 // output in 64-byte non-temporal stores when the output row is 64-byte aligned and the kernel stores at
 // least kStreamingBytes in all; otherwise by memcpy (no cost measured for rows of 4 KB in cache). A fence
 // at the end of each tile range orders the streaming stores before the thread reports its work done.
-#include "inductor/cpu_printer.h"
+#include "inductor/cpu/printer.h"
 #include "inductor/index_analysis.h"
 
 #include <c10/core/ScalarType.h>

@@ -1,4 +1,4 @@
-#include "runtime/cpu_jit.h"
+#include "inductor/cpu/jit.h"
 
 #include <jitc/errors.h>
 
@@ -224,7 +224,7 @@ void verify_functions(const llvm::Module& module, const std::string& name) {
 
 }  // namespace
 
-std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly) {
+CpuObject compile_cpu_object(const std::string& ir_text, const std::string& name, bool want_assembly) {
   auto& jit = Jit::get();
   auto context = std::make_unique<llvm::LLVMContext>();
   llvm::SMDiagnostic diagnostic;
@@ -242,15 +242,24 @@ std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const 
   llvm::raw_string_ostream os(optimized);
   module->print(os, nullptr);
   std::string assembly = want_assembly ? emit_file(*module, *jit.machine, llvm::CGFT_AssemblyFile) : std::string();
-  std::string object = emit_file(*module, *jit.machine, llvm::CGFT_ObjectFile);
-  return add_object(jit, name, os.str(), std::move(assembly), std::move(object));
+  return {emit_file(*module, *jit.machine, llvm::CGFT_ObjectFile), os.str(), std::move(assembly)};
 }
+
+std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly) {
+  CpuObject compiled = compile_cpu_object(ir_text, name, want_assembly);
+  auto& jit = Jit::get();
+  std::lock_guard<std::mutex> lock(jit.mutex);
+  return add_object(jit, name, std::move(compiled.optimized_ir), std::move(compiled.assembly), std::move(compiled.object));
+}
+
 
 std::unique_ptr<CpuModule> load_cpu_object(const std::string& object, const std::string& name) {
   auto& jit = Jit::get();
   std::lock_guard<std::mutex> lock(jit.mutex);
   return add_object(jit, name, "", "", object);
 }
+
+bool cpu_jit_available() { return true; }
 
 std::string cpu_codegen_identity() {
   return fmt::format("llvm {} | {} | vector library {}", LLVM_VERSION_STRING, cpu_target_description(),

@@ -1,0 +1,43 @@
+// The registry of backends: adding one is a folder (lib/inductor/<name>/, defining <name>_backend())
+// and one line of JITC_BACKENDS.
+#include "inductor/backend.h"
+
+#include <ATen/ops/empty_strided.h>
+
+#include <algorithm>
+
+#define JITC_BACKENDS(X) \
+  X(cpu)                 \
+  X(cuda)                \
+  X(null)
+
+namespace jitc::inductor {
+
+#define JITC_DECLARE_BACKEND(name) const Backend& name##_backend();
+JITC_BACKENDS(JITC_DECLARE_BACKEND)
+#undef JITC_DECLARE_BACKEND
+
+at::Tensor Backend::allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device device) const {
+  return at::empty_strided(sizes, strides, at::TensorOptions().dtype(dtype).device(device));
+}
+
+const std::vector<const Backend*>& backends() {
+#define JITC_LIST_BACKEND(name) &name##_backend(),
+  static const std::vector<const Backend*> all = {JITC_BACKENDS(JITC_LIST_BACKEND)};
+#undef JITC_LIST_BACKEND
+  return all;
+}
+
+const Backend* backend_for(c10::DeviceType device) {
+  const auto& all = backends();
+  auto it = std::find_if(all.begin(), all.end(), [&](const Backend* b) { return b->target().device == device; });
+  return it == all.end() ? nullptr : *it;
+}
+
+const Backend* backend_named(const std::string& name) {
+  const auto& all = backends();
+  auto it = std::find_if(all.begin(), all.end(), [&](const Backend* b) { return b->target().name == name; });
+  return it == all.end() ? nullptr : *it;
+}
+
+}  // namespace jitc::inductor

@@ -1,0 +1,240 @@
+// The CUDA backend: kernels printed as CUDA C (codegen.h), each function compiled by NVRTC as its own
+// program, all at the same time (jit.h), loaded through the driver and launched on the current stream.
+#include "inductor/backend.h"
+#include "inductor/cuda/autotune.h"
+#include "inductor/cuda/codegen.h"
+#include "inductor/cuda/jit.h"
+#include "inductor/kernel_serial.h"
+#include "runtime/log.h"
+#include "runtime/profiling.h"
+
+#include <ATen/cuda/EmptyTensor.h>
+#include <c10/util/SmallVector.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace jitc::inductor {
+
+namespace {
+
+// Per kernel: the configurations render printed (the heuristic's first; more under max-autotune), each
+// as a function of its own name.
+struct Candidates {
+  std::vector<CudaConfig> configs;
+  std::vector<std::string> names;
+};
+
+struct CudaSourceUnits final : Source {
+  std::vector<runtime::CudaSource> units;  // one NVRTC program per function, each after the prelude
+  std::vector<Candidates> candidates;      // per kernel
+};
+
+struct CudaBinary final : Binary {
+  std::vector<std::string> images;     // cubins or PTX, one per NVRTC program
+  std::vector<Candidates> candidates;  // per kernel; the first is the one launched
+
+  std::string serialize() const override {
+    Writer w;
+    w.number(static_cast<int64_t>(images.size()));
+    for (const auto& image : images) w.text(image);
+    w.number(static_cast<int64_t>(candidates.size()));
+    for (const auto& c : candidates) {  // the chosen candidate only: tuning is over
+      w.number(c.configs.front().threads);
+      w.number(c.configs.front().tile);
+      w.number(c.configs.front().columns);
+      w.number(c.configs.front().split);
+      w.text(c.names.front());
+    }
+    return w.take();
+  }
+};
+
+std::string describe(const CudaConfig& config) {
+  std::string text = config.columns > 0 ? fmt::format("{} threads over {} rows", config.threads, config.columns)
+                     : config.tile > 0  ? fmt::format("{} threads tile {}", config.threads, config.tile)
+                                        : fmt::format("{} threads", config.threads);
+  if (config.split > 0) text += fmt::format(", rows split over {} blocks", config.split);
+  return text;
+}
+
+std::string candidate_name(const Kernel& kernel, const CudaConfig& config, size_t candidates) {
+  return candidates > 1 ? fmt::format("{}_t{}_{}_c{}", kernel.name, config.threads, config.tile, config.columns) : kernel.name;
+}
+
+class CudaKernels final : public LoadedKernels {
+ public:
+  struct Entry {
+    const Kernel* kernel = nullptr;
+    CudaConfig config;
+    void* function = nullptr;        // a CUfunction
+    void* final_function = nullptr;  // split reductions: the pass that combines a row's slices
+  };
+
+  CudaKernels(std::unique_ptr<runtime::CudaModule> module, const CudaBinary& binary, const std::vector<const KernelLaunch*>& kernels)
+      : module_(std::move(module)) {
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      Entry e{&kernels[k]->kernel, binary.candidates[k].configs.front(), module_->function(binary.candidates[k].names.front())};
+      if (e.config.split > 0) e.final_function = module_->function(binary.candidates[k].names.front() + "_final");
+      entries_.push_back(e);
+    }
+  }
+
+  void* function(const std::string& name) const { return module_->function(name); }
+
+  // An NVTX range named after the kernel (CUPTI reports the kernel itself under that name).
+  void launch(size_t index, const LaunchArgs& args) const override {
+    const Entry& e = entries_[index];
+    const runtime::NvtxRange range(e.kernel->name.c_str());
+    if (e.config.split > 0) return launch_split(e, args);
+    const int64_t tiles = tile_count(*e.kernel, args.symbols, e.config);
+    if (tiles <= 0) return;
+    const int device = args.device.index();
+    runtime::launch_cuda_kernel(e.function, e.config.threads, tiles, args.buffers, args.num_buffers, args.symbols, args.num_symbols,
+                                runtime::current_cuda_stream(device), e.kernel->name, runtime::supports_programmatic_launch(device));
+  }
+
+ private:
+  // A split reduction (split_count): the partial pass reduces slices of each row into a workspace, the
+  // final pass combines them and finishes the rows. The workspace comes from the caching allocator on the
+  // current stream, so calls on other streams (or recorded into CUDA graphs) get their own, and releasing
+  // it here is ordered after both passes.
+  void launch_split(const Entry& e, const LaunchArgs& args) const {
+    const at::Tensor workspace = at::detail::empty_strided_cuda({split_workspace_slots(*e.kernel, e.config)}, {1}, at::kLong, args.device);
+    c10::SmallVector<void*, 16> buffers(args.buffers, args.buffers + args.num_buffers);
+    buffers.push_back(workspace.data_ptr());
+    CudaConfig rows_only = e.config;
+    rows_only.split = 0;
+    const int device = args.device.index();
+    void* stream = runtime::current_cuda_stream(device);
+    const bool overlap = runtime::supports_programmatic_launch(device);
+    runtime::launch_cuda_kernel(e.function, e.config.threads, tile_count(*e.kernel, args.symbols, e.config), buffers.data(),
+                                buffers.size(), args.symbols, args.num_symbols, stream, e.kernel->name, overlap);
+    // The final pass launches while the partial pass runs and waits for it inside (griddepcontrol.wait):
+    // its launch latency hides behind the partial pass's last blocks.
+    runtime::launch_cuda_kernel(e.final_function, e.config.threads, tile_count(*e.kernel, args.symbols, rows_only), buffers.data(),
+                                buffers.size(), args.symbols, args.num_symbols, stream, e.kernel->name + "_final", overlap);
+  }
+
+  std::unique_ptr<runtime::CudaModule> module_;
+  std::vector<Entry> entries_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  const Target& target() const override { return target_; }
+
+  std::string unavailable() const override { return runtime::nvrtc_available() ? "" : "NVRTC (libnvrtc) cannot be loaded"; }
+
+  std::string identity(const c10::Device& device) const override {
+    return fmt::format("cuda {} nvrtc {}", runtime::cuda_arch(device.index()), runtime::nvrtc_version());
+  }
+
+  // Each kernel in the heuristic's configuration, or with `tuning` every candidate under its own name.
+  std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions& options) const override {
+    auto source = std::make_unique<CudaSourceUnits>();
+    const std::string prelude = cuda_prelude();
+    source->text = prelude;
+    source->file = "kernels.cu";
+    for (const KernelLaunch* launch : kernels) {
+      Candidates c;
+      c.configs = options.tuning ? cuda_config_candidates(launch->kernel) : std::vector{default_cuda_config(launch->kernel)};
+      for (const auto& config : c.configs) {
+        c.names.push_back(candidate_name(launch->kernel, config, c.configs.size()));
+        for (auto& f : emit_cuda_functions(launch->kernel, options.index32, config, c.names.back())) {
+          source->text += f.source;
+          source->units.push_back({f.name, prelude + f.source});
+        }
+      }
+      source->candidates.push_back(std::move(c));
+    }
+    return source;
+  }
+
+  std::unique_ptr<Binary> compile(const Source& source, const CompileOptions& options) const override {
+    const auto& units = static_cast<const CudaSourceUnits&>(source);
+    auto binary = std::make_unique<CudaBinary>();
+    binary->images = runtime::compile_cuda_images(units.units, options.name, options.device.index());
+    binary->candidates = units.candidates;
+    return binary;
+  }
+
+  std::unique_ptr<Binary> deserialize(const std::string& bytes) const override {
+    auto binary = std::make_unique<CudaBinary>();
+    try {
+      Reader r(bytes);
+      for (int64_t n = r.number(); n > 0; --n) binary->images.push_back(r.text());
+      for (int64_t n = r.number(); n > 0; --n) {
+        CudaConfig config;
+        config.threads = static_cast<int>(r.number());
+        config.tile = r.number();
+        config.columns = static_cast<int>(r.number());
+        config.split = static_cast<int>(r.number());
+        binary->candidates.push_back({{config}, {r.text()}});
+      }
+      if (!r.done()) return nullptr;
+    } catch (const std::exception&) {  // Reader: truncated or malformed
+      return nullptr;
+    }
+    return binary;
+  }
+
+  std::unique_ptr<LoadedKernels> load(const Binary& binary, const std::vector<const KernelLaunch*>& kernels,
+                                      const CompileOptions& options) const override {
+    const auto& b = static_cast<const CudaBinary&>(binary);
+    if (b.candidates.size() != kernels.size()) return nullptr;
+    return std::make_unique<CudaKernels>(runtime::load_cuda_modules(b.images, options.name, options.device.index()), b, kernels);
+  }
+
+  void tune(Binary& binary, const LoadedKernels& loaded, const std::vector<const KernelLaunch*>& kernels,
+            const TuningShapes& shapes) const override {
+    auto& b = static_cast<CudaBinary&>(binary);
+    for (size_t k = 0; k < kernels.size(); ++k) keep_fastest(b.candidates[k], static_cast<const CudaKernels&>(loaded), *kernels[k], shapes);
+  }
+
+  at::Tensor allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device device) const override {
+    return at::Tensor(at::detail::empty_strided_cuda(sizes, strides, dtype, device));
+  }
+
+ private:
+  // Moves the fastest of a kernel's candidates first.
+  static void keep_fastest(Candidates& c, const CudaKernels& loaded, const KernelLaunch& launch, const TuningShapes& shapes) {
+    if (c.configs.size() < 2) return;
+    std::vector<void*> functions;
+    for (const auto& name : c.names) functions.push_back(loaded.function(name));
+    std::vector<double> ms;
+    try {
+      ms = runtime::time_candidates(launch, functions, c.configs, shapes);
+    } catch (const std::exception& e) {  // out of memory, for instance: the heuristic's choice stays
+      runtime::warn(fmt::format("jitc: max-autotune could not time {}: {}", launch.kernel.name, e.what()));
+      return;
+    }
+    const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+    std::string timings;
+    for (size_t i = 0; i < ms.size(); ++i) timings += fmt::format("{}{} {:.4f} ms", i ? ", " : "", describe(c.configs[i]), ms[i]);
+    runtime::log(runtime::Artifact::kPerfHints, fmt::format("AUTOTUNE {}: {} (kept {})", launch.kernel.name, timings, describe(c.configs[best])));
+    std::swap(c.configs[0], c.configs[best]);
+    std::swap(c.names[0], c.names[best]);
+  }
+
+  // Kernels take every buffer to start at a 16-byte boundary: their vector groups move 16 bytes at once
+  // without testing the addresses that the sizes prove aligned (cuda/printer.h, access_aligned). Inductor
+  // copies misaligned inputs for the same reason.
+  Target target_{.name = "cuda",
+                 .device = c10::DeviceType::CUDA,
+                 .buffer_alignment = 16,
+                 .reuses_released_buffers = false,
+                 .nvtx_ranges = true,
+                 .orders_loops_as_stored = false,
+                 .normalization_row_kernels = false,
+                 .compile_stage = &CodegenStages::nvrtc};
+};
+
+}  // namespace
+
+const Backend& cuda_backend() {
+  static const CudaBackend backend;
+  return backend;
+}
+
+}  // namespace jitc::inductor
