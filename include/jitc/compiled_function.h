@@ -44,9 +44,12 @@ class CompiledFunction;
 
 template <class R, class... Args>
 class CompiledFunction<R(Args...)> {
+  // clang-format 14 mangles the fold expression.
+  // clang-format off
   static_assert(((!std::is_lvalue_reference_v<Args> || std::is_const_v<std::remove_reference_t<Args>>) && ...),
                 "jitc::compile: the callable takes a non-const reference; it would write into a copy. Return the "
                 "value instead (results may be tensors, tuples or vectors of tensors).");
+  // clang-format on
   static_assert(detail::ResultCheck<std::decay_t<R>>::value);
   template <size_t... I>
   static constexpr bool check_arguments(std::index_sequence<I...>) {
@@ -60,8 +63,8 @@ class CompiledFunction<R(Args...)> {
   template <class F>
   CompiledFunction(F callable, Options options, std::source_location where = std::source_location::current(),
                    std::shared_ptr<torch::nn::Module> module = nullptr)
-      : engine_(detail::make_engine(make_invoker(std::move(callable)), std::move(options),
-                                    static_cast<int>(sizeof...(Args)), where, std::move(module))) {}
+      : engine_(detail::make_engine(make_invoker(std::move(callable)), std::move(options), static_cast<int>(sizeof...(Args)), where,
+                                    std::move(module))) {}
 
   Result operator()(Args... args) const {
     detail::Leaves leaves;

@@ -15,8 +15,7 @@
 
 namespace jitc {
 
-void mark_dynamic(const at::Tensor& tensor, int64_t dim, int64_t min = 2,
-                  int64_t max = std::numeric_limits<int64_t>::max());
+void mark_dynamic(const at::Tensor& tensor, int64_t dim, int64_t min = 2, int64_t max = std::numeric_limits<int64_t>::max());
 void maybe_mark_dynamic(const at::Tensor& tensor, int64_t dim);
 void mark_static(const at::Tensor& tensor, int64_t dim);
 

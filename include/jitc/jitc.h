@@ -43,20 +43,18 @@ struct SignatureOf<R (C::*)(A...) const> {
 template <class Signature, class F>
 CompiledFunction<Signature> compile_module(F&& module, Options options, std::source_location where) {
   ModuleHandle<F> handle(std::forward<F>(module));
-  return CompiledFunction<Signature>(ForwardCaller<Signature>::make(std::move(handle.impl)), std::move(options),
-                                     where, std::move(handle.root));
+  return CompiledFunction<Signature>(ForwardCaller<Signature>::make(std::move(handle.impl)), std::move(options), where,
+                                     std::move(handle.root));
 }
 }  // namespace detail
 
 // Compile a callable with an explicit signature (needed for generic lambdas, overloaded functors and
 // modules whose forward is a template, such as torch::nn::Sequential returning something else than a tensor).
 template <class Signature, class F>
-CompiledFunction<Signature> compile(F&& callable, Options options = {},
-                                    std::source_location where = std::source_location::current()) {
+CompiledFunction<Signature> compile(F&& callable, Options options = {}, std::source_location where = std::source_location::current()) {
   if constexpr (detail::module_form<F>() != detail::ModuleForm::kNone)
     return detail::compile_module<Signature>(std::forward<F>(callable), std::move(options), where);
-  else
-    return CompiledFunction<Signature>(std::decay_t<F>(std::forward<F>(callable)), std::move(options), where);
+  else return CompiledFunction<Signature>(std::decay_t<F>(std::forward<F>(callable)), std::move(options), where);
 }
 
 // Compile a lambda, function pointer, functor, or torch::nn module (its forward; see detail/modules.h for

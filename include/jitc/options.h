@@ -24,18 +24,17 @@ struct DimMark {
 };
 
 struct Options {
-  Mode mode = Mode::kDefault;       // accepted now; honoured by the code-generating backends
+  Mode mode = Mode::kDefault;  // accepted now; honoured by the code-generating backends
   Backend backend = Backend::kInductor;
   // torch.compile's dynamic=None/True/False: nullopt = static first, then dims that change become symbolic.
   std::optional<bool> dynamic;
-  bool fullgraph = false;           // graph breaks and the recompile limit become errors
-  int recompile_limit = 8;          // JITC_RECOMPILE_LIMIT overrides it
-  std::string name;                 // used in logs; default "compiled_fn_<n>"
+  bool fullgraph = false;              // graph breaks and the recompile limit become errors
+  int recompile_limit = 8;             // JITC_RECOMPILE_LIMIT overrides it
+  std::string name;                    // used in logs; default "compiled_fn_<n>"
   std::vector<std::string> arg_names;  // names of the arguments in guards and logs; default args[i]
   std::vector<DimMark> dim_marks;
 
-  Options& mark_dynamic(int argument, int64_t dim, int64_t min = 2,
-                        int64_t max = std::numeric_limits<int64_t>::max()) {
+  Options& mark_dynamic(int argument, int64_t dim, int64_t min = 2, int64_t max = std::numeric_limits<int64_t>::max()) {
     dim_marks.push_back({argument, dim, DimMark::Kind::kDynamic, min, max});
     return *this;
   }

@@ -20,22 +20,22 @@ struct CodegenStages {
 
 struct Stats {
   int64_t calls = 0;
-  int64_t hits = 0;             // calls served by a compiled entry
-  int64_t compiles = 0;         // traces that produced an entry (the first one included)
-  int64_t recompiles = 0;       // compiles after the first
-  int64_t size_checks = 0;      // traces that confirmed a symbolic entry for new sizes (no new entry)
+  int64_t hits = 0;         // calls served by a compiled entry
+  int64_t compiles = 0;     // traces that produced an entry (the first one included)
+  int64_t recompiles = 0;   // compiles after the first
+  int64_t size_checks = 0;  // traces that confirmed a symbolic entry for new sizes (no new entry)
   // Every call is exactly one of: a hit, a compile, a size check, or an eager fallback.
-  int64_t eager_fallbacks = 0;  // calls that ran the callable eagerly
-  int64_t graph_breaks = 0;     // breaks seen while tracing
-  int64_t entries = 0;          // live cache entries
-  double compile_seconds = 0;   // time spent tracing and compiling (code generation included)
-  int64_t programs_compiled = 0;    // graphs turned into compiled programs (backend inductor)
-  int64_t kernels_compiled = 0;     // fused kernels generated and compiled for them (cache hits excluded)
-  int64_t programs_from_cache = 0;  // programs whose code came from the compile cache (memory or disk)
-  double codegen_seconds = 0;       // of compile_seconds: lowering, scheduling, LLVM, or loading cached code
-  CodegenStages codegen_stages;     // of codegen_seconds, by stage
-  int64_t cudagraph_captures = 0;   // mode=reduce-overhead: programs captured into CUDA graphs
-  int64_t cudagraph_replays = 0;    // calls served by replaying one
+  int64_t eager_fallbacks = 0;                 // calls that ran the callable eagerly
+  int64_t graph_breaks = 0;                    // breaks seen while tracing
+  int64_t entries = 0;                         // live cache entries
+  double compile_seconds = 0;                  // time spent tracing and compiling (code generation included)
+  int64_t programs_compiled = 0;               // graphs turned into compiled programs (backend inductor)
+  int64_t kernels_compiled = 0;                // fused kernels generated and compiled for them (cache hits excluded)
+  int64_t programs_from_cache = 0;             // programs whose code came from the compile cache (memory or disk)
+  double codegen_seconds = 0;                  // of compile_seconds: lowering, scheduling, LLVM, or loading cached code
+  CodegenStages codegen_stages;                // of codegen_seconds, by stage
+  int64_t cudagraph_captures = 0;              // mode=reduce-overhead: programs captured into CUDA graphs
+  int64_t cudagraph_replays = 0;               // calls served by replaying one
   std::vector<std::string> recompile_reasons;  // one per recompile, Dynamo's text
 };
 

@@ -77,9 +77,10 @@ void DiskCache::disable(const std::string& dir, const std::string& why) {
     if (!config_.enabled) return;
     config_.enabled = false;
   }
-  report(fmt::format("jitc: the disk cache is off for this process: cannot write into {} ({}); set JITC_CACHE_DIR "
-                     "to a writable directory or JITC_DISABLE_CACHE=1",
-                     dir, why));
+  report(
+      fmt::format("jitc: the disk cache is off for this process: cannot write into {} ({}); set JITC_CACHE_DIR "
+                  "to a writable directory or JITC_DISABLE_CACHE=1",
+                  dir, why));
 }
 
 void DiskCache::tidy() {

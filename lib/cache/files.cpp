@@ -48,8 +48,7 @@ std::string make_directories(const std::string& path) {
     if (!why.empty()) return why;
   }
   // Another process may create it between the check and here: EEXIST of a directory is success.
-  if (::mkdir(path.c_str(), 0777) != 0 && !(errno == EEXIST && stat(path) && stat(path)->directory))
-    return std::strerror(errno);
+  if (::mkdir(path.c_str(), 0777) != 0 && !(errno == EEXIST && stat(path) && stat(path)->directory)) return std::strerror(errno);
   return "";
 }
 

@@ -20,8 +20,7 @@ bool same_constant(const c10::IValue& a, const c10::IValue& b) {
   std::ostringstream sa, sb;  // scalars, lists, strings, devices, dtypes: their printed form is exact
   sa << a;
   sb << b;
-  return sa.str() == sb.str() && a.isScalar() == b.isScalar() &&
-         (!a.isScalar() || a.toScalar().type() == b.toScalar().type());
+  return sa.str() == sb.str() && a.isScalar() == b.isScalar() && (!a.isScalar() || a.toScalar().type() == b.toScalar().type());
 }
 
 }  // namespace jitc::graph

@@ -70,8 +70,7 @@ std::vector<bool> written_storages(const Graph& g) {
 bool backs_result(const Graph& g, const Node& n, const std::vector<int32_t>& result_storages) {
   for (const auto& o : n.outputs)
     for (ValueId v : o.values)
-      if (v != kNoValue && std::find(result_storages.begin(), result_storages.end(), g.values[v].storage) !=
-                               result_storages.end())
+      if (v != kNoValue && std::find(result_storages.begin(), result_storages.end(), g.values[v].storage) != result_storages.end())
         return true;
   return false;
 }

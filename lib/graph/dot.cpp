@@ -6,8 +6,7 @@ namespace jitc::graph {
 
 std::string to_dot(const Graph& g) {
   std::string s = "digraph jitc {\n  rankdir=TB;\n  node [shape=box, fontname=monospace];\n";
-  for (const auto& in : g.inputs)
-    s += fmt::format("  v{} [label=\"%{} {}\", shape=ellipse];\n", in.value, in.value, in.name);
+  for (const auto& in : g.inputs) s += fmt::format("  v{} [label=\"%{} {}\", shape=ellipse];\n", in.value, in.value, in.name);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const char* style = n.kind == NodeKind::kBreak ? ", style=filled, fillcolor=salmon" : "";

@@ -61,10 +61,10 @@ bool elements_apart(const TensorMeta& m) {
 
 struct RawInfo {
   ValueId root = kNoValue;
-  std::vector<int> chain;    // view nodes (raw indices) from the root to this value
-  bool regenerable = true;   // false for list views (split, unbind): cannot be rebuilt or written through
-  ValueId fv = kNoValue;     // functional value holding its content ...
-  int version = -1;          // ... as of this version of its root
+  std::vector<int> chain;   // view nodes (raw indices) from the root to this value
+  bool regenerable = true;  // false for list views (split, unbind): cannot be rebuilt or written through
+  ValueId fv = kNoValue;    // functional value holding its content ...
+  int version = -1;         // ... as of this version of its root
 };
 
 class Functionalizer {
@@ -160,8 +160,7 @@ class Functionalizer {
       m.strides = constant_shape(t.strides().data(), t.strides().size());
       m.storage_offset = SymExpr::constant(t.storage_offset());
       metas.push_back(std::move(m));
-      if (aliases)
-        aliases->push_back(std::any_of(inputs.begin(), inputs.end(), [&](const at::Tensor& in) { return t.is_alias_of(in); }));
+      if (aliases) aliases->push_back(std::any_of(inputs.begin(), inputs.end(), [&](const at::Tensor& in) { return t.is_alias_of(in); }));
     };
     for (const auto& r : stack) {
       if (r.isTensor()) add(r.toTensor());
@@ -295,8 +294,7 @@ class Functionalizer {
   int base_argument(const Node& view) const {
     const int32_t storage = raw_.values[view.outputs[0].values[0]].storage;
     for (size_t k = 0; k < view.args.size(); ++k)
-      if (view.args[k].kind == Arg::Kind::kValue && raw_.values[view.args[k].value].storage == storage)
-        return static_cast<int>(k);
+      if (view.args[k].kind == Arg::Kind::kValue && raw_.values[view.args[k].value].storage == storage) return static_cast<int>(k);
     throw UnsupportedError(view.name() + " was taken for a view but shares memory with no argument");
   }
 
@@ -315,8 +313,7 @@ class Functionalizer {
     const auto& name = n.op.operator_name();
     if (writes_unannotated(n))  // no functional form here: the graph replays its ops, updates included
       return fail(fmt::format("{} in training mode updates its running statistics in place", n.name()));
-    if (name.name.back() != '_' || !writes(schema.arguments()[0]))
-      return fail(fmt::format("{} writes into an out= argument", n.name()));
+    if (name.name.back() != '_' || !writes(schema.arguments()[0])) return fail(fmt::format("{} writes into an out= argument", n.name()));
     auto functional = find_op(name.name.substr(0, name.name.size() - 1), name.overload_name);
     if (!functional) return fail(fmt::format("{} has no out-of-place variant", n.name()));
     const ValueId target = n.args[0].value;
@@ -336,8 +333,13 @@ class Functionalizer {
 
   ValueId cast(ValueId v, const TensorMeta& like) {
     auto to_copy = find_op("aten::_to_copy", "");
-    std::vector<Arg> args = {value_arg(v), constant_arg(like.dtype), constant_arg(c10::IValue()), constant_arg(c10::IValue()),
-                             constant_arg(c10::IValue()), constant_arg(false), constant_arg(c10::IValue())};
+    std::vector<Arg> args = {value_arg(v),
+                             constant_arg(like.dtype),
+                             constant_arg(c10::IValue()),
+                             constant_arg(c10::IValue()),
+                             constant_arg(c10::IValue()),
+                             constant_arg(false),
+                             constant_arg(c10::IValue())};
     return emit(*to_copy, std::move(args), like, -1);
   }
 
@@ -398,8 +400,9 @@ class Functionalizer {
       int64_t start = view.args[2].constant.toInt();
       const int64_t dim = view.args[1].constant.toInt();
       if (start < 0) start += base_meta.sizes[(dim + base_meta.sizes.size()) % base_meta.sizes.size()].offset;
-      std::vector<Arg> args = {value_arg(base), value_arg(value), view.args[1], constant_arg(start),
-                               constant_arg(start + view.args[3].constant.toInt()), constant_arg(int64_t{1})};
+      std::vector<Arg> args = {
+          value_arg(base),         value_arg(value), view.args[1], constant_arg(start), constant_arg(start + view.args[3].constant.toInt()),
+          constant_arg(int64_t{1})};
       return emit(*find_op("aten::slice_scatter", ""), std::move(args), base_meta, -1);
     }
     if (name == "aten::t" || name == "aten::transpose") {  // their own inverses
@@ -416,9 +419,8 @@ class Functionalizer {
     // Ops that return their input itself when they alias it.
     if (name == "aten::alias" || name == "aten::contiguous" || name == "aten::to") return value;
     // Views that keep the logical element order: reshaping back to the base's sizes inverts them.
-    static const char* const kReshapes[] = {"aten::view",    "aten::_unsafe_view", "aten::reshape",
-                                            "aten::unsqueeze", "aten::squeeze",    "aten::flatten",
-                                            "aten::unflatten", "aten::view_as",    "aten::_reshape_alias"};
+    static const char* const kReshapes[] = {"aten::view",    "aten::_unsafe_view", "aten::reshape", "aten::unsqueeze",     "aten::squeeze",
+                                            "aten::flatten", "aten::unflatten",    "aten::view_as", "aten::_reshape_alias"};
     for (const char* r : kReshapes)
       if (name == r && view.op.operator_name().overload_name != "dtype") {  // view.dtype reinterprets bytes
         std::vector<int64_t> sizes;
@@ -481,9 +483,7 @@ class Functionalizer {
 
 }  // namespace
 
-std::optional<Graph> functionalize(const Graph& graph, std::string* why_not) {
-  return Functionalizer(graph).run(why_not);
-}
+std::optional<Graph> functionalize(const Graph& graph, std::string* why_not) { return Functionalizer(graph).run(why_not); }
 
 bool is_functional(const Graph& graph) {
   bool in_epilogue = false;

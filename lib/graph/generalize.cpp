@@ -42,8 +42,8 @@ class Generalizer {
   }
 
   bool same_structure() {
-    if (a_.inputs.size() != b_.inputs.size() || a_.values.size() != b_.values.size() ||
-        a_.nodes.size() != b_.nodes.size() || a_.outputs != b_.outputs)
+    if (a_.inputs.size() != b_.inputs.size() || a_.values.size() != b_.values.size() || a_.nodes.size() != b_.nodes.size() ||
+        a_.outputs != b_.outputs)
       return fail("the two traces recorded different graphs");
     for (size_t i = 0; i < a_.inputs.size(); ++i) {
       const Input& x = a_.inputs[i];
@@ -61,7 +61,9 @@ class Generalizer {
     if (x.size() != y.size()) return fail(fmt::format("%{} has a different rank", value));
     for (size_t d = 0; d < x.size(); ++d) {
       auto e = fit(x[d].offset, y[d].offset, s_);
-      if (!e) return fail(fmt::format("{} {} of %{} ({} vs {}) is not a function of the dynamic sizes", what, d, value, x[d].offset, y[d].offset));
+      if (!e)
+        return fail(
+            fmt::format("{} {} of %{} ({} vs {}) is not a function of the dynamic sizes", what, d, value, x[d].offset, y[d].offset));
       out[d] = *e;
     }
     return true;
@@ -101,11 +103,12 @@ class Generalizer {
       by = cy.toIntVector();
     }
     if (cx.isDouble() && cy.isDouble()) return real(cx.toDouble(), cy.toDouble(), out, node);
-    if (ax.empty() || ax.size() != by.size())
-      return fail(fmt::format("an argument of {} differs and is not an integer", node.name()));
+    if (ax.empty() || ax.size() != by.size()) return fail(fmt::format("an argument of {} differs and is not an integer", node.name()));
     for (size_t k = 0; k < ax.size(); ++k) {
       auto e = fit(ax[k], by[k], s_);
-      if (!e) return fail(fmt::format("an integer argument of {} ({} vs {}) is not k*s, s + c or k*s*t of the dynamic sizes, or is ambiguous", node.name(), ax[k], by[k]));
+      if (!e)
+        return fail(fmt::format("an integer argument of {} ({} vs {}) is not k*s, s + c or k*s*t of the dynamic sizes, or is ambiguous",
+                                node.name(), ax[k], by[k]));
       out.symbolic.push_back(*e);
     }
     bool any_symbolic = false;

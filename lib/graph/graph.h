@@ -48,7 +48,7 @@ struct Input {
   std::string name;
   c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> captured{
       c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};  // kCaptured
-  at::Tensor constant;                                                          // kConstant
+  at::Tensor constant;                                                   // kConstant
 };
 
 struct Arg {
@@ -82,7 +82,7 @@ struct Node {
   c10::IValue expected;
   bool mutates = false;  // writes one of its arguments (in-place or out=)
 
-  std::string name() const;  // "aten::add.Tensor"
+  std::string name() const;                                                        // "aten::add.Tensor"
   bool checked() const { return kind == NodeKind::kBreak || !expected.isNone(); }  // replay may fail here
 };
 

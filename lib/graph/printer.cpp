@@ -93,10 +93,8 @@ std::string node_text(const Graph& g, const Node& n) {
   s += fmt::format("{}({})", n.name(), fmt::join(args, ", "));
   std::ostringstream expected;
   if (!n.expected.isNone()) expected << n.expected;
-  if (n.kind == NodeKind::kBreak)
-    s += n.expected.isNone() ? "  # graph break: sizes guarded" : "  # graph break: == " + expected.str();
-  else if (!n.expected.isNone())
-    s += "  # checked: == " + expected.str();
+  if (n.kind == NodeKind::kBreak) s += n.expected.isNone() ? "  # graph break: sizes guarded" : "  # graph break: == " + expected.str();
+  else if (!n.expected.isNone()) s += "  # checked: == " + expected.str();
   return s;
 }
 

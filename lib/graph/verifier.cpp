@@ -9,9 +9,10 @@ namespace jitc::graph {
 namespace {
 
 void fail(const Graph& g, size_t node, const std::string& what) {
-  throw InternalError(fmt::format("jitc graph verifier: node {} ({}): {}. This is a jitc bug; please report it "
-                                  "with JITC_LOGS=graph_code output.",
-                                  node, node < g.nodes.size() ? g.nodes[node].name() : "inputs", what));
+  throw InternalError(
+      fmt::format("jitc graph verifier: node {} ({}): {}. This is a jitc bug; please report it "
+                  "with JITC_LOGS=graph_code output.",
+                  node, node < g.nodes.size() ? g.nodes[node].name() : "inputs", what));
 }
 
 void check_use(const Graph& g, size_t node, ValueId v, const std::vector<bool>& defined) {

@@ -58,8 +58,7 @@ std::string expr_text(const GuardSet& g, const graph::SymExpr& e) {
   for (int k = g.num_symbols; k-- > 0;) {  // longest names first (s12 before s1)
     const std::string name = "s" + std::to_string(k);
     for (size_t at = s.find(name); at != std::string::npos; at = s.find(name, at + 1))
-      if (at + name.size() >= s.size() || !isdigit(s[at + name.size()]))
-        s.replace(at, name.size(), g.symbol_sources[k]);
+      if (at + name.size() >= s.size() || !isdigit(s[at + name.size()])) s.replace(at, name.size(), g.symbol_sources[k]);
   }
   return s;
 }
@@ -78,8 +77,7 @@ std::string module_text(const ModuleGuard& g, size_t k, uintptr_t actual) {
     case Slot::kParameter: return fmt::format("___check_obj_id({}): registered parameter was replaced", n);
     case Slot::kBuffer: return fmt::format("___check_obj_id({}): registered buffer was replaced", n);
     case Slot::kChild: return fmt::format("___check_obj_id({}): registered submodule was replaced", n);
-    case Slot::kHeld:
-      return fmt::format("{} is referenced by its registration only: the module's field was re-assigned", n);
+    case Slot::kHeld: return fmt::format("{} is referenced by its registration only: the module's field was re-assigned", n);
   }
   return n;
 }
@@ -116,8 +114,7 @@ class Walker {
     const auto& want = g_.module.words;
     if (want.empty()) return true;
     const auto& got = c_.module;
-    if (got.size() == want.size() && std::memcmp(got.data(), want.data(), want.size() * sizeof(uintptr_t)) == 0)
-      return true;
+    if (got.size() == want.size() && std::memcmp(got.data(), want.data(), want.size() * sizeof(uintptr_t)) == 0) return true;
     return fail([&] {
       for (size_t k = 0; k < want.size(); ++k)
         if (k >= got.size() || got[k] != want[k]) return module_text(g_.module, k, k < got.size() ? got[k] : 0);
@@ -139,7 +136,8 @@ class Walker {
           if (s.leaf == static_cast<int>(i) && s.i != c_.leaves[i].i) return fail([&] { return scalar_text(s); });
     }
     if (c_.leaves.size() != g_.layout.size())
-      return fail([&] { return fmt::format("argument structure mismatch. expected {} leaves, actual {}", g_.layout.size(), c_.leaves.size()); });
+      return fail(
+          [&] { return fmt::format("argument structure mismatch. expected {} leaves, actual {}", g_.layout.size(), c_.leaves.size()); });
     return true;
   }
 
@@ -165,8 +163,7 @@ class Walker {
     if (got->key_set().raw_repr() != want.dispatch_keys)
       return fail([&] {
         return fmt::format("tensor '{}' dispatch key set mismatch. expected {}, actual {}", n,
-                           c10::toString(c10::DispatchKeySet(c10::DispatchKeySet::RAW, want.dispatch_keys)),
-                           c10::toString(got->key_set()));
+                           c10::toString(c10::DispatchKeySet(c10::DispatchKeySet::RAW, want.dispatch_keys)), c10::toString(got->key_set()));
       });
     if (c10::typeMetaToScalarType(got->dtype()) != want.dtype)
       return fail([&] {
@@ -175,8 +172,8 @@ class Walker {
       });
     if (got->device() != want.device)
       return fail([&] {
-        return fmt::format("tensor '{}' Tensor device index mismatch. Expected device index to be {}, actual {}", n,
-                           want.device.index(), got->device().index());
+        return fmt::format("tensor '{}' Tensor device index mismatch. Expected device index to be {}, actual {}", n, want.device.index(),
+                           got->device().index());
       });
     if (got->requires_grad() != want.requires_grad)
       return fail([&] { return fmt::format("tensor '{}' requires_grad mismatch. expected requires_grad={}", n, int(want.requires_grad)); });
@@ -187,10 +184,13 @@ class Walker {
     const auto strides = got->strides();
     for (size_t d = 0; d < dim; ++d)
       if (want.sizes[d] != kSymbolic && want.sizes[d] != sizes[d])
-        return fail([&] { return fmt::format("tensor '{}' size mismatch at index {}. expected {}, actual {}", n, d, want.sizes[d], sizes[d]); });
+        return fail(
+            [&] { return fmt::format("tensor '{}' size mismatch at index {}. expected {}, actual {}", n, d, want.sizes[d], sizes[d]); });
     for (size_t d = 0; d < dim; ++d)
       if (want.strides[d] != kSymbolic && want.strides[d] != strides[d])
-        return fail([&] { return fmt::format("tensor '{}' stride mismatch at index {}. expected {}, actual {}", n, d, want.strides[d], strides[d]); });
+        return fail([&] {
+          return fmt::format("tensor '{}' stride mismatch at index {}. expected {}, actual {}", n, d, want.strides[d], strides[d]);
+        });
     if (c_.marks && want.leaf >= 0 && (c_.marks[want.leaf] & ~want.dynamic_dims))
       return fail([&] { return fmt::format("{}._dynamo_dynamic_indices.issubset({})", n, dims_text(want.dynamic_dims)); });
     return true;
@@ -220,10 +220,8 @@ class Walker {
   bool alias_failure(int i) {
     return fail([&] {
       if (g_.same_storage[i] == i)
-        return fmt::format("Duplicate tensor found where not expected! {}should not alias to anything, but is aliased",
-                           g_.tensors[i].name);
-      return fmt::format("tensor '{}' is expected to alias '{}', but does not", g_.tensors[i].name,
-                         g_.tensors[g_.same_storage[i]].name);
+        return fmt::format("Duplicate tensor found where not expected! {}should not alias to anything, but is aliased", g_.tensors[i].name);
+      return fmt::format("tensor '{}' is expected to alias '{}', but does not", g_.tensors[i].name, g_.tensors[g_.same_storage[i]].name);
     });
   }
 
@@ -256,8 +254,7 @@ class Walker {
       const int64_t v = s.stride ? t->strides()[s.dim] : t->sizes()[s.dim];
       if (v != s.expr.eval(symbols_))
         return fail([&] {
-          return fmt::format("{}.{}()[{}] == {}", g_.tensors[s.tensor].name, s.stride ? "stride" : "size", s.dim,
-                             expr_text(g_, s.expr));
+          return fmt::format("{}.{}()[{}] == {}", g_.tensors[s.tensor].name, s.stride ? "stride" : "size", s.dim, expr_text(g_, s.expr));
         });
     }
     return true;
@@ -270,9 +267,7 @@ class Walker {
 
 }  // namespace
 
-bool check(const GuardSet& guards, const CallView& call, int64_t* symbols) {
-  return Walker<false>(guards, call, symbols).run();
-}
+bool check(const GuardSet& guards, const CallView& call, int64_t* symbols) { return Walker<false>(guards, call, symbols).run(); }
 
 std::string explain(const GuardSet& guards, const CallView& call) {
   std::vector<int64_t> symbols(static_cast<size_t>(guards.num_symbols) + 1);
@@ -303,9 +298,9 @@ bool same_except_shapes(const GuardSet& a, const GuardSet& b) {
 std::vector<std::string> describe(const GuardSet& g) {
   std::vector<std::string> lines;
   const auto& s = g.global;
-  lines.push_back(fmt::format("GLOBAL_STATE: grad_mode={} autocast_cpu={} ({}) autocast_cuda={} ({}) default_dtype={}",
-                              s.grad_mode, s.autocast_cpu, c10::toString(s.autocast_cpu_dtype), s.autocast_cuda,
-                              c10::toString(s.autocast_cuda_dtype), c10::toString(s.default_dtype)));
+  lines.push_back(fmt::format("GLOBAL_STATE: grad_mode={} autocast_cpu={} ({}) autocast_cuda={} ({}) default_dtype={}", s.grad_mode,
+                              s.autocast_cpu, c10::toString(s.autocast_cpu_dtype), s.autocast_cuda, c10::toString(s.autocast_cuda_dtype),
+                              c10::toString(s.default_dtype)));
   for (size_t k = 0; k < g.module.words.size(); ++k)
     if (g.module.slots[k] == ModuleGuard::Slot::kTraining)
       lines.push_back(fmt::format("MODULE_MATCH: {}.training == {}", g.module.names[k], yes_no(g.module.words[k])));
@@ -315,10 +310,9 @@ std::vector<std::string> describe(const GuardSet& g) {
     std::vector<std::string> sizes, strides;
     for (auto v : t.sizes) sizes.push_back(v == kSymbolic ? "None" : std::to_string(v));
     for (auto v : t.strides) strides.push_back(v == kSymbolic ? "None" : std::to_string(v));
-    lines.push_back(fmt::format("TENSOR_MATCH: check_tensor({}, {}, {}, device={}, requires_grad={}, size=[{}], stride=[{}])",
-                                t.name, c10::toString(c10::DispatchKeySet(c10::DispatchKeySet::RAW, t.dispatch_keys)),
-                                c10::toString(t.dtype), t.device.str(), t.requires_grad ? "True" : "False",
-                                fmt::join(sizes, ", "), fmt::join(strides, ", ")));
+    lines.push_back(fmt::format("TENSOR_MATCH: check_tensor({}, {}, {}, device={}, requires_grad={}, size=[{}], stride=[{}])", t.name,
+                                c10::toString(c10::DispatchKeySet(c10::DispatchKeySet::RAW, t.dispatch_keys)), c10::toString(t.dtype),
+                                t.device.str(), t.requires_grad ? "True" : "False", fmt::join(sizes, ", "), fmt::join(strides, ", ")));
   }
   for (const auto& sc : g.scalars) lines.push_back("EQUALS_MATCH: " + scalar_text(sc));
   std::vector<std::string> distinct;
@@ -334,8 +328,8 @@ std::vector<std::string> describe(const GuardSet& g) {
     if (!ss.bind) lines.push_back(fmt::format("LAMBDA_GUARD: {} == {}", g.leaf_names[ss.leaf], g.symbol_sources[ss.symbol]));
     else if (ss.kind == Kind::kInt) lines.push_back(fmt::format("LAMBDA_GUARD: {} not in (0, 1)", g.leaf_names[ss.leaf]));
   for (const auto& sh : g.shapes)
-    lines.push_back(fmt::format("LAMBDA_GUARD: {}.{}()[{}] == {}", g.tensors[sh.tensor].name, sh.stride ? "stride" : "size",
-                                sh.dim, expr_text(g, sh.expr)));
+    lines.push_back(fmt::format("LAMBDA_GUARD: {}.{}()[{}] == {}", g.tensors[sh.tensor].name, sh.stride ? "stride" : "size", sh.dim,
+                                expr_text(g, sh.expr)));
   return lines;
 }
 

@@ -88,8 +88,8 @@ struct GlobalState {
 // re-assigned away from it drops that to 0. Empty for callables that are not modules.
 struct ModuleGuard {
   enum class Slot : uint8_t { kTraining, kParameters, kBuffers, kChildren, kParameter, kBuffer, kChild, kHeld };
-  std::vector<uintptr_t> words;  // as traced
-  std::vector<Slot> slots;       // per word: what it holds
+  std::vector<uintptr_t> words;    // as traced
+  std::vector<Slot> slots;         // per word: what it holds
   std::vector<std::string> names;  // per word: the module's path ("self.fc1") or the tensor's ("self.fc1.weight")
   bool operator==(const ModuleGuard& o) const { return words == o.words; }
 };

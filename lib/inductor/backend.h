@@ -28,7 +28,7 @@ namespace jitc::inductor {
 
 // What the scheduler, the pipeline and the executor may assume of a backend's kernels.
 struct Target {
-  std::string name;  // "cpu", "cuda", "null": logs, errors, cache entries
+  std::string name;                               // "cpu", "cuda", "null": logs, errors, cache entries
   c10::DeviceType device = c10::DeviceType::CPU;  // the tensors its kernels read and write
   // Every buffer a kernel is given starts at a multiple of this many bytes; the executor passes a copy of
   // an input that does not (outputs are allocated aligned).
@@ -56,7 +56,7 @@ struct ChecksFailed {
 };
 
 struct RenderOptions {
-  std::string name;  // the program's, for messages and file names
+  std::string name;      // the program's, for messages and file names
   bool index32 = false;  // every tensor has fewer than 2^31 elements whatever its symbols
   bool tuning = false;   // mode=max-autotune: render every candidate schedule
 };

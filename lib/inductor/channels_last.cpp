@@ -47,7 +47,8 @@ class Rewrite {
   }
 
   bool applies(const Node& n) const {
-    if (n.op.operator_name().name != "aten::conv2d" || n.args.size() < 2 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return false;
+    if (n.op.operator_name().name != "aten::conv2d" || n.args.size() < 2 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1)
+      return false;
     for (size_t a : {0, 1})
       if (n.args[a].kind != graph::Arg::Kind::kValue || !static_float_4d_cpu(g_.values[n.args[a].value].meta)) return false;
     const ValueId out = n.outputs[0].values[0];

@@ -22,6 +22,13 @@ std::vector<ValueId> node_tensor_args(const graph::Node& n) {
   return out;
 }
 
+uint64_t runtime_double_args(const graph::Node& n) {
+  uint64_t mask = 0;
+  for (size_t i = 0; i < n.args.size() && i < 64; ++i)
+    if (!n.args[i].symbolic.empty() && n.args[i].constant.isDouble()) mask |= uint64_t{1} << i;
+  return mask;
+}
+
 bool read_after(const graph::Graph& g, ValueId v, size_t i) {
   if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
   for (size_t k = i + 1; k < g.nodes.size(); ++k) {

@@ -10,6 +10,8 @@ namespace jitc::inductor {
 
 std::vector<graph::ValueId> node_outputs(const graph::Node& n);
 std::vector<graph::ValueId> node_tensor_args(const graph::Node& n);
+// Bit i: argument i of n is a double argument of the call, read at run time (see Operand::runtime_double).
+uint64_t runtime_double_args(const graph::Node& n);
 
 // Whether v is a graph output or an argument of a node after node i.
 bool read_after(const graph::Graph& g, graph::ValueId v, size_t i);

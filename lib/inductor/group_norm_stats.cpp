@@ -63,7 +63,8 @@ graph::Graph group_norm_with_stats(const graph::Graph& g) {
     auto optional_arg = [&](size_t at) { return at < original.args.size() ? original.args[at] : constant(c10::IValue()); };
     const double eps = original.args.size() > 4 && original.args[4].constant.isDouble() ? original.args[4].constant.toDouble() : 1e-5;
     Node rewritten(native);
-    rewritten.args = {original.args[0], optional_arg(2), optional_arg(3), constant(n), constant(c), constant(hxw), constant(groups), constant(eps)};
+    rewritten.args = {original.args[0], optional_arg(2), optional_arg(3),  constant(n),
+                      constant(c),      constant(hxw),   constant(groups), constant(eps)};
     rewritten.outputs = {original.outputs[0]};
     for (int s = 0; s < 2; ++s)
       rewritten.outputs.push_back({false, {r.add_value(stats_meta(input, n, groups), static_cast<int32_t>(i), next_storage++)}});

@@ -32,9 +32,7 @@ bool IndexAnalysis::unit_stride(int index, int var) const {
   return (unit_stride(e.a, var) && !depends_on(e.b, var)) || (unit_stride(e.b, var) && !depends_on(e.a, var));
 }
 
-bool IndexAnalysis::multiple_of(int index, int var, int64_t factor) const {
-  return power_of_two_factor(index, var, factor) % factor == 0;
-}
+bool IndexAnalysis::multiple_of(int index, int var, int64_t factor) const { return power_of_two_factor(index, var, factor) % factor == 0; }
 
 // The largest power of two (up to 2^20) that divides expression `expr` for every value of the variables
 // and symbols, `var` taking only multiples of var_factor. Products and sums of such powers wrap around
@@ -99,8 +97,7 @@ void IndexAnalysis::number_positionally() {
     const int var = e.op == ScalarOp::kVar ? position[e.var] : e.var;
     // A reduction's loop is part of what it computes; everything else in a loop is positional.
     const int loop = e.op == ScalarOp::kReduce ? static_cast<int>(i) : -1;
-    const Shape shape{int(e.op), int(e.dtype), a, b, key_of(e.c), var, e.buffer, loop, e.ivalue,
-                      std::bit_cast<int64_t>(e.value)};
+    const Shape shape{int(e.op), int(e.dtype), a, b, key_of(e.c), var, e.buffer, loop, e.ivalue, std::bit_cast<int64_t>(e.value)};
     keys_[i] = numbers.emplace(shape, static_cast<int>(numbers.size())).first->second;
   }
 }
@@ -134,8 +131,7 @@ namespace {
 
 // Marks every var that `from` uses (affinely or not) as opaque in `to`.
 void make_opaque(AffineForm& to, const AffineForm& from) {
-  for (size_t v = 0; v < to.opaque.size(); ++v)
-    to.opaque[v] = to.opaque[v] || from.opaque[v] || from.coefficient[v] != 0;
+  for (size_t v = 0; v < to.opaque.size(); ++v) to.opaque[v] = to.opaque[v] || from.opaque[v] || from.coefficient[v] != 0;
 }
 
 bool free_of_vars(const AffineForm& f) {
@@ -152,7 +148,10 @@ AffineForm form_of(const Kernel& k, const Expr& e, const std::vector<AffineForm>
   switch (e.op) {
     case ScalarOp::kVar: f.coefficient[e.var] = 1; return f;
     case ScalarOp::kLoad: f.loaded = true; return f;  // data, whatever its address
-    case ScalarOp::kStore: make_opaque(f, forms[e.b]); operands({e.b}); return f;
+    case ScalarOp::kStore:
+      make_opaque(f, forms[e.b]);
+      operands({e.b});
+      return f;
     case ScalarOp::kAdd:
     case ScalarOp::kSub: {
       const AffineForm &a = forms[e.a], &b = forms[e.b];
@@ -197,7 +196,9 @@ std::optional<int64_t> integer_constant(const Kernel& k, int expr) {
   return e.ivalue;
 }
 
-bool AffineForm::affine() const { return std::none_of(opaque.begin(), opaque.end(), [](bool o) { return o; }); }
+bool AffineForm::affine() const {
+  return std::none_of(opaque.begin(), opaque.end(), [](bool o) { return o; });
+}
 
 std::vector<AffineForm> affine_forms(const Kernel& k) {
   std::vector<AffineForm> forms;

@@ -42,15 +42,15 @@ int64_t wrapped(int64_t v, ScalarType t) {
 }
 
 bool is_comparison(ScalarOp op) {
-  return op == ScalarOp::kEq || op == ScalarOp::kNe || op == ScalarOp::kLt || op == ScalarOp::kLe ||
-         op == ScalarOp::kGt || op == ScalarOp::kGe;
+  return op == ScalarOp::kEq || op == ScalarOp::kNe || op == ScalarOp::kLt || op == ScalarOp::kLe || op == ScalarOp::kGt ||
+         op == ScalarOp::kGe;
 }
 
 }  // namespace
 
 int KernelBuilder::intern(const Expr& e, uint64_t deps) {
-  const auto key = std::make_tuple(static_cast<int>(e.op), static_cast<int>(e.dtype), e.a, e.b, e.c, e.var, e.buffer,
-                                   e.loop, static_cast<int>(e.reduce), std::bit_cast<int64_t>(e.value), e.ivalue);
+  const auto key = std::make_tuple(static_cast<int>(e.op), static_cast<int>(e.dtype), e.a, e.b, e.c, e.var, e.buffer, e.loop,
+                                   static_cast<int>(e.reduce), std::bit_cast<int64_t>(e.value), e.ivalue);
   if (e.op != ScalarOp::kStore) {
     auto it = interned_.find(key);
     if (it != interned_.end()) return it->second;
@@ -159,8 +159,8 @@ int KernelBuilder::unary(ScalarOp op, int a) {
 }
 
 int KernelBuilder::binary(ScalarOp op, int a, int b) {
-  JITC_INTERNAL_ASSERT(dtype(a) == dtype(b), fmt::format("kernel builder: {} of {} and {}", op_name(op), c10::toString(dtype(a)),
-                                                          c10::toString(dtype(b))));
+  JITC_INTERNAL_ASSERT(dtype(a) == dtype(b),
+                       fmt::format("kernel builder: {} of {} and {}", op_name(op), c10::toString(dtype(a)), c10::toString(dtype(b))));
   int64_t x, y;
   const bool ca = is_constant(a, &x), cb = is_constant(b, &y);
   if (ca && cb && (op == ScalarOp::kAdd || op == ScalarOp::kMul || op == ScalarOp::kSub))

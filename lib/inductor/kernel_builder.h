@@ -40,7 +40,7 @@ class KernelBuilder {
   int integer(int64_t v, c10::ScalarType dtype);
   int floating(double v, c10::ScalarType dtype);
   int constant(double v, c10::ScalarType dtype);  // any dtype: integers and bools are converted
-  int extent(const graph::SymExpr& e);             // a size as an int64 expression
+  int extent(const graph::SymExpr& e);            // a size as an int64 expression
 
   // Arithmetic. Binary operands must have the same dtype; comparisons yield bool.
   int unary(ScalarOp op, int a);

@@ -27,20 +27,69 @@ enum class ScalarOp : uint8_t {
   kLoad,   // buffer `buffer` at element index a (an int64 expr); yields the buffer's compute type
   kStore,  // buffer `buffer` at index a := b (converted to the buffer's dtype)
   // conversions and selection
-  kCast,   // a converted to `dtype`
+  kCast,     // a converted to `dtype`
   kRoundTo,  // float a rounded to the precision of half or bfloat16 (`ivalue`), kept in float: eager
              // stores every op's result in its dtype, so fused chains round where eager does
-  kWhere,  // a ? b : c
+  kWhere,    // a ? b : c
   // unary
-  kNeg, kAbs, kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSqrt, kRsqrt, kSin, kCos, kTan,
-  kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kAsinh, kAcosh, kAtanh, kErf, kErfc, kFloor, kCeil,
-  kRound, kTrunc, kNot, kBitNot, kIsNan, kSign,
+  kNeg,
+  kAbs,
+  kExp,
+  kExp2,
+  kExpm1,
+  kLog,
+  kLog2,
+  kLog10,
+  kLog1p,
+  kSqrt,
+  kRsqrt,
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kTanh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kErf,
+  kErfc,
+  kFloor,
+  kCeil,
+  kRound,
+  kTrunc,
+  kNot,
+  kBitNot,
+  kIsNan,
+  kSign,
   // binary
-  kAdd, kSub, kMul, kDiv, kFloorDiv, kRem, kPow, kAtan2, kMax, kMin, kAnd, kOr, kXor, kShl, kShr,
-  kEq, kNe, kLt, kLe, kGt, kGe,
-  kFmod,   // C's fmod (the dividend's sign); kRem is Python's remainder (the divisor's sign)
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kRem,
+  kPow,
+  kAtan2,
+  kMax,
+  kMin,
+  kAnd,
+  kOr,
+  kXor,
+  kShl,
+  kShr,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kFmod,  // C's fmod (the dividend's sign); kRem is Python's remainder (the divisor's sign)
   // ternary
-  kFma,    // a * b + c rounded once (ATen's float addcmul and every lerp compute with FMA instructions)
+  kFma,  // a * b + c rounded once (ATen's float addcmul and every lerp compute with FMA instructions)
   // a run-time check: bool a must hold, or the kernel reports a failure (CPU: a status word the runtime
   // reads after the launch, which then replays the graph eagerly so that eager raises its own error;
   // CUDA: a device-side assert, as eager's kernels do). Emitted wherever its operands are, like a store.
@@ -54,13 +103,13 @@ enum class ReduceKind : uint8_t { kSum, kProd, kMax, kMin, kArgMax, kArgMin, kAn
 struct Expr {
   ScalarOp op = ScalarOp::kConst;
   c10::ScalarType dtype = c10::ScalarType::Float;  // the compute type of the result
-  int a = -1, b = -1, c = -1;                       // operands (earlier expressions)
-  int var = -1;                                     // kVar: variable id; kSym: symbol id
-  int buffer = -1;                                  // kLoad / kStore
-  int loop = -1;                                    // kReduce: the reduction loop it runs over
+  int a = -1, b = -1, c = -1;                      // operands (earlier expressions)
+  int var = -1;                                    // kVar: variable id; kSym: symbol id
+  int buffer = -1;                                 // kLoad / kStore
+  int loop = -1;                                   // kReduce: the reduction loop it runs over
   ReduceKind reduce = ReduceKind::kSum;
-  double value = 0;                                 // kConst for floating types
-  int64_t ivalue = 0;                               // kConst for integer and bool types
+  double value = 0;    // kConst for floating types
+  int64_t ivalue = 0;  // kConst for integer and bool types
 };
 
 // A loop variable runs over [0, extent); extent is an int64 expression that depends on no loop variable.
@@ -79,9 +128,9 @@ struct Buffer {
 
 struct Kernel {
   std::string name;
-  std::vector<Buffer> buffers;   // argument order
-  std::vector<LoopVar> vars;     // outer vars first, in dim order, then inner vars, then reduction vars
-  std::vector<Expr> body;        // SSA: operands precede their users
+  std::vector<Buffer> buffers;  // argument order
+  std::vector<LoopVar> vars;    // outer vars first, in dim order, then inner vars, then reduction vars
+  std::vector<Expr> body;       // SSA: operands precede their users
   int num_reduction_loops = 0;
   // Pointwise kernels split the innermost element dim into tiles of this many elements, so that a
   // kernel with few rows still runs in parallel; 0 = one tile per row (kernels with reductions).

@@ -39,8 +39,8 @@ void write_kernel(Writer& w, const Kernel& k) {
   }
   w.number(static_cast<int64_t>(k.body.size()));
   for (const auto& e : k.body) {
-    for (int64_t field : {int64_t(e.op), int64_t(e.dtype), int64_t(e.a), int64_t(e.b), int64_t(e.c), int64_t(e.var),
-                          int64_t(e.buffer), int64_t(e.loop), int64_t(e.reduce), std::bit_cast<int64_t>(e.value), e.ivalue})
+    for (int64_t field : {int64_t(e.op), int64_t(e.dtype), int64_t(e.a), int64_t(e.b), int64_t(e.c), int64_t(e.var), int64_t(e.buffer),
+                          int64_t(e.loop), int64_t(e.reduce), std::bit_cast<int64_t>(e.value), e.ivalue})
       w.number(field);
   }
 }

@@ -6,12 +6,11 @@ namespace jitc::inductor {
 
 const char* op_name(ScalarOp op) {
   static const char* const names[] = {
-      "var",   "sym",   "const", "load",  "store", "cast",  "round_to", "where", "neg",   "abs",   "exp",   "exp2",
-      "expm1", "log",   "log2",  "log10", "log1p", "sqrt",  "rsqrt", "sin",   "cos",   "tan",   "asin",
-      "acos",  "atan",  "sinh",  "cosh",  "tanh",  "asinh", "acosh", "atanh", "erf",   "erfc",  "floor",
-      "ceil",  "round", "trunc", "not",   "bitnot", "isnan", "sign", "add",   "sub",   "mul",   "div",
-      "floordiv", "rem", "pow",  "atan2", "max",   "min",   "and",   "or",    "xor",   "shl",   "shr",
-      "eq",    "ne",    "lt",    "le",    "gt",    "ge",    "fmod",  "fma",   "check", "reduce"};
+      "var",   "sym",   "const", "load",     "store", "cast",  "round_to", "where", "neg",   "abs",   "exp",    "exp2",  "expm1", "log",
+      "log2",  "log10", "log1p", "sqrt",     "rsqrt", "sin",   "cos",      "tan",   "asin",  "acos",  "atan",   "sinh",  "cosh",  "tanh",
+      "asinh", "acosh", "atanh", "erf",      "erfc",  "floor", "ceil",     "round", "trunc", "not",   "bitnot", "isnan", "sign",  "add",
+      "sub",   "mul",   "div",   "floordiv", "rem",   "pow",   "atan2",    "max",   "min",   "and",   "or",     "xor",   "shl",   "shr",
+      "eq",    "ne",    "lt",    "le",       "gt",    "ge",    "fmod",     "fma",   "check", "reduce"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(ScalarOp::kReduce) + 1);
   return names[static_cast<size_t>(op)];
 }
@@ -37,7 +36,7 @@ std::string expr_text(const Kernel& k, size_t i) {
     case ScalarOp::kSym: return e.dtype == c10::ScalarType::Double ? fmt::format("double(s{})", e.var) : fmt::format("s{}", e.var);
     case ScalarOp::kConst:
       return e.dtype == c10::ScalarType::Float || e.dtype == c10::ScalarType::Double ? fmt::format("{}({})", dtype, e.value)
-                                                                                       : fmt::format("{}({})", dtype, e.ivalue);
+                                                                                     : fmt::format("{}({})", dtype, e.ivalue);
     case ScalarOp::kLoad: return fmt::format("load {}[{}]", k.buffers[e.buffer].name, operand(e.a));
     case ScalarOp::kStore: return fmt::format("store {}[{}] = {}", k.buffers[e.buffer].name, operand(e.a), operand(e.b));
     case ScalarOp::kReduce:

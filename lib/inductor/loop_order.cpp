@@ -14,8 +14,7 @@ namespace {
 // the others by decreasing stride. Empty unless the strides are distinct and the smallest is 1.
 std::vector<int> order_by_stride(const Kernel& k, const std::vector<int64_t>& strides) {
   std::vector<int> ones, others;
-  for (size_t v = 0; v < k.vars.size(); ++v)
-    (integer_constant(k, k.vars[v].extent) == 1 ? ones : others).push_back(static_cast<int>(v));
+  for (size_t v = 0; v < k.vars.size(); ++v) (integer_constant(k, k.vars[v].extent) == 1 ? ones : others).push_back(static_cast<int>(v));
   if (others.empty()) return {};
   std::stable_sort(others.begin(), others.end(), [&](int a, int b) { return std::abs(strides[a]) > std::abs(strides[b]); });
   for (size_t i = 0; i + 1 < others.size(); ++i)

@@ -38,8 +38,8 @@ bool single_element(LoweringContext& c, const Operand& o) {
 
 // The loader of `n`'s output: each operand read at the output's index, cast to `compute`, combined by
 // `body`, and cast to the output's compute type.
-std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vector<Operand>& operands, ScalarType compute,
-                              Body body, Numbers numbers = Numbers::kRounded) {
+std::vector<Loader> pointwise(LoweringContext& c, const Node& n, const std::vector<Operand>& operands, ScalarType compute, Body body,
+                              Numbers numbers = Numbers::kRounded) {
   const auto shape = c.sizes(output(n));
   const ScalarType result = compute_type_of(c.meta(output(n)).dtype);
   const ScalarType common = compute;
@@ -70,9 +70,7 @@ std::optional<double> optional_number(LoweringContext& c, const Node& n, size_t 
   return o.scalar.toDouble();
 }
 
-double number(LoweringContext& c, const Node& n, size_t i, double otherwise) {
-  return optional_number(c, n, i).value_or(otherwise);
-}
+double number(LoweringContext& c, const Node& n, size_t i, double otherwise) { return optional_number(c, n, i).value_or(otherwise); }
 
 std::string string_arg(const Node& n, size_t i, const char* otherwise) {
   if (i >= n.args.size() || !n.args[i].constant.isString()) return otherwise;
@@ -85,9 +83,7 @@ int k(KernelBuilder& kb, double v, ScalarType t) { return kb.constant(v, t); }
 
 // Unary math computed in the output's type (integer inputs of exp, sin... give float outputs).
 LowerFn unary(Body body) {
-  return [body](LoweringContext& c, const Node& n) {
-    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), body);
-  };
+  return [body](LoweringContext& c, const Node& n) { return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), body); };
 }
 
 LowerFn unary_op(ScalarOp op) {
@@ -95,7 +91,8 @@ LowerFn unary_op(ScalarOp op) {
 }
 
 int sigmoid(KernelBuilder& kb, int x, ScalarType t) {
-  return kb.binary(ScalarOp::kDiv, k(kb, 1, t), kb.binary(ScalarOp::kAdd, k(kb, 1, t), kb.unary(ScalarOp::kExp, kb.unary(ScalarOp::kNeg, x))));
+  return kb.binary(ScalarOp::kDiv, k(kb, 1, t),
+                   kb.binary(ScalarOp::kAdd, k(kb, 1, t), kb.unary(ScalarOp::kExp, kb.unary(ScalarOp::kNeg, x))));
 }
 
 int relu(KernelBuilder& kb, int x, ScalarType t) {  // NaN stays NaN, as in ATen
@@ -133,30 +130,36 @@ void register_math(Registry& r) {
   };
   for (const auto& [name, op] : direct) r[name] = unary_op(op);
   for (const char* name : {"aten::sign", "aten::sgn"})
-    r[name] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return t == ScalarType::Bool ? x[0] : kb.unary(ScalarOp::kSign, x[0]); });
+    r[name] = unary(
+        [](KernelBuilder& kb, const Values& x, ScalarType t) { return t == ScalarType::Bool ? x[0] : kb.unary(ScalarOp::kSign, x[0]); });
   // Integer floor/ceil/round/trunc are the identity in ATen.
   for (const char* name : {"aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fix"})
     r[name] = unary([op = name](KernelBuilder& kb, const Values& x, ScalarType t) {
       if (!is_floating(t)) return x[0];
       const std::string s = op;
-      const ScalarOp o = s == "aten::floor" ? ScalarOp::kFloor : s == "aten::ceil" ? ScalarOp::kCeil
-                         : s == "aten::round" ? ScalarOp::kRound : ScalarOp::kTrunc;
+      const ScalarOp o = s == "aten::floor"   ? ScalarOp::kFloor
+                         : s == "aten::ceil"  ? ScalarOp::kCeil
+                         : s == "aten::round" ? ScalarOp::kRound
+                                              : ScalarOp::kTrunc;
       return kb.unary(o, x[0]);
     });
   r["aten::round.decimals"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     if (number(c, n, 1, 0) != 0) throw Unsupported("round with decimals != 0");
     return unary_op(ScalarOp::kRound)(c, n);
   };
-  r["aten::reciprocal"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return kb.binary(ScalarOp::kDiv, k(kb, 1, t), x[0]); });
+  r["aten::reciprocal"] =
+      unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return kb.binary(ScalarOp::kDiv, k(kb, 1, t), x[0]); });
   r["aten::square"] = unary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kMul, x[0], x[0]); });
-  r["aten::frac"] = unary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kSub, x[0], kb.unary(ScalarOp::kTrunc, x[0])); });
+  r["aten::frac"] = unary(
+      [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kSub, x[0], kb.unary(ScalarOp::kTrunc, x[0])); });
 }
 
 void register_activations(Registry& r) {
   r["aten::sigmoid"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return sigmoid(kb, x[0], t); });
   r["aten::relu"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) { return relu(kb, x[0], t); });
   r["aten::silu"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {  // x / (1 + exp(-x))
-    return kb.binary(ScalarOp::kDiv, x[0], kb.binary(ScalarOp::kAdd, k(kb, 1, t), kb.unary(ScalarOp::kExp, kb.unary(ScalarOp::kNeg, x[0]))));
+    return kb.binary(ScalarOp::kDiv, x[0],
+                     kb.binary(ScalarOp::kAdd, k(kb, 1, t), kb.unary(ScalarOp::kExp, kb.unary(ScalarOp::kNeg, x[0]))));
   });
   r["aten::mish"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
     return kb.binary(ScalarOp::kMul, x[0], kb.unary(ScalarOp::kTanh, kb.unary(ScalarOp::kLog1p, kb.unary(ScalarOp::kExp, x[0]))));
@@ -168,7 +171,8 @@ void register_activations(Registry& r) {
       return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
         int gate = clamp(kb, kb.binary(ScalarOp::kAdd, x[0], k(kb, 3, t)), k(kb, 0, t), k(kb, 6, t));
         if (times_x) gate = kb.binary(ScalarOp::kMul, x[0], gate);
-        return cuda ? kb.binary(ScalarOp::kMul, gate, k(kb, static_cast<double>(1.0f / 6.0f), t)) : kb.binary(ScalarOp::kDiv, gate, k(kb, 6, t));
+        return cuda ? kb.binary(ScalarOp::kMul, gate, k(kb, static_cast<double>(1.0f / 6.0f), t))
+                    : kb.binary(ScalarOp::kDiv, gate, k(kb, 6, t));
       });
     };
   };
@@ -190,9 +194,8 @@ void register_activations(Registry& r) {
   };
   r["aten::softplus"] = [](LoweringContext& c, const Node& n) {
     const double beta = number(c, n, 1, 1), threshold = number(c, n, 2, 20);
-    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
-      return softplus(kb, x[0], t, beta, threshold);
-    });
+    return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n),
+                     [=](KernelBuilder& kb, const Values& x, ScalarType t) { return softplus(kb, x[0], t, beta, threshold); });
   };
   r["aten::leaky_relu"] = [](LoweringContext& c, const Node& n) {
     const double slope = number(c, n, 1, 0.01);
@@ -211,9 +214,8 @@ void register_activations(Registry& r) {
   auto hardtanh = [](double lo, double hi) {
     return [lo, hi](LoweringContext& c, const Node& n) {
       const double low = number(c, n, 1, lo), high = number(c, n, 2, hi);
-      return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n), [=](KernelBuilder& kb, const Values& x, ScalarType t) {
-        return clamp(kb, x[0], k(kb, low, t), k(kb, high, t));
-      });
+      return pointwise(c, n, {c.operand_of(n, 0)}, out_dtype(c, n),
+                       [=](KernelBuilder& kb, const Values& x, ScalarType t) { return clamp(kb, x[0], k(kb, low, t), k(kb, high, t)); });
     };
   };
   r["aten::hardtanh"] = hardtanh(-1, 1);
@@ -240,7 +242,9 @@ void register_copies_and_tests(Registry& r) {
       const Operand in = c.operand_of(n, 0);
       return pointwise(c, n, {in}, c.meta(in.value).dtype, identity);
     };
-  r["aten::fill.Scalar"] = [identity](LoweringContext& c, const Node& n) { return pointwise(c, n, {c.operand_of(n, 1)}, out_dtype(c, n), identity); };
+  r["aten::fill.Scalar"] = [identity](LoweringContext& c, const Node& n) {
+    return pointwise(c, n, {c.operand_of(n, 1)}, out_dtype(c, n), identity);
+  };
   r["aten::fill.Tensor"] = r["aten::fill.Scalar"];
   // Tests on floats; integers are never NaN or infinite.
   auto test = [](int kind) {
@@ -261,7 +265,8 @@ void register_copies_and_tests(Registry& r) {
   r["aten::isinf"] = test(1);
   r["aten::isfinite"] = test(2);
   r["aten::logical_not"] = [](LoweringContext& c, const Node& n) {
-    return pointwise(c, n, {c.operand_of(n, 0)}, ScalarType::Bool, [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.unary(ScalarOp::kNot, x[0]); });
+    return pointwise(c, n, {c.operand_of(n, 0)}, ScalarType::Bool,
+                     [](KernelBuilder& kb, const Values& x, ScalarType) { return kb.unary(ScalarOp::kNot, x[0]); });
   };
   r["aten::bitwise_not"] = unary([](KernelBuilder& kb, const Values& x, ScalarType t) {
     return t == ScalarType::Bool ? kb.unary(ScalarOp::kNot, x[0]) : kb.unary(ScalarOp::kBitNot, x[0]);
@@ -300,17 +305,16 @@ LowerFn add_sub(ScalarOp op, bool reversed) {
   return [op, reversed](LoweringContext& c, const Node& n) {
     const double alpha = number(c, n, 2, 1);
     const ScalarType common = out_dtype(c, n);
-    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, common,
-                     [=](KernelBuilder& kb, const Values& x, ScalarType t) {
-                       int a = x[reversed ? 1 : 0], b = x[reversed ? 0 : 1];
-                       // alpha converted to the common dtype, as eager's CPU kernel takes it; for floats
-                       // a + alpha * b is one FMA there (sub adds -alpha)
-                       if (alpha != 1 && (t == ScalarType::Float || t == ScalarType::Double))
-                         return kb.fma(b, kb.round_to(k(kb, op == ScalarOp::kSub ? -alpha : alpha, t), common), a);
-                       if (alpha != 1) b = kb.binary(ScalarOp::kMul, b, kb.round_to(k(kb, alpha, t), common));
-                       if (t == ScalarType::Bool) return kb.binary(ScalarOp::kOr, a, b);
-                       return kb.binary(op, a, b);
-                     });
+    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, common, [=](KernelBuilder& kb, const Values& x, ScalarType t) {
+      int a = x[reversed ? 1 : 0], b = x[reversed ? 0 : 1];
+      // alpha converted to the common dtype, as eager's CPU kernel takes it; for floats
+      // a + alpha * b is one FMA there (sub adds -alpha)
+      if (alpha != 1 && (t == ScalarType::Float || t == ScalarType::Double))
+        return kb.fma(b, kb.round_to(k(kb, op == ScalarOp::kSub ? -alpha : alpha, t), common), a);
+      if (alpha != 1) b = kb.binary(ScalarOp::kMul, b, kb.round_to(k(kb, alpha, t), common));
+      if (t == ScalarType::Bool) return kb.binary(ScalarOp::kOr, a, b);
+      return kb.binary(op, a, b);
+    });
   };
 }
 
@@ -387,18 +391,20 @@ void register_arithmetic(Registry& r) {
   r["aten::add"] = add_sub(ScalarOp::kAdd, false);
   r["aten::sub"] = add_sub(ScalarOp::kSub, false);
   r["aten::rsub"] = add_sub(ScalarOp::kSub, true);
-  r["aten::mul"] = binary([](KernelBuilder& kb, const Values& x, ScalarType t) {
-    return t == ScalarType::Bool ? kb.binary(ScalarOp::kAnd, x[0], x[1]) : kb.binary(ScalarOp::kMul, x[0], x[1]);
-  }, Numbers::kOriginal);
+  r["aten::mul"] = binary(
+      [](KernelBuilder& kb, const Values& x, ScalarType t) {
+        return t == ScalarType::Bool ? kb.binary(ScalarOp::kAnd, x[0], x[1]) : kb.binary(ScalarOp::kMul, x[0], x[1]);
+      },
+      Numbers::kOriginal);
   r["aten::div"] = [](LoweringContext& c, const Node& n) {
     const std::string mode = string_arg(n, 2, "");
     const bool cpu = on_cpu(c, n);
-    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
-                     [mode, cpu](KernelBuilder& kb, const Values& x, ScalarType t) { return divide(kb, x[0], x[1], t, mode, cpu); },
-                     Numbers::kOriginal);
+    return pointwise(
+        c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
+        [mode, cpu](KernelBuilder& kb, const Values& x, ScalarType t) { return divide(kb, x[0], x[1], t, mode, cpu); }, Numbers::kOriginal);
   };
-  r["aten::true_divide"] = binary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kDiv, x[0], x[1]); },
-                                  Numbers::kOriginal);
+  r["aten::true_divide"] =
+      binary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kDiv, x[0], x[1]); }, Numbers::kOriginal);
   r["aten::floor_divide"] = [](LoweringContext& c, const Node& n) {
     return binary([cpu = on_cpu(c, n)](KernelBuilder& kb, const Values& x, ScalarType t) { return floor_divide(kb, x[0], x[1], t, cpu); },
                   Numbers::kOriginal)(c, n);
@@ -419,9 +425,8 @@ void register_arithmetic(Registry& r) {
     // inf there, sqrt's -nan); bfloat16 takes them as float does (probed: the semantics test below).
     const ScalarType out = out_dtype(c, n);
     if (out == ScalarType::Half) constant.reset();
-    return pointwise(c, n, {base, exponent}, out, [constant](KernelBuilder& kb, const Values& x, ScalarType t) {
-      return power(kb, x[0], x[1], constant, t);
-    });
+    return pointwise(c, n, {base, exponent}, out,
+                     [constant](KernelBuilder& kb, const Values& x, ScalarType t) { return power(kb, x[0], x[1], constant, t); });
   };
 }
 
@@ -444,10 +449,9 @@ void register_logic_and_selection(Registry& r) {
   for (const auto& [name, op] : comparisons) r[name] = compare(op, false);
   // where.self, and where.ScalarSelf / ScalarOther / Scalar with a number in place of a tensor.
   auto where = [](LoweringContext& c, const Node& n) {
-    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
-                     [](KernelBuilder& kb, const Values& x, ScalarType t) {
-                       return kb.where(kb.cast(x[0], ScalarType::Bool), x[1], x[2]);
-                     });
+    return pointwise(
+        c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
+        [](KernelBuilder& kb, const Values& x, ScalarType t) { return kb.where(kb.cast(x[0], ScalarType::Bool), x[1], x[2]); });
   };
   for (const char* name : {"aten::where.self", "aten::where.ScalarSelf", "aten::where.ScalarOther", "aten::where.Scalar"}) r[name] = where;
   r["aten::masked_fill"] = [](LoweringContext& c, const Node& n) {
@@ -507,14 +511,15 @@ void register_ternary(Registry& r) {
   // ATen: |w| < 0.5 ? a + w*(b-a) : b - (b-a)*(1-w), each a single FMA in its CPU kernels (float and double)
   // and its CUDA ones (nvcc contracts them)
   r["aten::lerp"] = [](LoweringContext& c, const Node& n) {
-    return pointwise(c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
-                     [](KernelBuilder& kb, const Values& x, ScalarType t) {
-                       const int diff = kb.binary(ScalarOp::kSub, x[1], x[0]);
-                       const int low = kb.fma(x[2], diff, x[0]);
-                       const int high = kb.fma(kb.unary(ScalarOp::kNeg, diff), kb.binary(ScalarOp::kSub, k(kb, 1, t), x[2]), x[1]);
-                       return kb.where(kb.binary(ScalarOp::kLt, kb.unary(ScalarOp::kAbs, x[2]), k(kb, 0.5, t)), low, high);
-                     },
-                     Numbers::kOriginal);  // a number weight enters half and bfloat16 kernels as a float
+    return pointwise(
+        c, n, {c.operand_of(n, 0), c.operand_of(n, 1), c.operand_of(n, 2)}, out_dtype(c, n),
+        [](KernelBuilder& kb, const Values& x, ScalarType t) {
+          const int diff = kb.binary(ScalarOp::kSub, x[1], x[0]);
+          const int low = kb.fma(x[2], diff, x[0]);
+          const int high = kb.fma(kb.unary(ScalarOp::kNeg, diff), kb.binary(ScalarOp::kSub, k(kb, 1, t), x[2]), x[1]);
+          return kb.where(kb.binary(ScalarOp::kLt, kb.unary(ScalarOp::kAbs, x[2]), k(kb, 0.5, t)), low, high);
+        },
+        Numbers::kOriginal);  // a number weight enters half and bfloat16 kernels as a float
   };
 }
 

@@ -22,7 +22,6 @@ using graph::SymShape;
 using graph::ValueId;
 using Element = std::function<int(KernelBuilder&, const Index&)>;
 
-
 std::vector<int64_t> normalize_dims(std::vector<int64_t> dims, size_t rank) {
   if (dims.empty())
     for (size_t d = 0; d < rank; ++d) dims.push_back(static_cast<int64_t>(d));
@@ -80,8 +79,7 @@ void require_row_aligned(KernelBuilder& kb, ValueId owner, const Index& out_inde
               kb.kernel().vars[rows[next]].extent == kb.extent(out_sizes[d]);
     ++next;
   }
-  if (!aligned || next != rows.size())
-    throw NeedsBuffer{owner, "a reduction is read where the kernel's rows are not its output elements"};
+  if (!aligned || next != rows.size()) throw NeedsBuffer{owner, "a reduction is read where the kernel's rows are not its output elements"};
 }
 
 struct Reduction {
@@ -122,8 +120,7 @@ int reduce_at(KernelBuilder& kb, const Reduction& r, const Index& out_index, Red
   int position = -1;
   if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin) {
     position = kb.index_constant(0);
-    for (size_t d = 0; d < vars.size(); ++d)
-      position = kb.add(kb.mul(position, kb.extent(r.in_sizes[r.dims[d]])), kb.var(vars[d]));
+    for (size_t d = 0; d < vars.size(); ++d) position = kb.add(kb.mul(position, kb.extent(r.in_sizes[r.dims[d]])), kb.var(vars[d]));
   }
   return kb.reduce(kind, value, loop, position);
 }
@@ -151,9 +148,8 @@ int corrected_mean(KernelBuilder& kb, const Reduction& r, const Index& index, co
   auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
   const int n = count_of(kb, r, t);
   const int rough = mean_of(kb, r, index, x, t);
-  const int deviations = reduce_at(kb, r, index, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
-    return kb.binary(ScalarOp::kSub, element(kb, i), rough);
-  });
+  const int deviations = reduce_at(kb, r, index, ReduceKind::kSum,
+                                   [&](KernelBuilder& kb, const Index& i) { return kb.binary(ScalarOp::kSub, element(kb, i), rough); });
   return kb.binary(ScalarOp::kAdd, rough, kb.binary(ScalarOp::kDiv, deviations, n));
 }
 
@@ -166,8 +162,7 @@ ValueId out_value(const Node& n, size_t k = 0) {
 }
 
 // A loader for a reduction value: checks alignment, memoizes per kernel, casts to the output type.
-Loader reduction_loader(LoweringContext& c, ValueId owner, std::string tag,
-                        std::function<int(KernelBuilder&, const Index&)> compute) {
+Loader reduction_loader(LoweringContext& c, ValueId owner, std::string tag, std::function<int(KernelBuilder&, const Index&)> compute) {
   const SymShape out_sizes = c.sizes(owner);
   const ScalarType result = compute_type_of(c.meta(owner).dtype);
   return [&c, owner, out_sizes, result, tag, compute](KernelBuilder& kb, const Index& index) {
@@ -226,8 +221,7 @@ LowerFn arg_extremum(bool max) {
 
 // Two-pass variance: the mean (given, or computed here), then the mean of squared deviations (as exact
 // as ATen's Welford, without its per-element division).
-int variance(KernelBuilder& kb, const Reduction& r, const Index& index, const Loader& x, ScalarType t, double correction,
-             int* mean) {
+int variance(KernelBuilder& kb, const Reduction& r, const Index& index, const Loader& x, ScalarType t, double correction, int* mean) {
   auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
   const int n = count_of(kb, r, t);
   if (*mean < 0) *mean = mean_of(kb, r, index, x, t);
@@ -271,8 +265,8 @@ LowerFn var_std(bool sqrt, bool with_mean) {
     // A variance of a whole float tensor (one output element) takes ATen's std_var_all_cpu instead: the
     // mean is self.mean() in the tensor's dtype (a float sum, which may overflow), the squares in double.
     const ScalarType input = c.meta(in).dtype;
-    const bool whole = t == ScalarType::Double && single_element(c.sizes(out_value(n, 0))) &&
-                       (input == ScalarType::Float || input == ScalarType::Double);
+    const bool whole =
+        t == ScalarType::Double && single_element(c.sizes(out_value(n, 0))) && (input == ScalarType::Float || input == ScalarType::Double);
     std::vector<Loader> out = {reduction_loader(c, out_value(n, 0), "var", [=, &c](KernelBuilder& kb, const Index& index) {
       int mean = whole ? kb.cast(mean_of(kb, r, index, x, input), t)
                        : c.memoized(fmt::format("vmean%{}", out_value(n, 0)), index, [&] { return mean_of(kb, r, index, x, t); });
@@ -384,12 +378,13 @@ int mean_of_squares(KernelBuilder& kb, const Reduction& r, const Index& row, con
 }
 
 // The normalized element, given the row statistics.
-int normalized_element(KernelBuilder& kb, const Normalization& z, LoweringContext& c, const Loader& x, const Index& index,
-                       int mean, int rstd) {
+int normalized_element(KernelBuilder& kb, const Normalization& z, LoweringContext& c, const Loader& x, const Index& index, int mean,
+                       int rstd) {
   const ScalarType t = z.t;
   const int v = kb.cast(x(kb, index), t);
   int y = z.rms ? kb.binary(ScalarOp::kMul, v, rstd)
-                : kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, v, rstd), kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, rstd, mean)));
+                : kb.binary(ScalarOp::kAdd, kb.binary(ScalarOp::kMul, v, rstd),
+                            kb.unary(ScalarOp::kNeg, kb.binary(ScalarOp::kMul, rstd, mean)));
   const SymShape shape = c.sizes(z.out);
   if (z.weight) y = kb.binary(ScalarOp::kMul, y, kb.cast(c.broadcast(*z.weight, shape)(kb, index), t));
   if (z.bias) y = kb.binary(ScalarOp::kAdd, y, kb.cast(c.broadcast(*z.bias, shape)(kb, index), t));
@@ -477,7 +472,8 @@ LowerFn group_norm() {
       in.insert(in.end(), i.begin() + 3, i.end());
       return x(kb, in);
     };
-    Loader mean = reduction_loader(c, mean_v, "gnm", [=](KernelBuilder& kb, const Index& ng) { return corrected_mean(kb, r, ng, grouped, t); });
+    Loader mean =
+        reduction_loader(c, mean_v, "gnm", [=](KernelBuilder& kb, const Index& ng) { return corrected_mean(kb, r, ng, grouped, t); });
     Loader rstd = reduction_loader(c, rstd_v, "gnr", [=, &c](KernelBuilder& kb, const Index& ng) {
       int m = kb.cast(c.at(kb, mean_v, ng), t);
       const int var = variance(kb, r, ng, grouped, t, 0, &m);

@@ -26,8 +26,7 @@ using Remap = std::function<Index(KernelBuilder&, const Index&)>;
 ValueId output(const Node& n, size_t k = 0) { return n.outputs.at(0).values.at(k); }
 
 int64_t int_arg(const Node& n, size_t i) {
-  if (i >= n.args.size() || n.args[i].kind != graph::Arg::Kind::kConstant || !n.args[i].symbolic.empty() ||
-      !n.args[i].constant.isInt())
+  if (i >= n.args.size() || n.args[i].kind != graph::Arg::Kind::kConstant || !n.args[i].symbolic.empty() || !n.args[i].constant.isInt())
     throw Unsupported(fmt::format("argument {} of {} is not a constant integer", i, n.name()));
   return n.args[i].constant.toInt();
 }
@@ -94,9 +93,9 @@ void register_view_ops(Registry& r) {
     const ValueId in = c.tensor_arg(n, 0), out = output(n);
     return {view(c, in, out, reshape(c.sizes(in), c.sizes(out)))};
   };
-  for (const char* name : {"aten::view", "aten::reshape", "aten::_unsafe_view", "aten::_reshape_alias", "aten::squeeze",
-                           "aten::unsqueeze", "aten::flatten", "aten::unflatten", "aten::alias", "aten::detach",
-                           "aten::lift_fresh", "aten::view_as", "aten::reshape_as"})
+  for (const char* name :
+       {"aten::view", "aten::reshape", "aten::_unsafe_view", "aten::_reshape_alias", "aten::squeeze", "aten::unsqueeze", "aten::flatten",
+        "aten::unflatten", "aten::alias", "aten::detach", "aten::lift_fresh", "aten::view_as", "aten::reshape_as"})
     r[name] = reshape_like;
   // view(dtype) reinterprets the bits: a lowered reader would convert the values instead.
   r["aten::view.dtype"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
@@ -132,8 +131,7 @@ void register_view_ops(Registry& r) {
     return {view(c, in, out, [from, to](KernelBuilder& kb, const Index& index) {
       Index in(from.size());
       const size_t lead = to.size() - from.size();
-      for (size_t d = 0; d < from.size(); ++d)
-        in[d] = from[d].is_one() && !to[lead + d].is_one() ? kb.index_constant(0) : index[lead + d];
+      for (size_t d = 0; d < from.size(); ++d) in[d] = from[d].is_one() && !to[lead + d].is_one() ? kb.index_constant(0) : index[lead + d];
       return in;
     })};
   };
@@ -271,8 +269,8 @@ void register_assembly(Registry& r) {
         const size_t d = sizes.size() - 1 - p / 2;
         const int shifted = kb.binary(ScalarOp::kSub, index[d], kb.index_constant(pad[p]));
         const int extent = kb.extent(sizes[d]);
-        const int ok = kb.binary(ScalarOp::kAnd, kb.binary(ScalarOp::kGe, shifted, kb.index_constant(0)),
-                                 kb.binary(ScalarOp::kLt, shifted, extent));
+        const int ok =
+            kb.binary(ScalarOp::kAnd, kb.binary(ScalarOp::kGe, shifted, kb.index_constant(0)), kb.binary(ScalarOp::kLt, shifted, extent));
         inside = kb.binary(ScalarOp::kAnd, inside, ok);
         i[d] = clamp_index(kb, shifted, extent);
       }
@@ -371,9 +369,9 @@ void register_factories(Registry& r) {
     const ScalarType t = compute_type_of(out);
     // ATen's accumulate type: int64 for integer outputs, double on CPU (acc_type<float, false>), float
     // for float32 on CUDA. A bound computed from a size is a run-time integer (arange(n, 2 * n)).
-    const ScalarType acc = !c10::isFloatingType(out) ? ScalarType::Long
+    const ScalarType acc = !c10::isFloatingType(out)                                        ? ScalarType::Long
                            : out == ScalarType::Double || c.meta(output(n)).device.is_cpu() ? ScalarType::Double
-                                                                                             : ScalarType::Float;
+                                                                                            : ScalarType::Float;
     const Loader first = c.operand(start, {}, acc), stride = c.operand(step, {}, acc);
     return {[=](KernelBuilder& kb, const Index& index) {
       const int i = kb.cast(index[0], acc);

@@ -66,10 +66,7 @@ int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
   return kb.load(buffer(kb, v, false), kb.linear(index, m.strides));
 }
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 Loader LoweringContext::broadcast(ValueId v, const graph::SymShape& shape) {
   const graph::SymShape own = sizes(v);
@@ -78,8 +75,7 @@ Loader LoweringContext::broadcast(ValueId v, const graph::SymShape& shape) {
   return [this, v, own, shape](KernelBuilder& kb, const Index& index) {
     Index mine(own.size());
     const size_t lead = shape.size() - own.size();
-    for (size_t d = 0; d < own.size(); ++d)
-      mine[d] = own[d].is_one() && !shape[lead + d].is_one() ? kb.index_constant(0) : index[lead + d];
+    for (size_t d = 0; d < own.size(); ++d) mine[d] = own[d].is_one() && !shape[lead + d].is_one() ? kb.index_constant(0) : index[lead + d];
     return at(kb, v, mine);
   };
 }

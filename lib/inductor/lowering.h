@@ -97,10 +97,10 @@ class LoweringContext {
   std::optional<int> load_view(KernelBuilder& kb, graph::ValueId view, const Index& index);
 
   // Scheduling state, set by the scheduler.
-  std::vector<Loader> loader;          // per value: how it is computed (empty: an input or extern output)
-  std::vector<char> stored;            // per value: a kernel writes it to its own buffer
-  std::vector<int> group;              // per stored value: the kernel group writing it
-  std::vector<graph::ValueId> view_of; // per value made by a lowered view op: the viewed value
+  std::vector<Loader> loader;           // per value: how it is computed (empty: an input or extern output)
+  std::vector<char> stored;             // per value: a kernel writes it to its own buffer
+  std::vector<int> group;               // per stored value: the kernel group writing it
+  std::vector<graph::ValueId> view_of;  // per value made by a lowered view op: the viewed value
   // Per value of a normalization (softmax, layer_norm...): the dims its statistics reduce over. A kernel
   // whose element loop runs over exactly these dims computes it in one pass, even when they are not the
   // innermost dims of the value (softmax over dim 0).

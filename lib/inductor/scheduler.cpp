@@ -24,14 +24,6 @@ using graph::SymExpr;
 using graph::SymShape;
 using graph::ValueId;
 
-// Bit i: argument i of n is a double argument of the call, read at run time (see Operand::runtime_double).
-uint64_t runtime_doubles(const Node& n) {
-  uint64_t mask = 0;
-  for (size_t i = 0; i < n.args.size() && i < 64; ++i)
-    if (!n.args[i].symbolic.empty() && n.args[i].constant.isDouble()) mask |= uint64_t{1} << i;
-  return mask;
-}
-
 SymShape without_ones(const SymShape& s) {
   SymShape out;
   for (const auto& e : s)
@@ -45,9 +37,8 @@ bool has_no_elements(const SymShape& s) {
 }
 
 bool supported_dtype(ScalarType t) {
-  return t == ScalarType::Float || t == ScalarType::Double || t == ScalarType::Half || t == ScalarType::BFloat16 ||
-         t == ScalarType::Long || t == ScalarType::Int || t == ScalarType::Short || t == ScalarType::Char ||
-         t == ScalarType::Byte || t == ScalarType::Bool;
+  return t == ScalarType::Float || t == ScalarType::Double || t == ScalarType::Half || t == ScalarType::BFloat16 || t == ScalarType::Long ||
+         t == ScalarType::Int || t == ScalarType::Short || t == ScalarType::Char || t == ScalarType::Byte || t == ScalarType::Bool;
 }
 
 // The iteration space of a kernel: rows over `outer`, an element loop over `inner`. `dims` gives the
@@ -79,8 +70,13 @@ struct Restart {};  // the set of stored values or extern nodes grew: schedule a
 class Scheduler {
  public:
   Scheduler(const graph::Graph& g, std::string prefix, const std::function<void(const std::string&)>& log)
-      : g_(g), prefix_(std::move(prefix)), log_(log), extern_(g.nodes.size(), 0), reason_(g.nodes.size()),
-        stored_(g.values.size(), 0), read_by_a_sibling_(g.values.size(), 0) {}
+      : g_(g),
+        prefix_(std::move(prefix)),
+        log_(log),
+        extern_(g.nodes.size(), 0),
+        reason_(g.nodes.size()),
+        stored_(g.values.size(), 0),
+        read_by_a_sibling_(g.values.size(), 0) {}
 
   Plan run() {
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
@@ -107,10 +103,10 @@ class Scheduler {
   std::vector<ValueId> outputs_of(const Node& n) const { return node_outputs(n); }
   std::vector<ValueId> tensor_args(const Node& n) const { return node_tensor_args(n); }
 
-  // Lowered ops read and write tensors of supported dtypes on one device, CPU or CUDA.
   // The capabilities of the backend of v's device (unsupported_values rejected devices without one).
   const Target& target_of(ValueId v) const { return backend_for(g_.values[v].meta.device.type())->target(); }
 
+  // Lowered ops read and write tensors of supported dtypes on one device that has a backend.
   std::string unsupported_values(const Node& n) const {
     std::vector<ValueId> values = tensor_args(n);
     const auto outs = outputs_of(n);
@@ -146,18 +142,30 @@ class Scheduler {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       if (extern_[i]) continue;
-      if (n.checked()) { make_extern(i, "its result is checked on replay (graph break)"); continue; }
-      if (n.mutates) { make_extern(i, "it writes its argument"); continue; }
+      if (n.checked()) {
+        make_extern(i, "its result is checked on replay (graph break)");
+        continue;
+      }
+      if (n.mutates) {
+        make_extern(i, "it writes its argument");
+        continue;
+      }
       const LowerFn* lowering = find_lowering(n);
-      if (!lowering) { make_extern(i, "no lowering"); continue; }
-      if (auto why = unsupported_values(n); !why.empty()) { make_extern(i, why); continue; }
+      if (!lowering) {
+        make_extern(i, "no lowering");
+        continue;
+      }
+      if (auto why = unsupported_values(n); !why.empty()) {
+        make_extern(i, why);
+        continue;
+      }
       const auto outs = outputs_of(n);
       try {
         if (failure_injected("lowering", {n.name()})) throw std::runtime_error(kInjectedFailure);
         JITC_INTERNAL_ASSERT(!failure_injected("bug", {n.name()}), kInjectedFailure);
         ctx_->runtime_doubles_read = 0;
         auto loaders = (*lowering)(*ctx_, n);
-        if (ctx_->runtime_doubles_read != runtime_doubles(n)) throw Unsupported("its lowering reads a run-time double as a constant");
+        if (ctx_->runtime_doubles_read != runtime_double_args(n)) throw Unsupported("its lowering reads a run-time double as a constant");
         if (loaders.size() != outs.size()) throw Unsupported(fmt::format("lowering gave {} results for {}", loaders.size(), outs.size()));
         for (size_t k = 0; k < outs.size(); ++k) ctx_->loader[outs[k]] = std::move(loaders[k]);
         if (is_view_lowering(n) && !tensor_args(n).empty())
@@ -219,7 +227,6 @@ class Scheduler {
         for (ValueId v : outputs_of(g_.nodes[j]))
           if (ctx_->loader[v] && read_after(g_, v, i) && reads_written(v)) need(v);
   }
-
 
   // ---- kernels ----------------------------------------------------------------------------------
   bool compatible(ValueId v, const Space& s) const {
@@ -343,7 +350,8 @@ class Scheduler {
   void place(ValueId v) {
     if (!members_.empty()) {
       std::string why;
-      if (!compatible(v, space_)) why = fmt::format("iteration space {} differs from the kernel's {}", graph::to_string(g_.values[v].meta.sizes), space_.text());
+      if (!compatible(v, space_))
+        why = fmt::format("iteration space {} differs from the kernel's {}", graph::to_string(g_.values[v].meta.sizes), space_.text());
       else if (members_.size() >= kMaxFusedValues) why = fmt::format("exceeds max fusion size {}", kMaxFusedValues);
       if (why.empty()) {
         const auto failed = try_join(v);
@@ -429,7 +437,8 @@ class Scheduler {
     for (ValueId a : tensor_args(g_.nodes[p])) {
       const int q = g_.values[a].producer;
       if (q < 0 || extern_[q] || ctx_->stored[a]) found.push_back(a);
-      else for (ValueId s : sources(a)) found.push_back(s);
+      else
+        for (ValueId s : sources(a)) found.push_back(s);
     }
     std::sort(found.begin(), found.end());
     found.erase(std::unique(found.begin(), found.end()), found.end());
@@ -467,8 +476,8 @@ class Scheduler {
         } catch (const ReadsUnplaced&) {  // its node's other results come first: it keeps its place
           continue;
         }
-        log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})",
-                        describe(w), built_.kernel.name, space_.text(), position_));
+        log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})", describe(w),
+                        built_.kernel.name, space_.text(), position_));
       }
     }
   }
@@ -482,8 +491,8 @@ class Scheduler {
       if (std::find(members_.begin(), members_.end(), v) == members_.end()) inlined.push_back(describe(v));
     std::vector<std::string> stored;
     for (ValueId v : members_) stored.push_back(describe(v));
-    log(fmt::format("kernel {} over {}: stores {}; inlines {} (vertical)", launch.kernel.name, space_.text(),
-                    fmt::join(stored, ", "), inlined.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(inlined, ", "))));
+    log(fmt::format("kernel {} over {}: stores {}; inlines {} (vertical)", launch.kernel.name, space_.text(), fmt::join(stored, ", "),
+                    inlined.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(inlined, ", "))));
     steps_.push_back({Step::Kind::kKernel, static_cast<int>(kernels_.size())});
     kernels_.push_back(std::move(launch));
     members_.clear();
@@ -568,9 +577,9 @@ class Scheduler {
   c10::Device device_{c10::kCPU};
   Built built_;
   int group_id_ = 0;
-  int position_ = 0;                        // the node being scheduled
-  std::vector<char> placed_;                // per stored value: in a kernel already
-  std::vector<char> read_by_a_sibling_;  // results placed before the other results of their node
+  int position_ = 0;                           // the node being scheduled
+  std::vector<char> placed_;                   // per stored value: in a kernel already
+  std::vector<char> read_by_a_sibling_;        // results placed before the other results of their node
   std::vector<std::vector<ValueId>> sources_;  // memo of sources()
   std::vector<char> sources_done_;
   std::vector<std::string> decisions_, attempt_log_;

@@ -23,7 +23,7 @@ constexpr int64_t kTile = 4096;         // elements per tile of a pointwise kern
 
 struct KernelLaunch {
   Kernel kernel;
-  c10::Device device{c10::kCPU};  // where its buffers live: the CPU code generator or the CUDA one
+  c10::Device device{c10::kCPU};        // where its buffers live: the CPU code generator or the CUDA one
   std::vector<graph::ValueId> buffers;  // the value each kernel buffer holds, in argument order
   std::vector<graph::ValueId> outputs;  // the values it writes (allocated just before it runs)
   std::vector<std::string> ops;         // the ATen ops it computes, for messages (not kept in the disk cache)

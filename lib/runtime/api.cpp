@@ -21,8 +21,7 @@ namespace detail {
 
 std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_arguments, std::source_location where,
                                     std::shared_ptr<torch::nn::Module> module) {
-  auto engine =
-      std::make_shared<Engine>(std::move(invoker), std::move(options), num_arguments, where, std::move(module));
+  auto engine = std::make_shared<Engine>(std::move(invoker), std::move(options), num_arguments, where, std::move(module));
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   std::erase_if(g_engines, [](const auto& w) { return w.expired(); });
   g_engines.push_back(engine);
@@ -61,8 +60,8 @@ const char* to_string(Mode mode) {
 const char* to_string(Backend backend) { return backend == Backend::kEager ? "eager" : "inductor"; }
 
 std::string ExplainOutput::to_string() const {
-  std::string s = fmt::format("Graph Count: {}\nGraph Break Count: {}\nOp Count: {}\nBreak Reasons:\n", graph_count,
-                              graph_break_count, op_count);
+  std::string s =
+      fmt::format("Graph Count: {}\nGraph Break Count: {}\nOp Count: {}\nBreak Reasons:\n", graph_count, graph_break_count, op_count);
   for (size_t i = 0; i < break_reasons.size(); ++i)
     s += fmt::format("  Break Reason {}:\n    Reason: {}\n    Op: {}\n", i + 1, break_reasons[i].reason, break_reasons[i].op);
   s += "Ops per Graph:\n";

@@ -69,16 +69,16 @@ std::string output_code(const runtime::Program& program) {
 
 // One line per program: where its compile time went, the entry's trace included. `build_seconds`: the
 // program's part (the total's remainder beyond the stages: cache keys, dumps, logs).
-void log_compile_times(const std::string& name, const runtime::CompileTimes& times, double build_seconds,
-                       runtime::CodeSource source, const std::string& id) {
+void log_compile_times(const std::string& name, const runtime::CompileTimes& times, double build_seconds, runtime::CodeSource source,
+                       const std::string& id) {
   if (!runtime::log_enabled(runtime::Artifact::kCompileTimes)) return;
   const char* from = source == runtime::CodeSource::kMemory ? ", code from the memory cache"
                      : source == runtime::CodeSource::kDisk ? ", code from the disk cache"
-                                                              : "";
-  runtime::log(runtime::Artifact::kCompileTimes,
-               fmt::format("compile times {}: {} (total {:.1f} ms{})", name, runtime::describe(times),
-                           (times.trace + build_seconds) * 1e3, from),
-               id);
+                                                            : "";
+  runtime::log(
+      runtime::Artifact::kCompileTimes,
+      fmt::format("compile times {}: {} (total {:.1f} ms{})", name, runtime::describe(times), (times.trace + build_seconds) * 1e3, from),
+      id);
 }
 
 // "extern: convolution x53, addmm x1": the ops a program runs as ATen calls between its kernels, in the
@@ -130,13 +130,13 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     const std::string debug_dir = runtime::env_debug_dir();
     const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);
     const bool autotune = options_.mode == Mode::kMaxAutotune || options_.mode == Mode::kMaxAutotuneNoCudagraphs;
-    auto obtained = runtime::run_pipeline({.entry = &entry, .name = module_name, .compile_id = id, .want_assembly = !debug_dir.empty(),
-                                           .autotune = autotune},
-                                          times);
+    auto obtained = runtime::run_pipeline(
+        {.entry = &entry, .name = module_name, .compile_id = id, .want_assembly = !debug_dir.empty(), .autotune = autotune}, times);
     graph::Graph& g = obtained.graph;
     if (obtained.source != runtime::CodeSource::kCompiled)
-      runtime::log(runtime::Artifact::kFusion,
-                   fmt::format("{}: code from the compile cache, fused when it was compiled (JITC_DISABLE_CACHE=1 logs the decisions)", name_), id);
+      runtime::log(
+          runtime::Artifact::kFusion,
+          fmt::format("{}: code from the compile cache, fused when it was compiled (JITC_DISABLE_CACHE=1 logs the decisions)", name_), id);
     if (const std::string externs = extern_summary(obtained.code->plan.extern_reasons); !externs.empty())
       runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: extern: {}", module_name, externs), id);
     if (runtime::log_enabled(runtime::Artifact::kSchedule))
@@ -158,7 +158,9 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     return program;
   } catch (const std::exception& e) {
     runtime::rethrow_if_strict(e);
-    runtime::warn(fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, runtime::error_text(e)), id);
+    runtime::warn(
+        fmt::format("jitc: '{}' graph {} runs through the eager backend: code generation failed: {}", name_, id, runtime::error_text(e)),
+        id);
     return nullptr;
   }
 }

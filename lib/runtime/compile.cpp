@@ -117,9 +117,7 @@ bool is_number(const Leaf& l) { return l.kind == Leaf::Kind::kInt || l.kind == L
 // What a symbol of a scalar argument holds: an int's value, a double's bits.
 int64_t number_bits(const Leaf& l) { return l.kind == Leaf::Kind::kDouble ? c10::bit_cast<int64_t>(l.d) : l.i; }
 
-std::string number_text(int64_t bits, bool real) {
-  return real ? fmt::format("{}", c10::bit_cast<double>(bits)) : std::to_string(bits);
-}
+std::string number_text(int64_t bits, bool real) { return real ? fmt::format("{}", c10::bit_cast<double>(bits)) : std::to_string(bits); }
 
 }  // namespace
 
@@ -128,14 +126,12 @@ std::string number_text(int64_t bits, bool real) {
 uint64_t Engine::scalar_candidate(c10::ArrayRef<Leaf> leaves, size_t i, const std::string& name) {
   const int64_t bits = number_bits(leaves[i]);
   if (history_.observe(i, c10::IntArrayRef(&bits, 1)) & 1)
-    runtime::log(runtime::Artifact::kDynamic,
-                 fmt::format("automatic dynamic {} {} != {}: the next trace reads it at run time", name,
-                             number_text(history_.first_size(i, 0), leaves[i].kind == Leaf::Kind::kDouble),
-                             number_text(bits, leaves[i].kind == Leaf::Kind::kDouble)));
+    runtime::log(runtime::Artifact::kDynamic, fmt::format("automatic dynamic {} {} != {}: the next trace reads it at run time", name,
+                                                          number_text(history_.first_size(i, 0), leaves[i].kind == Leaf::Kind::kDouble),
+                                                          number_text(bits, leaves[i].kind == Leaf::Kind::kDouble)));
   uint64_t marked = 0, pinned = 0;
   for (const auto& m : options_.dim_marks)
-    if (m.argument == leaves[i].argument && m.dim == DimMark::kValue)
-      (m.kind == DimMark::Kind::kStatic ? pinned : marked) |= 1;
+    if (m.argument == leaves[i].argument && m.dim == DimMark::kValue) (m.kind == DimMark::Kind::kStatic ? pinned : marked) |= 1;
   return guards::dynamic_dims(history_.changed(i), options_.dynamic, marked, pinned);
 }
 
@@ -150,8 +146,8 @@ std::vector<uint64_t> Engine::dynamic_candidates(c10::ArrayRef<Leaf> leaves) {
     const uint64_t fresh = history_.observe(i, sizes);
     for (size_t d = 0; d < sizes.size() && d < 64; ++d)
       if (fresh >> d & 1)
-        runtime::log(runtime::Artifact::kDynamic, fmt::format("automatic dynamic {} size({}) {} != {}", names[i], d,
-                                                              history_.first_size(i, d), sizes[d]));
+        runtime::log(runtime::Artifact::kDynamic,
+                     fmt::format("automatic dynamic {} size({}) {} != {}", names[i], d, history_.first_size(i, d), sizes[d]));
     uint64_t marked = 0, pinned = 0;
     for (const auto& m : options_.dim_marks) {
       if (m.argument != leaves[i].argument || m.dim < 0 || m.dim >= 64) continue;
@@ -167,8 +163,8 @@ std::vector<uint64_t> Engine::dynamic_candidates(c10::ArrayRef<Leaf> leaves) {
   return candidates;
 }
 
-std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves,
-                                                   const ResultLeaves& result, const std::vector<uint64_t>& dynamic_dims,
+std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves, const ResultLeaves& result,
+                                                   const std::vector<uint64_t>& dynamic_dims,
                                                    const std::vector<std::pair<int64_t, int64_t>>& ranges,
                                                    const std::vector<int>& scalar_symbols) {
   auto e = std::make_shared<runtime::Entry>();
@@ -224,8 +220,8 @@ bool Engine::scalar_symbols_of(const guards::GuardSet& a, const guards::GuardSet
   return true;
 }
 
-std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const EntryPtr& second,
-                                                    c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates) {
+std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const EntryPtr& second, c10::ArrayRef<Leaf> leaves,
+                                                    const std::vector<uint64_t>& candidates) {
   const runtime::Entry& a = *first;
   const runtime::Entry& b = *second;
   if (a.traced.num_symbols != 0 || a.leaf_sizes.size() != b.leaf_sizes.size()) return nullptr;
@@ -281,8 +277,7 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   return e;
 }
 
-void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves,
-                     const std::vector<uint64_t>& candidates) {
+void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates) {
   std::unique_lock lock(entries_mutex_);
   for (size_t i = entries_.size(); i-- > 0;) {
     auto symbolic = generalized(entries_[i], entry, leaves, candidates);
@@ -290,18 +285,17 @@ void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> 
     symbolic->compile_number = entry->compile_number;
     symbolic->trace_seconds = entry->trace_seconds;  // the trace that completed it
     for (const auto& sym : symbolic->guards.symbols)
-      runtime::log(runtime::Artifact::kDynamic,
-                   fmt::format("create_symbol s{} = {} for {} [{}, {}]", sym.symbol,
-                               leaves[symbolic->guards.tensors[sym.tensor].leaf].tensor->size(sym.dim),
-                               symbolic->guards.symbol_sources[sym.symbol], sym.min,
-                               sym.max == std::numeric_limits<int64_t>::max() ? "int_oo" : std::to_string(sym.max)));
+      runtime::log(
+          runtime::Artifact::kDynamic,
+          fmt::format("create_symbol s{} = {} for {} [{}, {}]", sym.symbol,
+                      leaves[symbolic->guards.tensors[sym.tensor].leaf].tensor->size(sym.dim), symbolic->guards.symbol_sources[sym.symbol],
+                      sym.min, sym.max == std::numeric_limits<int64_t>::max() ? "int_oo" : std::to_string(sym.max)));
     for (const auto& sym : symbolic->guards.scalar_symbols)
       if (sym.bind)
-        runtime::log(runtime::Artifact::kDynamic,
-                     fmt::format("create_symbol s{} = {} for {} ({} read at run time)", sym.symbol,
-                                 number_text(number_bits(leaves[sym.leaf]), sym.kind == Leaf::Kind::kDouble),
-                                 symbolic->guards.symbol_sources[sym.symbol],
-                                 sym.kind == Leaf::Kind::kDouble ? "a double argument" : "an int argument"));
+        runtime::log(runtime::Artifact::kDynamic, fmt::format("create_symbol s{} = {} for {} ({} read at run time)", sym.symbol,
+                                                              number_text(number_bits(leaves[sym.leaf]), sym.kind == Leaf::Kind::kDouble),
+                                                              symbolic->guards.symbol_sources[sym.symbol],
+                                                              sym.kind == Leaf::Kind::kDouble ? "a double argument" : "an int argument"));
     log_entry(*symbolic);
     entries_[i] = std::move(symbolic);
     most_recent_.store(i);
@@ -315,8 +309,7 @@ void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> 
 void Engine::log_entry(const runtime::Entry& e) const {
   const std::string id = compile_id(e.compile_number);
   if (runtime::log_enabled(runtime::Artifact::kGraphCode))
-    runtime::log(runtime::Artifact::kGraphCode,
-                 fmt::format("TRACED GRAPH\n ===== {} =====\n{}", name_, graph::to_text(e.graph)), id);
+    runtime::log(runtime::Artifact::kGraphCode, fmt::format("TRACED GRAPH\n ===== {} =====\n{}", name_, graph::to_text(e.graph)), id);
   if (runtime::log_enabled(runtime::Artifact::kGuards)) {
     std::string text = "GUARDS:";
     for (const auto& line : guards::describe(e.guards)) text += "\n+- " + line;
@@ -330,14 +323,14 @@ void Engine::log_entry(const runtime::Entry& e) const {
                  id);
 }
 
-ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons,
-                                        const std::string& id) {
+ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons, const std::string& id) {
   const int limit = runtime::env_recompile_limit(options_.recompile_limit);
   const std::string last = reasons.empty() ? "unknown" : reasons.front();
   if (options_.fullgraph)
-    throw FullGraphError(fmt::format("jitc hit recompile_limit ({}) with fullgraph=true in '{}' ({}); last reason: {}. "
-                                     "Mark the varying dims dynamic (jitc::mark_dynamic) or raise recompile_limit.",
-                                     limit, name_, where_, last));
+    throw FullGraphError(
+        fmt::format("jitc hit recompile_limit ({}) with fullgraph=true in '{}' ({}); last reason: {}. "
+                    "Mark the varying dims dynamic (jitc::mark_dynamic) or raise recompile_limit.",
+                    limit, name_, where_, last));
   if (!warned_limit_.exchange(true))
     runtime::warn(fmt::format("jitc hit recompile_limit ({})\n   function: '{}' ({})\n   last reason: {}\nTo log all "
                               "recompilation reasons, use JITC_LOGS=\"recompiles\".",
@@ -354,8 +347,8 @@ ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::
   }
   ResultLeaves out = run_eager(leaves);  // an exception of the callable's own propagates from here, as in eager
   eager_only_ = true;
-  runtime::warn(fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_,
-                            runtime::error_text(failure)));
+  runtime::warn(
+      fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_, runtime::error_text(failure)));
   return out;
 }
 
@@ -382,8 +375,8 @@ bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>
   return false;
 }
 
-void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates,
-                       int number, std::chrono::steady_clock::time_point started) {
+void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates, int number,
+                       std::chrono::steady_clock::time_point started) {
   try {
     auto entry = make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     entry->compile_number = number;
@@ -400,8 +393,7 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
   }
 }
 
-ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure,
-                                     uint64_t skip) {
+ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure, uint64_t skip) {
   std::unique_lock compile(compile_mutex_);
   std::string again;
   Unchecked unchecked;
@@ -462,8 +454,7 @@ bool same_program(const runtime::Entry& a, const runtime::Entry& b) {
 
 std::string sizes_text(const std::vector<int64_t>& symbols, const graph::SymbolValues& values) {
   std::string s;
-  for (size_t k = 0; k < symbols.size(); ++k)
-    s += fmt::format("{}s{}={}", k ? ", " : "", k, number_text(symbols[k], values.is_real(k)));
+  for (size_t k = 0; k < symbols.size(); ++k) s += fmt::format("{}s{}={}", k ? ", " : "", k, number_text(symbols[k], values.is_real(k)));
   return s;
 }
 
@@ -482,8 +473,7 @@ bool Engine::follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10:
 // A symbolic entry meets sizes (or scalar values) it was not checked against: trace this call and keep
 // the entry for these values only if the trace generalizes to the very same program; otherwise the
 // values get their own entry. Every symbolic entry whose guards pass is checked against the one trace.
-ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves,
-                                         std::unique_lock<std::mutex>& compile) {
+ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile) {
   const auto candidates = dynamic_candidates(leaves);
   const auto started = std::chrono::steady_clock::now();
   tracer::TraceOutcome outcome;
@@ -491,8 +481,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   const Unchecked::Candidate* confirmed = nullptr;
   try {
-    std::shared_ptr<const runtime::Entry> fresh =
-        make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
+    std::shared_ptr<const runtime::Entry> fresh = make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     for (const auto& c : unchecked.candidates) {
       const bool ok = follows(*c.entry, fresh, leaves, candidates);
       c.entry->sizes.record(c.symbols, ok);
@@ -541,7 +530,8 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   std::lock_guard<std::mutex> lock(stats_mutex_);
   compile_stats_.compiles++;
   compile_stats_.recompiles++;
-  compile_stats_.recompile_reasons.push_back(fmt::format("{}: sizes {} do not follow the symbolic graph", id, sizes_text(first.symbols, symbolic.symbol_values)));
+  compile_stats_.recompile_reasons.push_back(
+      fmt::format("{}: sizes {} do not follow the symbolic graph", id, sizes_text(first.symbols, symbolic.symbol_values)));
   return std::move(outcome.result);
 }
 

@@ -10,9 +10,9 @@ namespace {
 
 // The stages in the order a compile runs them, with their names in the log line.
 constexpr std::pair<const char*, double CodegenStages::*> kStages[] = {
-    {"passes", &CodegenStages::passes}, {"lower+schedule", &CodegenStages::lower_schedule},
-    {"codegen", &CodegenStages::codegen}, {"llvm", &CodegenStages::llvm},
-    {"nvrtc", &CodegenStages::nvrtc},   {"load", &CodegenStages::load},
+    {"passes", &CodegenStages::passes},     {"lower+schedule", &CodegenStages::lower_schedule},
+    {"codegen", &CodegenStages::codegen},   {"llvm", &CodegenStages::llvm},
+    {"nvrtc", &CodegenStages::nvrtc},       {"load", &CodegenStages::load},
     {"autotune", &CodegenStages::autotune},
 };
 

@@ -19,9 +19,9 @@ struct CudaGraphs::Recording {
   int calls = 0;  // 1: warmed up; 2 and later: captured
   c10::Device device{c10::DeviceType::CUDA, 0};
   std::unique_ptr<at::cuda::CUDAGraph> graph;
-  std::vector<at::Tensor> outputs;                             // in the graph's memory, per program output
+  std::vector<at::Tensor> outputs;                                                   // in the graph's memory, per program output
   std::vector<std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>>> handed_out;  // what the last call returned
-  std::optional<c10::cuda::CUDAStream> last_stream;            // where the last replay ran
+  std::optional<c10::cuda::CUDAStream> last_stream;                                  // where the last replay ran
 };
 
 namespace {
@@ -83,8 +83,11 @@ bool CudaGraphs::run(std::vector<at::Tensor>& values, const int64_t* symbols) {
   auto it = recordings_.find(key);
   if (it == recordings_.end()) {
     if (recordings_.size() >= kMaxRecordings) {
-      if (!warned_full_) log_(fmt::format("CUDA graphs: inputs came at more than {} sets of addresses; calls with new ones run "
-                                          "without a graph (reuse input buffers to replay)", kMaxRecordings));
+      if (!warned_full_)
+        log_(
+            fmt::format("CUDA graphs: inputs came at more than {} sets of addresses; calls with new ones run "
+                        "without a graph (reuse input buffers to replay)",
+                        kMaxRecordings));
       warned_full_ = true;
       return false;
     }
@@ -199,8 +202,8 @@ void CudaGraphs::replay(const std::shared_ptr<Recording>& r, std::vector<at::Ten
     }
     // A storage of its own over the graph's memory, keeping the recording alive while it is held.
     c10::DataPtr data(output.storage().mutable_data(), new RecordingPtr(r), &release_recording, r->device);
-    auto storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), output.storage().nbytes(),
-                                                         std::move(data), nullptr, /*resizable=*/false);
+    auto storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), output.storage().nbytes(), std::move(data),
+                                                         nullptr, /*resizable=*/false);
     r->handed_out[k].emplace(storage);
     auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(std::move(storage)), output.key_set(), output.dtype());
     impl->set_sizes_and_strides(output.sizes(), output.strides(), output.storage_offset());

@@ -67,8 +67,8 @@ std::string show(const c10::IValue& v) {
 }
 
 // A graph break's result must be the traced one: the same scalar, or tensors of the same sizes.
-bool break_holds(const graph::Graph& g, const graph::Node& node, const torch::jit::Stack& stack,
-                 const std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) {
+bool break_holds(const graph::Graph& g, const graph::Node& node, const torch::jit::Stack& stack, const std::vector<at::Tensor>& values,
+                 const int64_t* symbols, std::string* why) {
   if (!node.expected.isNone()) {
     if (graph::same_constant(stack[0], node.expected)) return true;
     if (why) *why = fmt::format("{} returned {}, traced {}", node.name(), show(stack[0]), show(node.expected));

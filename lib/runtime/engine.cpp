@@ -46,8 +46,7 @@ thread_local std::vector<at::Tensor> ValuesLease::shared_;
 
 }  // namespace
 
-Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_location where,
-               std::shared_ptr<torch::nn::Module> module)
+Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_location where, std::shared_ptr<torch::nn::Module> module)
     : invoker_(std::move(invoker)),
       options_(std::move(options)),
       module_(std::move(module)),
@@ -62,17 +61,16 @@ Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_
 void Engine::validate_options() const {
   for (const auto& m : options_.dim_marks)
     if (m.argument < 0 || m.argument >= num_arguments_ || (m.dim < 0 && m.dim != DimMark::kValue) || m.dim >= 64 || m.min > m.max)
-      throw UnsupportedError(fmt::format(
-          "jitc::Options for '{}': a dim mark names argument {} dim {} (range [{}, {}]), but the callable takes {} "
-          "argument(s); give an argument position in [0, {}), a dim in [0, 64) (DimMark::kValue for a scalar "
-          "argument) and min <= max",
-          name_, m.argument, m.dim, m.min, m.max, num_arguments_, num_arguments_));
+      throw UnsupportedError(
+          fmt::format("jitc::Options for '{}': a dim mark names argument {} dim {} (range [{}, {}]), but the callable takes {} "
+                      "argument(s); give an argument position in [0, {}), a dim in [0, 64) (DimMark::kValue for a scalar "
+                      "argument) and min <= max",
+                      name_, m.argument, m.dim, m.min, m.max, num_arguments_, num_arguments_));
   if (options_.arg_names.size() > static_cast<size_t>(num_arguments_))
     throw UnsupportedError(fmt::format("jitc::Options for '{}': {} arg_names for a callable of {} argument(s)", name_,
                                        options_.arg_names.size(), num_arguments_));
   if (options_.recompile_limit < 0)
-    throw UnsupportedError(fmt::format("jitc::Options for '{}': recompile_limit must be >= 0, got {}", name_,
-                                       options_.recompile_limit));
+    throw UnsupportedError(fmt::format("jitc::Options for '{}': recompile_limit must be >= 0, got {}", name_, options_.recompile_limit));
 }
 
 ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
@@ -104,9 +102,10 @@ const uint64_t* Engine::dynamic_marks(c10::ArrayRef<Leaf> leaves, LeafMarks& mar
 }
 
 std::string Engine::inference_only(std::string_view tensor) {
-  return fmt::format("grad mode is on and {} requires grad; compiled functions are inference-only (wrap the call in "
-                     "torch::NoGradGuard or c10::InferenceMode)",
-                     tensor);
+  return fmt::format(
+      "grad mode is on and {} requires grad; compiled functions are inference-only (wrap the call in "
+      "torch::NoGradGuard or c10::InferenceMode)",
+      tensor);
 }
 
 void Engine::warn_eager(const EagerReason& reason) {
@@ -123,13 +122,11 @@ std::optional<Engine::EagerReason> Engine::eager_reason(c10::ArrayRef<Leaf> leav
     if (leaf.kind != Leaf::Kind::kTensor) continue;
     const at::Tensor& t = *leaf.tensor;
     if (t.layout() != c10::kStrided)
-      return EagerReason{fmt::format("argument {} is a {} tensor; jitc compiles strided tensors only", leaf.argument,
-                                     c10::toString(t.layout())),
-                         false};
+      return EagerReason{
+          fmt::format("argument {} is a {} tensor; jitc compiles strided tensors only", leaf.argument, c10::toString(t.layout())), false};
     if (t.is_conj() || t.is_neg())
       return EagerReason{
-          fmt::format("argument {} has a lazy conjugate or negative bit; call resolve_conj()/resolve_neg() first", leaf.argument),
-          false};
+          fmt::format("argument {} has a lazy conjugate or negative bit; call resolve_conj()/resolve_neg() first", leaf.argument), false};
     if (grad && t.requires_grad()) return EagerReason{inference_only(fmt::format("argument {}", leaf.argument)), true};
   }
   return std::nullopt;
@@ -140,8 +137,8 @@ ResultLeaves Engine::run_eager(c10::ArrayRef<Leaf> leaves) {
   return invoker_(leaves);
 }
 
-Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
-                                    size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured) {
+Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip, size_t* index,
+                                    Unchecked* unchecked, runtime::CapturedTensors& captured) {
   const guards::GlobalState global = runtime::capture_global_state();
   runtime::ModuleWords module;
   if (module_) {
@@ -162,8 +159,8 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
       const auto verdict = entry->sizes.lookup({symbols, static_cast<size_t>(s)});
       if (verdict == runtime::SizeLedger::Verdict::kRejected) continue;
       if (verdict == runtime::SizeLedger::Verdict::kUnknown) {
-        if (unchecked && std::none_of(unchecked->candidates.begin(), unchecked->candidates.end(),
-                                      [&](const auto& c) { return c.entry == entry; }))
+        if (unchecked &&
+            std::none_of(unchecked->candidates.begin(), unchecked->candidates.end(), [&](const auto& c) { return c.entry == entry; }))
           unchecked->candidates.push_back({entry, std::vector<int64_t>(symbols, symbols + s)});
         continue;
       }
@@ -175,8 +172,8 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
   return nullptr;
 }
 
-bool Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure, Unchecked* unchecked,
-                         uint64_t& skip, ResultLeaves& out) {
+bool Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure, Unchecked* unchecked, uint64_t& skip,
+                         ResultLeaves& out) {
   int64_t symbols[kMaxSymbols];
   runtime::CapturedTensors captured;
   for (;;) {
@@ -224,9 +221,10 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
     const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
     completed = replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
   } catch (const runtime::ChecksFailed& failed) {
-    runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: a run-time check of kernel {} failed (an index out of range or a division by "
-                                          "zero): the call runs through eager replay, which raises eager's error",
-                                          compile_id(entry.compile_number), failed.kernel));
+    runtime::log(runtime::Artifact::kPerfHints,
+                 fmt::format("{}: a run-time check of kernel {} failed (an index out of range or a division by "
+                             "zero): the call runs through eager replay, which raises eager's error",
+                             compile_id(entry.compile_number), failed.kernel));
     values.clear();
     return run_entry(entry, captured, leaves, symbols, failure, out, false);
   }
@@ -273,8 +271,9 @@ Stats Engine::stats() const {
 
 void Engine::reset() {
   if (tracer::is_tracing())
-    throw UnsupportedError("jitc::reset() was called inside a compiled callable while it was traced; call it "
-                           "outside compiled code");
+    throw UnsupportedError(
+        "jitc::reset() was called inside a compiled callable while it was traced; call it "
+        "outside compiled code");
   std::lock_guard<std::mutex> compile(compile_mutex_);
   {
     std::unique_lock lock(entries_mutex_);

@@ -23,8 +23,7 @@ namespace jitc::detail {
 
 class Engine {
  public:
-  Engine(Invoker invoker, Options options, int num_arguments, std::source_location where,
-         std::shared_ptr<torch::nn::Module> module);
+  Engine(Invoker invoker, Options options, int num_arguments, std::source_location where, std::shared_ptr<torch::nn::Module> module);
 
   ResultLeaves call(c10::ArrayRef<Leaf> leaves);
   ExplainOutput explain(c10::ArrayRef<Leaf> leaves);
@@ -57,17 +56,17 @@ class Engine {
   // symbolic entry that would serve these sizes once checked (compile.cpp does that).
   // Bit i of `skip` skips entries_[i]; entries whose graph break failed are added to it, so that a
   // second attempt (under the compile lock) does not run them again.
-  bool try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure, Unchecked* unchecked,
-                   uint64_t& skip, ResultLeaves& out);
+  bool try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std::string* failure, Unchecked* unchecked, uint64_t& skip,
+                   ResultLeaves& out);
   // Entries are tried most recently hit first. On success `captured` holds the entry's captured
   // tensors, locked for the whole call.
-  EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip,
-                      size_t* index, Unchecked* unchecked, runtime::CapturedTensors& captured);
+  EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip, size_t* index,
+                      Unchecked* unchecked, runtime::CapturedTensors& captured);
   // Runs a guard-checked entry into `out`; false (out untouched) when a graph break's check failed.
   // compiled=false runs it through eager replay even when it has a program (after a failed run-time
   // check of the program: see runtime::ChecksFailed).
-  bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves,
-                 const int64_t* symbols, std::string* failure, ResultLeaves& out, bool compiled = true);
+  bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves, const int64_t* symbols,
+                 std::string* failure, ResultLeaves& out, bool compiled = true);
   // Why this call runs eagerly (an input jitc does not compile, grad mode with a tensor requiring grad).
   struct EagerReason {
     std::string text;
@@ -84,24 +83,19 @@ class Engine {
   ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
 
   // ---- miss path (compile.cpp) ----
-  ResultLeaves compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure,
-                               uint64_t skip);
-  ResultLeaves check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves,
-                                   std::unique_lock<std::mutex>& compile);
+  ResultLeaves compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure, uint64_t skip);
+  ResultLeaves check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile);
   // Whether `fresh` (a static entry of this call) generalizes with one of symbolic's origins to symbolic's program.
-  bool follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
-               const std::vector<uint64_t>& candidates);
+  bool follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
   // Traces the call; on failure runs it eagerly (and returns false with `eager` set) or throws.
-  bool trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile, tracer::TraceOutcome& outcome,
-                  ResultLeaves& eager);
+  bool trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile, tracer::TraceOutcome& outcome, ResultLeaves& eager);
   std::vector<std::string> failure_reasons(c10::ArrayRef<Leaf> leaves, const uint64_t* marks) const;
-  ResultLeaves at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons,
-                                  const std::string& id);
+  ResultLeaves at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::vector<std::string>& reasons, const std::string& id);
   // Builds and installs an entry from a finished trace. Any error here is a jitc bug: the call still
   // returns the trace's (correct) result and the function runs eagerly from then on.
   // `started`: when the trace began (the entry's trace_seconds).
-  void add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates,
-                 int number, std::chrono::steady_clock::time_point started);
+  void add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates, int number,
+                 std::chrono::steady_clock::time_point started);
   ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required);
   std::vector<uint64_t> dynamic_candidates(c10::ArrayRef<Leaf> leaves);
   uint64_t scalar_candidate(c10::ArrayRef<Leaf> leaves, size_t leaf, const std::string& name);
@@ -109,8 +103,8 @@ class Engine {
                          graph::SymbolValues& values, std::vector<std::pair<int64_t, int64_t>>& ranges,
                          std::vector<int>& scalar_symbols) const;
   std::vector<std::string> leaf_names(c10::ArrayRef<Leaf> leaves) const;
-  std::shared_ptr<runtime::Entry> make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves,
-                                             const ResultLeaves& result, const std::vector<uint64_t>& dynamic_dims,
+  std::shared_ptr<runtime::Entry> make_entry(graph::Graph traced, c10::ArrayRef<Leaf> leaves, const ResultLeaves& result,
+                                             const std::vector<uint64_t>& dynamic_dims,
                                              const std::vector<std::pair<int64_t, int64_t>>& ranges,
                                              const std::vector<int>& scalar_symbols = {});
   std::shared_ptr<runtime::Entry> generalized(const EntryPtr& partner, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
@@ -132,7 +126,7 @@ class Engine {
   std::vector<EntryPtr> entries_;
   std::atomic<size_t> most_recent_{0};
 
-  std::mutex compile_mutex_;  // one trace at a time per function; hits go on meanwhile
+  std::mutex compile_mutex_;    // one trace at a time per function; hits go on meanwhile
   guards::DimHistory history_;  // automatic dynamic: sizes seen per leaf
   int next_compile_number_ = 0;
 

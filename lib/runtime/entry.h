@@ -58,7 +58,7 @@ struct Entry {
   graph::Graph graph;   // what runs (after DCE and CSE)
   graph::Graph traced;  // as recorded: the partner for a later generalization
   std::vector<ResultSlot> result;
-  std::vector<size_t> captured_inputs;       // graph input positions of captured tensors, guard order
+  std::vector<size_t> captured_inputs;           // graph input positions of captured tensors, guard order
   std::vector<std::vector<int64_t>> leaf_sizes;  // sizes of each tensor leaf when traced
   std::vector<tracer::BreakRecord> breaks;
   double trace_seconds = 0;  // tracing the call that made it and building it (JITC_LOGS=compile_times)
@@ -94,9 +94,8 @@ struct CapturedTensors {
 
 // Builds the guards of a graph traced on `leaves` (marks: per leaf, dims that may be dynamic;
 // scalar_symbols: per leaf, the symbol a dynamic int or double argument binds, or -1; empty: none).
-guards::GuardSet build_guards(const graph::Graph& graph, c10::ArrayRef<detail::Leaf> leaves,
-                              const std::vector<std::string>& leaf_names, const std::vector<uint64_t>& dynamic_dims,
-                              const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges,
+guards::GuardSet build_guards(const graph::Graph& graph, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
+                              const std::vector<uint64_t>& dynamic_dims, const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges,
                               const std::vector<int>& scalar_symbols = {});
 
 }  // namespace jitc::runtime

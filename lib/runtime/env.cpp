@@ -20,8 +20,7 @@ std::atomic<int> g_disabled{-1};
 std::atomic<int> g_limit{-2};  // -2: not read yet, -1: not set (or not readable)
 
 // Once per variable and value: a setting read at every compile must not repeat its warning.
-void warn_unreadable(const char* name, const std::string& value, const std::string& expected,
-                     const std::string& instead) {
+void warn_unreadable(const char* name, const std::string& value, const std::string& expected, const std::string& instead) {
   static std::mutex mutex;
   static std::set<std::string> warned;
   {
@@ -59,8 +58,10 @@ uint64_t env_size(const char* name, uint64_t fallback) {
   const std::string v = env_string(name);
   if (v.empty()) return fallback;
   if (auto bytes = parse_size(v)) return *bytes;
-  warn_unreadable(name, v, "a whole number of bytes with an optional unit: K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024), KB, MB, GB, TB (powers of 1000)",
-                  fmt::format("{} bytes", fallback));
+  warn_unreadable(
+      name, v,
+      "a whole number of bytes with an optional unit: K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024), KB, MB, GB, TB (powers of 1000)",
+      fmt::format("{} bytes", fallback));
   return fallback;
 }
 

@@ -9,12 +9,12 @@
 
 namespace jitc::runtime {
 
-bool env_disabled();                        // JITC_DISABLE=1: every compiled function runs eagerly
-int env_recompile_limit(int configured);    // JITC_RECOMPILE_LIMIT overrides Options::recompile_limit
+bool env_disabled();                      // JITC_DISABLE=1: every compiled function runs eagerly
+int env_recompile_limit(int configured);  // JITC_RECOMPILE_LIMIT overrides Options::recompile_limit
 // JITC_DEBUG_DIR: where each compiled graph's artifacts are dumped; empty when unset. Read per compile.
 std::string env_debug_dir();
-bool env_cuda_pdl();                        // JITC_CUDA_PDL=0 launches CUDA kernels plainly
-bool env_strict();                          // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)
+bool env_cuda_pdl();  // JITC_CUDA_PDL=0 launches CUDA kernels plainly
+bool env_strict();    // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)
 // The disk cache's directory (JITC_CACHE_DIR, else $XDG_CACHE_HOME/jitc or ~/.cache/jitc), whether it is
 // on (JITC_DISABLE_CACHE) and its size bound (JITC_CACHE_MAX_BYTES).
 cache::DiskCache::Config env_disk_cache();
@@ -25,6 +25,6 @@ std::string env_string(const char* name);
 bool env_bool(const char* name, bool fallback);
 uint64_t env_size(const char* name, uint64_t fallback);  // bytes, with units: see parse_size
 
-void reload_env();                          // tests change the environment at run time
+void reload_env();  // tests change the environment at run time
 
 }  // namespace jitc::runtime

@@ -1,7 +1,6 @@
 // Engine::explain: torch._dynamo.explain for one set of arguments.
 #include "runtime/engine.h"
 
-
 namespace jitc::detail {
 
 ExplainOutput Engine::explain(c10::ArrayRef<Leaf> leaves) {

@@ -121,8 +121,7 @@ class Builder {
       for (int j = 0; j < i; ++j) {
         const at::Tensor& b = real_[j];
         if (object == i && a.unsafeGetTensorImpl() == b.unsafeGetTensorImpl()) object = j;
-        if (storage == i && a.has_storage() && b.has_storage() &&
-            a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl())
+        if (storage == i && a.has_storage() && b.has_storage() && a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl())
           storage = j;
       }
       out_.same_object.push_back(static_cast<int16_t>(object));
@@ -136,14 +135,13 @@ class Builder {
   guards::GuardSet out_;
   std::vector<bool> bound_;
   std::vector<int> scalar_symbols_;  // per leaf: the symbol of a dynamic int or double argument, or -1
-  std::vector<at::Tensor> real_;  // per tensor guard: the tensor it was built from
+  std::vector<at::Tensor> real_;     // per tensor guard: the tensor it was built from
 };
 
 }  // namespace
 
-guards::GuardSet build_guards(const graph::Graph& graph, c10::ArrayRef<detail::Leaf> leaves,
-                              const std::vector<std::string>& leaf_names, const std::vector<uint64_t>& dynamic_dims,
-                              const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges,
+guards::GuardSet build_guards(const graph::Graph& graph, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
+                              const std::vector<uint64_t>& dynamic_dims, const std::vector<std::pair<int64_t, int64_t>>& symbol_ranges,
                               const std::vector<int>& scalar_symbols) {
   return Builder(graph, leaves, leaf_names, symbol_ranges).build(dynamic_dims, scalar_symbols);
 }

@@ -21,12 +21,18 @@ struct ArtifactName {
   Artifact artifact;
 };
 constexpr ArtifactName kArtifacts[] = {
-    {"recompiles", Artifact::kRecompiles},   {"recompiles_verbose", Artifact::kRecompilesVerbose},
-    {"graph_breaks", Artifact::kGraphBreaks}, {"guards", Artifact::kGuards},
-    {"dynamic", Artifact::kDynamic},         {"graph_code", Artifact::kGraphCode},
-    {"output_code", Artifact::kOutputCode},  {"perf_hints", Artifact::kPerfHints},
-    {"fusion", Artifact::kFusion},           {"schedule", Artifact::kSchedule},
-    {"cache", Artifact::kCache},             {"compile_times", Artifact::kCompileTimes},
+    {"recompiles", Artifact::kRecompiles},
+    {"recompiles_verbose", Artifact::kRecompilesVerbose},
+    {"graph_breaks", Artifact::kGraphBreaks},
+    {"guards", Artifact::kGuards},
+    {"dynamic", Artifact::kDynamic},
+    {"graph_code", Artifact::kGraphCode},
+    {"output_code", Artifact::kOutputCode},
+    {"perf_hints", Artifact::kPerfHints},
+    {"fusion", Artifact::kFusion},
+    {"schedule", Artifact::kSchedule},
+    {"cache", Artifact::kCache},
+    {"compile_times", Artifact::kCompileTimes},
     {"passes", Artifact::kPasses},
 };
 
@@ -61,15 +67,14 @@ std::string prefix(char level, std::string_view compile_id, std::string_view art
   localtime_r(&t, &tm);
   std::string_view file = where.file_name();
   if (auto at = file.rfind("lib/"); at != std::string_view::npos) file.remove_prefix(at + 4);
-  std::string p = fmt::format("{}{:02}{:02} {:02}:{:02}:{:02}.{:06} {} {}:{}]", level, tm.tm_mon + 1, tm.tm_mday,
-                              tm.tm_hour, tm.tm_min, tm.tm_sec, usec, getpid(), file, where.line());
+  std::string p = fmt::format("{}{:02}{:02} {:02}:{:02}:{:02}.{:06} {} {}:{}]", level, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                              tm.tm_sec, usec, getpid(), file, where.line());
   if (!compile_id.empty()) p += fmt::format(" [{}]", compile_id);
   if (!artifact.empty()) p += fmt::format(" [__{}]", artifact);
   return p + " ";
 }
 
-void write_lines(char level, std::string_view message, std::string_view compile_id, std::string_view artifact,
-                 std::source_location where) {
+void write_lines(char level, std::string_view message, std::string_view compile_id, std::string_view artifact, std::source_location where) {
   const std::string p = prefix(level, compile_id, artifact, where);
   std::string out;
   size_t start = 0;
@@ -129,10 +134,11 @@ void set_logs(std::string_view spec) {
   if (!invalid.empty()) {
     std::string names;
     for (const auto& n : kArtifacts) names += std::string(names.empty() ? "" : ", ") + n.name;
-    write_lines('W', fmt::format("Invalid log settings: {}, must be a comma separated list of fully qualified module "
-                                 "names, registered log names or registered artifact names.\nValid names: {}, dynamo, "
-                                 "inductor, jitc, all",
-                                 invalid, names),
+    write_lines('W',
+                fmt::format("Invalid log settings: {}, must be a comma separated list of fully qualified module "
+                            "names, registered log names or registered artifact names.\nValid names: {}, dynamo, "
+                            "inductor, jitc, all",
+                            invalid, names),
                 {}, {}, std::source_location::current());
   }
 }

@@ -25,7 +25,7 @@ enum class Artifact {
   kCache,
   kCompileTimes,
   kPasses,  // the graph after each pipeline stage that changed it (pipeline.cpp)
-  kDebug,  // +jitc
+  kDebug,   // +jitc
   kCount
 };
 
@@ -33,11 +33,9 @@ bool log_enabled(Artifact artifact);
 
 void log(Artifact artifact, std::string_view message, std::string_view compile_id = {},
          std::source_location where = std::source_location::current());
-void warn(std::string_view message, std::string_view compile_id = {},
-          std::source_location where = std::source_location::current());
+void warn(std::string_view message, std::string_view compile_id = {}, std::source_location where = std::source_location::current());
 // Always printed, at INFO level: news a user waits on (a long compile), not a problem.
-void info(std::string_view message, std::string_view compile_id = {},
-          std::source_location where = std::source_location::current());
+void info(std::string_view message, std::string_view compile_id = {}, std::source_location where = std::source_location::current());
 
 // Replaces the settings from JITC_LOGS (tests). Unknown names print one warning and are ignored.
 void set_logs(std::string_view spec);

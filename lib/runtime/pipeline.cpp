@@ -166,7 +166,8 @@ PipelineResult run_pipeline(const PipelineRequest& request, CompileTimes& times)
   const Entry& entry = *request.entry;
   std::optional<inductor::TuningShapes> tuning;
   const bool sizes_known = g.num_symbols == 0 || entry.symbol_values.b.size() >= static_cast<size_t>(g.num_symbols);
-  if (request.autotune && sizes_known) tuning = inductor::TuningShapes{&g, g.num_symbols > 0 ? entry.symbol_values.b : std::vector<int64_t>{}};
+  if (request.autotune && sizes_known)
+    tuning = inductor::TuningShapes{&g, g.num_symbols > 0 ? entry.symbol_values.b : std::vector<int64_t>{}};
 
   const CacheLookup cached = find_code(g, request.name, tuning.has_value(), !request.want_assembly, request.compile_id, &times);
   if (cached.code) {
@@ -175,7 +176,8 @@ PipelineResult run_pipeline(const PipelineRequest& request, CompileTimes& times)
     return out;
   }
   inductor::Plan plan = schedule_stage(g, request, times);
-  out.code = ProgramCode::compile(std::move(plan), request.name, request.want_assembly, fits_32_bits(g), tuning ? &*tuning : nullptr, &times);
+  out.code =
+      ProgramCode::compile(std::move(plan), request.name, request.want_assembly, fits_32_bits(g), tuning ? &*tuning : nullptr, &times);
   keep_code(cached, g, out.code, request.name, tuning.has_value(), request.compile_id);
   return out;
 }

@@ -59,7 +59,8 @@ void ProgramCode::link() {
   for (const auto& k : kernels) JITC_INTERNAL_ASSERT(k.loaded != nullptr, "a kernel of the plan belongs to no loaded unit");
 }
 
-at::Tensor Program::allocate(const inductor::Backend& backend, graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
+at::Tensor Program::allocate(const inductor::Backend& backend, graph::ValueId v, const int64_t* symbols,
+                             std::vector<at::Tensor>& pool) const {
   const auto& m = graph_.values[v].meta;
   const auto sizes = evaluate(m.sizes, symbols), strides = evaluate(m.strides, symbols);
   // A value with no elements gets the memory it would span if its empty dims had one element: a kernel
@@ -81,7 +82,8 @@ at::Tensor Program::allocate(const inductor::Backend& backend, graph::ValueId v,
 Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, std::string region)
     : graph_(std::move(graph)), code_(std::move(code)) {
   const auto& units = code_->units;
-  if (std::any_of(units.begin(), units.end(), [](const auto& u) { return u.backend->target().nvtx_ranges; })) nvtx_range_ = std::move(region);
+  if (std::any_of(units.begin(), units.end(), [](const auto& u) { return u.backend->target().nvtx_ranges; }))
+    nvtx_range_ = std::move(region);
 }
 
 void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
@@ -128,7 +130,8 @@ bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::
         break;
       case inductor::Step::Kind::kRelease: {
         at::Tensor t = std::move(values[step.index]);
-        if (t.defined() && t.use_count() == 1 && t.storage().use_count() == 1 && reuses_memory(t.device().type())) pool.push_back(std::move(t));
+        if (t.defined() && t.use_count() == 1 && t.storage().use_count() == 1 && reuses_memory(t.device().type()))
+          pool.push_back(std::move(t));
         break;
       }
     }

@@ -26,7 +26,7 @@ struct ProgramCode {
   struct Unit {
     const inductor::Backend* backend = nullptr;
     c10::Device device{c10::kCPU};
-    std::vector<size_t> kernels;  // their indices in plan.kernels
+    std::vector<size_t> kernels;      // their indices in plan.kernels
     std::string source, source_file;  // as rendered (empty when the code came from the disk cache)
     std::unique_ptr<inductor::Binary> binary;
     std::unique_ptr<inductor::LoadedKernels> loaded;
@@ -42,9 +42,8 @@ struct ProgramCode {
   // jitc::CompileError or UnsupportedError). index32: every tensor of the graph has fewer than 2^31
   // elements whatever its symbols. tuning (mode=max-autotune): kernels keep the fastest of their candidate
   // schedules. times: receives the time of each stage when not null.
-  static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly,
-                                                    bool index32 = false, const inductor::TuningShapes* tuning = nullptr,
-                                                    CompileTimes* times = nullptr);
+  static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly, bool index32 = false,
+                                                    const inductor::TuningShapes* tuning = nullptr, CompileTimes* times = nullptr);
   // Loads code saved by serialize() without generating or compiling anything; nullptr if malformed.
   static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
   std::string serialize() const;
@@ -57,7 +56,7 @@ struct ProgramCode {
   inductor::Plan plan;
   std::vector<Unit> units;
   std::vector<KernelRef> kernels;  // per plan kernel
-  std::string kernel_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
+  std::string kernel_ir;           // for JITC_LOGS=output_code and JITC_DEBUG_DIR
 };
 
 // Thrown by Program::run when a run-time check of a kernel failed (see inductor::ChecksFailed).

@@ -129,7 +129,8 @@ bool fail(std::string* why, std::string reason) {
 bool indices_fit(const inductor::Plan& plan, const graph::Graph& g, std::string* why) {
   const auto value_ok = [&](int64_t v) { return v >= 0 && v < static_cast<int64_t>(g.values.size()); };
   for (const auto& k : plan.kernels) {
-    if (k.buffers.size() != k.kernel.buffers.size()) return fail(why, fmt::format("kernel {} takes another number of buffers", k.kernel.name));
+    if (k.buffers.size() != k.kernel.buffers.size())
+      return fail(why, fmt::format("kernel {} takes another number of buffers", k.kernel.name));
     for (const auto* ids : {&k.buffers, &k.outputs})
       for (auto v : *ids)
         if (!value_ok(v)) return fail(why, fmt::format("kernel {} names value {} of {}", k.kernel.name, v, g.values.size()));
@@ -145,8 +146,8 @@ bool indices_fit(const inductor::Plan& plan, const graph::Graph& g, std::string*
 
 void describe_value(std::string& out, const graph::Graph& g, graph::ValueId v) {
   const auto& m = g.values[v].meta;
-  out += fmt::format(" {}:{} {} {} {} +{}", v, c10::toString(m.dtype), m.device.str(), graph::to_string(m.sizes), graph::to_string(m.strides),
-                     m.storage_offset.to_string());
+  out += fmt::format(" {}:{} {} {} {} +{}", v, c10::toString(m.dtype), m.device.str(), graph::to_string(m.sizes),
+                     graph::to_string(m.strides), m.storage_offset.to_string());
 }
 
 // What `plan` assumes of the graph it runs on: each kernel's signature (buffer dtypes, written or not)
@@ -228,7 +229,8 @@ CacheLookup find_code(const graph::Graph& functional, const std::string& name, b
   out.key = cache::sha256_hex(out.key_text);
   if (!use_cache) return out;
   CompileTimes lookup;  // a hit's whole cost is loading; a miss's lookup is not a stage of its own
-  out.code = timed(&lookup, &CodegenStages::load, [&] { return cached_code(out.key, out.key_text, functional, name, compile_id, out.source); });
+  out.code =
+      timed(&lookup, &CodegenStages::load, [&] { return cached_code(out.key, out.key_text, functional, name, compile_id, out.source); });
   if (out.code && times) times->stages.load += lookup.stages.load;
   return out;
 }

@@ -33,8 +33,8 @@ std::string program_key(const graph::Graph& functional, bool tuned = false);
 // The code for `functional` from memory, else from disk (a disk entry is checked against the graph: a
 // mismatch is a miss with one warning). use_cache false (JITC_DEBUG_DIR, which wants the assembly):
 // only the key. times: a hit's loading time, if not null.
-CacheLookup find_code(const graph::Graph& functional, const std::string& name, bool tuned, bool use_cache,
-                      const std::string& compile_id, CompileTimes* times = nullptr);
+CacheLookup find_code(const graph::Graph& functional, const std::string& name, bool tuned, bool use_cache, const std::string& compile_id,
+                      CompileTimes* times = nullptr);
 // Keeps code compiled after a miss in memory and on disk, and logs the miss with what differs from the
 // nearest entry (the same graph compiled by another jitc, LibTorch, target...).
 void keep_code(const CacheLookup& lookup, const graph::Graph& functional, const std::shared_ptr<const ProgramCode>& code,

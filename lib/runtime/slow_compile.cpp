@@ -22,11 +22,7 @@ void set_slow_compile_threshold(std::chrono::milliseconds threshold) { g_thresho
 // watcher thread waits for the threshold or the end, whichever comes first: one thread per code
 // generation, which happens once per entry and costs far more than starting a thread.
 SlowCompileNotice::SlowCompileNotice(std::string what, size_t ops, std::string id)
-    : what_(std::move(what)),
-      id_(std::move(id)),
-      ops_(ops),
-      started_(std::chrono::steady_clock::now()),
-      threshold_(g_threshold_ms.load()) {
+    : what_(std::move(what)), id_(std::move(id)), ops_(ops), started_(std::chrono::steady_clock::now()), threshold_(g_threshold_ms.load()) {
   if (threshold_.count() == 0) {  // tests: deterministic, no thread
     announce();
     return;
@@ -44,9 +40,7 @@ void SlowCompileNotice::watch() {
 
 void SlowCompileNotice::announce() {
   announced_ = true;
-  info(fmt::format("jitc: generating code for {} ({} ops) is taking more than {:.1f} s", what_, ops_,
-                   threshold_.count() / 1e3),
-       id_);
+  info(fmt::format("jitc: generating code for {} ({} ops) is taking more than {:.1f} s", what_, ops_, threshold_.count() / 1e3), id_);
 }
 
 SlowCompileNotice::~SlowCompileNotice() {

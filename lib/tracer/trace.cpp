@@ -29,8 +29,7 @@ struct StandIns {
   std::vector<detail::Leaf> leaves;
 };
 
-StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leaves,
-                        const std::vector<std::string>& names) {
+StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& names) {
   StandIns s;
   s.tracers.reserve(leaves.size());
   s.leaves.assign(leaves.begin(), leaves.end());
@@ -72,8 +71,8 @@ void install_tracer() {
 
 bool is_tracing() { return TraceSession::current() != nullptr; }
 
-TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves,
-                   const std::vector<std::string>& leaf_names, bool fullgraph) {
+TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
+                   bool fullgraph) {
   install_tracer();
   TraceSession session(fullgraph);
   TraceOutcome outcome;
@@ -84,10 +83,8 @@ TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> l
     try {
       outcome.result = invoker(stand_ins.leaves);
       for (auto& leaf : outcome.result)
-        if (leaf.kind == detail::ResultLeaf::Kind::kTensor)
-          outcome.graph.outputs.push_back(session.bind_output(leaf.tensor));
-        else
-          outcome.graph.outputs.push_back(graph::kNoValue);
+        if (leaf.kind == detail::ResultLeaf::Kind::kTensor) outcome.graph.outputs.push_back(session.bind_output(leaf.tensor));
+        else outcome.graph.outputs.push_back(graph::kNoValue);
     } catch (...) {
       rethrow_as_failure(session);
     }

@@ -13,9 +13,9 @@ namespace jitc::tracer {
 
 struct TraceOutcome {
   graph::Graph graph;
-  detail::ResultLeaves result;    // real tensors, for the caller
+  detail::ResultLeaves result;  // real tensors, for the caller
   std::vector<BreakRecord> breaks;
-  std::string unreplayable;       // non-empty: the result is right but the graph must not be replayed
+  std::string unreplayable;  // non-empty: the result is right but the graph must not be replayed
 };
 
 // Installs the dispatcher fallback on kTracerKey (once per process).
@@ -23,8 +23,8 @@ void install_tracer();
 
 // Throws TraceFailure when the callable cannot be traced; before any exception leaves, writes the trace
 // made to arguments and captured tensors are undone, so the caller can run the callable eagerly.
-TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves,
-                   const std::vector<std::string>& leaf_names, bool fullgraph);
+TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
+                   bool fullgraph);
 
 // True while this thread is tracing (a compiled function called inside another one is inlined).
 bool is_tracing();

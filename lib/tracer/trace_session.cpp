@@ -38,8 +38,7 @@ bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->i
 void check_traceable_result(const at::Tensor& t, const c10::OperatorHandle& op) {
   if (t.layout() != c10::kStrided)
     throw TraceFailure(TraceFailure::Kind::kUntraceable,
-                       fmt::format("{} produced a {} tensor; jitc traces strided tensors only", op_name(op),
-                                   c10::toString(t.layout())));
+                       fmt::format("{} produced a {} tensor; jitc traces strided tensors only", op_name(op), c10::toString(t.layout())));
 }
 
 at::Tensor real_of(const at::Tensor& t) { return as_tracer(t) ? as_tracer(t)->shadow() : t; }
@@ -92,27 +91,21 @@ void check_no_partial_overlap(const c10::OperatorHandle& op, const std::vector<c
   }
 }
 
-bool is_checkable_scalar(const c10::IValue& v) {
-  return v.isBool() || v.isInt() || v.isDouble() || v.isScalar();
-}
+bool is_checkable_scalar(const c10::IValue& v) { return v.isBool() || v.isInt() || v.isDouble() || v.isScalar(); }
 
 }  // namespace
 
 bool is_data_dependent(const c10::OperatorHandle& op) {
-  static const char* const kNames[] = {"aten::item",     "aten::_local_scalar_dense", "aten::is_nonzero",
-                                       "aten::equal",    "aten::allclose",            "aten::nonzero",
-                                       "aten::masked_select", "aten::unique",         "aten::_unique",
-                                       "aten::_unique2", "aten::unique_dim",          "aten::unique_consecutive",
-                                       "aten::tolist"};
+  static const char* const kNames[] = {
+      "aten::item",       "aten::_local_scalar_dense", "aten::is_nonzero", "aten::equal",   "aten::allclose",
+      "aten::nonzero",    "aten::masked_select",       "aten::unique",     "aten::_unique", "aten::_unique2",
+      "aten::unique_dim", "aten::unique_consecutive",  "aten::tolist"};
   const auto& name = op.operator_name().name;
-  if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; }) !=
-      std::end(kNames))
-    return true;
+  if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; }) != std::end(kNames)) return true;
   return op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
 }
 
-TraceSession::TraceSession(bool fullgraph)
-    : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), previous_(t_current) {
+TraceSession::TraceSession(bool fullgraph) : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), previous_(t_current) {
   t_current = this;
 }
 
@@ -151,8 +144,7 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   auto it = captured_current_.find(real.unsafeGetTensorImpl());
   if (it != captured_current_.end()) return it->second;
   if (real.requires_grad() && at::GradMode::is_enabled())
-    throw TraceFailure(TraceFailure::Kind::kGradRequired,
-                       "a captured tensor requires grad while grad mode is on");
+    throw TraceFailure(TraceFailure::Kind::kGradRequired, "a captured tensor requires grad while grad mode is on");
   if (real.layout() != c10::kStrided || real.is_conj() || real.is_neg())
     throw TraceFailure(TraceFailure::Kind::kUntraceable,
                        "a captured tensor is not a plain strided tensor (sparse, conjugate or negative view)");
@@ -165,8 +157,7 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   // Memory the tensor does not own (from_blob) may be changed or freed by the callable after this op;
   // if the tensor turns out to be a temporary of the callable, the graph keeps this copy.
   // Such storage has no allocator (ATen's own tensors always have one).
-  if (real.has_storage() && real.storage().allocator() == nullptr)
-    borrowed_snapshots_.emplace(graph_.inputs.size(), real.clone());
+  if (real.has_storage() && real.storage().allocator() == nullptr) borrowed_snapshots_.emplace(graph_.inputs.size(), real.clone());
   captured_tensors_.emplace_back(graph_.inputs.size(), real);
   graph_.inputs.push_back(std::move(in));
   captured_current_.emplace(real.unsafeGetTensorImpl(), v);
@@ -224,8 +215,7 @@ void TraceSession::before_write(graph::ValueId target) {
   const int32_t storage = graph_.values[target].storage;
   auto it = inputs_by_storage_.find(storage);
   if (it == inputs_by_storage_.end()) return;
-  if (std::find(backed_up_storages_.begin(), backed_up_storages_.end(), storage) != backed_up_storages_.end())
-    return;
+  if (std::find(backed_up_storages_.begin(), backed_up_storages_.end(), storage) != backed_up_storages_.end()) return;
   backed_up_storages_.push_back(storage);
   for (const at::Tensor& input : it->second) backups_.emplace_back(input, input.clone());
 }
@@ -318,20 +308,16 @@ void TraceSession::wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack
   }
 }
 
-void TraceSession::note_break(graph::Node& node, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
-                              size_t begin) {
-  const bool scalar_result = !op.schema().returns().empty() && !stack[begin].isTensor() &&
-                             !stack[begin].isTensorList();
+void TraceSession::note_break(graph::Node& node, const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t begin) {
+  const bool scalar_result = !op.schema().returns().empty() && !stack[begin].isTensor() && !stack[begin].isTensorList();
   if (scalar_result) node.expected = stack[begin];
   const std::string name = op_name(op);
-  breaks_.push_back(
-      scalar_result
-          ? BreakRecord{name, "Data dependent operator",
-                        fmt::format("Operator `{}` has a non-Tensor output whose value is dependent on the data of "
-                                    "Tensor inputs.",
-                                    name)}
-          : BreakRecord{name, "Dynamic shape operator",
-                        fmt::format("Operator `{}`'s output shape depends on input Tensor data.", name)});
+  breaks_.push_back(scalar_result ? BreakRecord{name, "Data dependent operator",
+                                                fmt::format("Operator `{}` has a non-Tensor output whose value is dependent on the data of "
+                                                            "Tensor inputs.",
+                                                            name)}
+                                  : BreakRecord{name, "Dynamic shape operator",
+                                                fmt::format("Operator `{}`'s output shape depends on input Tensor data.", name)});
 }
 
 graph::ValueId TraceSession::bind_output(at::Tensor& result) {
@@ -348,15 +334,15 @@ graph::Graph TraceSession::finish() {
   inputs_by_storage_.clear();
   for (auto& [position, tensor] : captured_tensors_) {
     graph::Input& in = graph_.inputs[position];
-    const bool written = std::find(backed_up_storages_.begin(), backed_up_storages_.end(),
-                                   graph_.values[in.value].storage) != backed_up_storages_.end();
+    const bool written =
+        std::find(backed_up_storages_.begin(), backed_up_storages_.end(), graph_.values[in.value].storage) != backed_up_storages_.end();
     if (tensor.use_count() > 1 + (written ? 1 : 0)) continue;
     if (written) unreplayable_ = "the callable wrote into a tensor it created without an ATen op (from_blob)";
     in.kind = graph::InputKind::kConstant;
     auto snapshot = borrowed_snapshots_.find(position);
     in.constant = snapshot != borrowed_snapshots_.end() ? snapshot->second : tensor;
-    in.captured = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
-        c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>());
+    in.captured =
+        c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>());
   }
   captured_tensors_.clear();
   captured_current_.clear();

@@ -66,8 +66,8 @@ class TraceSession {
   int32_t storage_id(const at::Tensor& real);
   graph::Arg record_arg(c10::IValue& v);
   void before_write(graph::ValueId target);
-  void wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t begin,
-                    const std::vector<c10::IValue>& originals, graph::Node& node);
+  void wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t begin, const std::vector<c10::IValue>& originals,
+                    graph::Node& node);
   void note_break(graph::Node& node, const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t begin);
 
   uint64_t id_;
@@ -77,11 +77,11 @@ class TraceSession {
   std::vector<BreakRecord> breaks_;
   std::unordered_map<const c10::TensorImpl*, graph::ValueId> captured_current_;  // latest version
   std::vector<std::pair<size_t, at::Tensor>> captured_tensors_;                  // (input position, tensor)
-  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;  // input position -> copy made when first seen
+  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;                    // input position -> copy made when first seen
   std::unordered_map<const c10::StorageImpl*, int32_t> storage_ids_;
-  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storage_owners_;  // keep addresses unique
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storage_owners_;   // keep addresses unique
   std::unordered_map<int32_t, std::vector<at::Tensor>> inputs_by_storage_;  // arguments and captured
-  std::vector<std::pair<at::Tensor, at::Tensor>> backups_;                 // (input, copy before write)
+  std::vector<std::pair<at::Tensor, at::Tensor>> backups_;                  // (input, copy before write)
   std::vector<int32_t> backed_up_storages_;
   std::string unreplayable_;
 };

@@ -6,17 +6,13 @@ namespace {
 
 c10::DispatchKeySet tracer_keys(const at::Tensor& shadow) {
   // The real backend key stays, so is_cpu()/is_cuda() and autocast behave as in eager.
-  return c10::DispatchKeySet{c10::computeDispatchKey(shadow.scalar_type(), shadow.layout(), shadow.device()),
-                             kTracerKey};
+  return c10::DispatchKeySet{c10::computeDispatchKey(shadow.scalar_type(), shadow.layout(), shadow.device()), kTracerKey};
 }
 
 }  // namespace
 
 TracerTensorImpl::TracerTensorImpl(at::Tensor shadow, graph::ValueId value, uint64_t session)
-    : c10::TensorImpl(tracer_keys(shadow), shadow.dtype(), shadow.device()),
-      shadow_(std::move(shadow)),
-      value_(value),
-      session_(session) {
+    : c10::TensorImpl(tracer_keys(shadow), shadow.dtype(), shadow.device()), shadow_(std::move(shadow)), value_(value), session_(session) {
   set_storage_access_should_throw();
   sync_metadata();
 }
@@ -31,16 +27,16 @@ void TracerTensorImpl::rebind(graph::ValueId value) {
   sync_metadata();
 }
 
-c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(
-    const c10::VariableVersion& version_counter, bool allow_tensor_metadata_change) const {
+c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(const c10::VariableVersion& version_counter,
+                                                                              bool allow_tensor_metadata_change) const {
   auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
   copy->set_version_counter(version_counter);
   copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);
   return copy;
 }
 
-c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(
-    c10::VariableVersion&& version_counter, bool allow_tensor_metadata_change) const {
+c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(c10::VariableVersion&& version_counter,
+                                                                              bool allow_tensor_metadata_change) const {
   auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
   copy->set_version_counter(std::move(version_counter));
   copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);

@@ -16,7 +16,7 @@ namespace jitc::detail {
 
 }  // namespace jitc::detail
 
-#define JITC_INTERNAL_ASSERT(condition, message)                                                 \
-  do {                                                                                           \
+#define JITC_INTERNAL_ASSERT(condition, message)                                                       \
+  do {                                                                                                 \
     if (!(condition)) ::jitc::detail::internal_assert_failed(__FILE__, __LINE__, #condition, message); \
   } while (false)

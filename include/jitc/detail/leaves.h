@@ -141,7 +141,7 @@ struct ArgReader<std::optional<T>> {
 template <class... Ts>
 struct ArgReader<std::tuple<Ts...>> {
   static std::tuple<Ts...> read(c10::ArrayRef<Leaf> leaves, size_t& pos) {
-    ++pos;  // the arity leaf
+    ++pos;                                                                        // the arity leaf
     return std::tuple<Ts...>{ArgReader<std::decay_t<Ts>>::read(leaves, pos)...};  // braces: left-to-right order
   }
 };
@@ -241,8 +241,7 @@ struct ResultCodec<std::pair<A, B>> {
 };
 template <class T>
 struct FieldsCodec {
-  static_assert(std::is_default_constructible_v<T>,
-                "jitc::compile: a struct result listed in jitc::Fields must be default-constructible");
+  static_assert(std::is_default_constructible_v<T>, "jitc::compile: a struct result listed in jitc::Fields must be default-constructible");
   template <class M>
   using Field = std::decay_t<decltype(std::declval<T&>().*std::declval<M>())>;
 

@@ -31,8 +31,11 @@ struct ForwardPointer<R (C::*)(A...) const> {
 };
 
 // is_base_of accepts an incomplete base: without torch/nn included nothing is a module.
+// clang-format 14 takes the && for a reference.
+// clang-format off
 template <class T>
 constexpr bool is_module_class = std::is_class_v<T> && std::is_base_of_v<torch::nn::Module, T>;
+// clang-format on
 
 template <class M, class = void>
 struct Pointee {
@@ -62,8 +65,8 @@ constexpr ModuleForm module_form() {
 
 // The object whose forward runs.
 template <class F>
-using ModuleImpl = std::conditional_t<module_form<F>() == ModuleForm::kShared,
-                                      std::remove_cv_t<typename Pointee<std::decay_t<F>>::type>, std::decay_t<F>>;
+using ModuleImpl =
+    std::conditional_t<module_form<F>() == ModuleForm::kShared, std::remove_cv_t<typename Pointee<std::decay_t<F>>::type>, std::decay_t<F>>;
 
 template <class Impl, class = void>
 struct HasPlainForward : std::false_type {};
@@ -73,8 +76,7 @@ struct HasPlainForward<Impl, std::void_t<decltype(&Impl::forward)>> : std::true_
 template <class Impl, class = void>
 struct TakesOneTensor : std::false_type {};
 template <class Impl>
-struct TakesOneTensor<Impl, std::void_t<decltype(std::declval<Impl&>().forward(std::declval<const at::Tensor&>()))>>
-    : std::true_type {};
+struct TakesOneTensor<Impl, std::void_t<decltype(std::declval<Impl&>().forward(std::declval<const at::Tensor&>()))>> : std::true_type {};
 
 template <class Impl>
 struct DefaultSignature {

@@ -47,7 +47,6 @@ namespace {
 constexpr const char* kVectorWidth = "\"prefer-vector-width\"=\"512\"";
 }  // namespace
 
-
 // @<name>.body takes a row per tile, @<name>.columns a block of rows side by side.
 std::string Printer::body_function(bool columns) {
   const std::string function = k_.name + (columns ? ".columns" : ".body");
@@ -55,8 +54,8 @@ std::string Printer::body_function(bool columns) {
   std::string params;
   for (size_t b = 0; b < k_.buffers.size(); ++b) params += fmt::format("ptr noalias %buf{}, ", b);
   if (checks_) params += "ptr %status, ";
-  out_ += fmt::format("define internal void @{}({}ptr %syms, i64 %tile_begin, i64 %tile_end) alwaysinline {} {{\n",
-                      function, params, kVectorWidth);
+  out_ += fmt::format("define internal void @{}({}ptr %syms, i64 %tile_begin, i64 %tile_end) alwaysinline {} {{\n", function, params,
+                      kVectorWidth);
   label("entry");
   if (checks_) {  // a failed check sets the flag (an `or` reduction: loops still vectorize)
     line("%checkflag = alloca i1");
@@ -203,8 +202,7 @@ void Printer::row() {
 }
 
 // A loop nest over `vars`; the innermost is bounded by [lo, hi) when given. Calls body() inside.
-void Printer::loop_nest(const std::vector<int>& vars, const std::string& lo, const std::string& hi,
-                        const std::function<void()>& body) {
+void Printer::loop_nest(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
   std::vector<std::string> tails;
   for (size_t d = 0; d < vars.size(); ++d) {
     const bool innermost = d + 1 == vars.size();
@@ -363,7 +361,8 @@ void Printer::accumulate(int r, const std::string& acc, const std::string& nan, 
   const std::string old = fresh("old");
   line(fmt::format("{} = load {}, ptr {}", old, ty, acc));
   if (nan.empty()) return line(fmt::format("store {} {}, ptr {}", ty, combine(e.reduce, vt, old, v), acc));
-  const std::string fn = fmt::format("llvm.{}.{}", e.reduce == ReduceKind::kMax ? "maxnum" : "minnum", vt == ScalarType::Float ? "f32" : "f64");
+  const std::string fn =
+      fmt::format("llvm.{}.{}", e.reduce == ReduceKind::kMax ? "maxnum" : "minnum", vt == ScalarType::Float ? "f32" : "f64");
   declare(fmt::format("{} @{}({}, {})", ty, fn, ty, ty));
   const std::string m = fresh("m"), is_nan = fresh("isnan"), seen = fresh("seen"), any = fresh("any");
   // nnan nsz: NaN is tracked by the flag; what LLVM needs to vectorize the reduction.
@@ -380,11 +379,29 @@ namespace {
 
 bool expensive(ScalarOp op) {
   switch (op) {
-    case ScalarOp::kExp: case ScalarOp::kExp2: case ScalarOp::kExpm1: case ScalarOp::kLog: case ScalarOp::kLog2:
-    case ScalarOp::kLog10: case ScalarOp::kLog1p: case ScalarOp::kSin: case ScalarOp::kCos: case ScalarOp::kTan:
-    case ScalarOp::kAsin: case ScalarOp::kAcos: case ScalarOp::kAtan: case ScalarOp::kSinh: case ScalarOp::kCosh:
-    case ScalarOp::kTanh: case ScalarOp::kAsinh: case ScalarOp::kAcosh: case ScalarOp::kAtanh: case ScalarOp::kErf:
-    case ScalarOp::kErfc: case ScalarOp::kPow: case ScalarOp::kAtan2: return true;
+    case ScalarOp::kExp:
+    case ScalarOp::kExp2:
+    case ScalarOp::kExpm1:
+    case ScalarOp::kLog:
+    case ScalarOp::kLog2:
+    case ScalarOp::kLog10:
+    case ScalarOp::kLog1p:
+    case ScalarOp::kSin:
+    case ScalarOp::kCos:
+    case ScalarOp::kTan:
+    case ScalarOp::kAsin:
+    case ScalarOp::kAcos:
+    case ScalarOp::kAtan:
+    case ScalarOp::kSinh:
+    case ScalarOp::kCosh:
+    case ScalarOp::kTanh:
+    case ScalarOp::kAsinh:
+    case ScalarOp::kAcosh:
+    case ScalarOp::kAtanh:
+    case ScalarOp::kErf:
+    case ScalarOp::kErfc:
+    case ScalarOp::kPow:
+    case ScalarOp::kAtan2: return true;
     default: return false;
   }
 }

@@ -19,7 +19,7 @@ namespace jitc::inductor::llvm_ir {
 
 namespace {
 
-constexpr int64_t kChunk = 256;       // positions of the loop between two rounds of prefetches
+constexpr int64_t kChunk = 256;  // positions of the loop between two rounds of prefetches
 constexpr int64_t kLineBytes = 64;
 constexpr int64_t kMinRowBytes = 1024;  // shorter rows share pages, which the hardware prefetches
 
@@ -78,7 +78,8 @@ void Printer::plan_row_prefetch() {
     if (!analysis.unit_stride(e.a, first[0])) continue;
     const auto step = coefficient(k_, e.a, outer.back());
     if (!step || *step == 0 || !coefficient(k_, e.a, first[0])) continue;
-    const bool seen = std::any_of(prefetch_.begin(), prefetch_.end(), [&](const RowPrefetch& p) { return p.index == e.a && p.buffer == e.buffer; });
+    const bool seen =
+        std::any_of(prefetch_.begin(), prefetch_.end(), [&](const RowPrefetch& p) { return p.index == e.a && p.buffer == e.buffer; });
     if (!seen) prefetch_.push_back({e.buffer, e.a, *step});
   }
   prefetch_first_var_ = first[0];

@@ -24,9 +24,9 @@ namespace jitc::inductor::llvm_ir {
 
 namespace {
 
-constexpr int64_t kMinStagedBytes = 1024;         // shorter rows: a call per row costs more than it saves
-constexpr int64_t kMaxStageBytes = 64 * 1024;     // stack for all stage arrays of a kernel
-constexpr int64_t kStreamingBytes = 8 << 20;      // below this a kernel's output may still be in cache
+constexpr int64_t kMinStagedBytes = 1024;      // shorter rows: a call per row costs more than it saves
+constexpr int64_t kMaxStageBytes = 64 * 1024;  // stack for all stage arrays of a kernel
+constexpr int64_t kStreamingBytes = 8 << 20;   // below this a kernel's output may still be in cache
 
 int64_t element_bytes(ScalarType t) { return static_cast<int64_t>(c10::elementSize(t)); }
 
@@ -93,7 +93,8 @@ void Printer::plan_streaming_stores() {
   }
   if (staged_.empty()) return;
   declare("void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)");
-  declarations_ += fmt::format("define internal void @{}.stream(ptr noalias %dst, ptr noalias %src, i64 %bytes, i1 %streaming) {{\n", k_.name);
+  declarations_ +=
+      fmt::format("define internal void @{}.stream(ptr noalias %dst, ptr noalias %src, i64 %bytes, i1 %streaming) {{\n", k_.name);
   declarations_ += kStreamBody;
 }
 

@@ -113,8 +113,7 @@ std::string Printer::emit(int i) {
   if (load_cached(i)) return name(i);
   const Expr& e = k_.body[i];
   for (int operand : {e.a, e.b, e.c})
-    if (operand >= 0 && !emitted_[operand] && (k_.body[operand].op != ScalarOp::kReduce || !lane_array_[operand].empty()))
-      emit(operand);
+    if (operand >= 0 && !emitted_[operand] && (k_.body[operand].op != ScalarOp::kReduce || !lane_array_[operand].empty())) emit(operand);
   expr(i, e);
   store_if_cached(i);
   return name(i);
@@ -148,9 +147,7 @@ void Printer::expr(int i, const Expr& e) {
   const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
   const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
   switch (e.op) {
-    case ScalarOp::kVar:
-      line(fmt::format("{} = add i64 {}, 0", v, var_value_.at(e.var)));
-      break;
+    case ScalarOp::kVar: line(fmt::format("{} = add i64 {}, 0", v, var_value_.at(e.var))); break;
     case ScalarOp::kSym: {
       const std::string p = fresh("symp");
       line(fmt::format("{} = getelementptr i64, ptr %syms, i64 {}", p, e.var));
@@ -176,9 +173,7 @@ void Printer::expr(int i, const Expr& e) {
         line(fmt::format("{} = bitcast i32 {}.s to float", v, v));
       }
       break;
-    case ScalarOp::kWhere:
-      line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, a, ty, b, ty, name(e.c)));
-      break;
+    case ScalarOp::kWhere: line(fmt::format("{} = select i1 {}, {} {}, {} {}", v, a, ty, b, ty, name(e.c))); break;
     case ScalarOp::kFma: {
       const char* suffix = t == ScalarType::Float ? "f32" : "f64";
       declare(fmt::format("{} @llvm.fma.{}({}, {}, {})", ty, suffix, ty, ty, ty));

@@ -51,9 +51,8 @@ std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& 
     bool usable;
   };
   const Isa isas[] = {{'b', 4, has("sse4.1")}, {'d', 8, has("avx2") && has("fma")}, {'e', 16, has("avx512f") && has("avx512dq")}};
-  static const char* const unary[] = {"sin",  "cos",   "tan",   "asin",  "acos",  "atan",  "sinh", "cosh", "tanh",
-                                      "asinh", "acosh", "atanh", "exp",   "exp2",  "exp10", "expm1", "log", "log2",
-                                      "log10", "log1p", "erf",   "erfc",  "cbrt"};
+  static const char* const unary[] = {"sin", "cos",  "tan",   "asin",  "acos", "atan", "sinh",  "cosh",  "tanh", "asinh", "acosh", "atanh",
+                                      "exp", "exp2", "exp10", "expm1", "log",  "log2", "log10", "log1p", "erf",  "erfc",  "cbrt"};
   static const char* const binary[] = {"pow", "atan2", "hypot"};
   static std::deque<std::string> names;  // VecDesc holds StringRefs
   std::vector<llvm::VecDesc> descs;
@@ -251,7 +250,6 @@ std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const 
   std::lock_guard<std::mutex> lock(jit.mutex);
   return add_object(jit, name, std::move(compiled.optimized_ir), std::move(compiled.assembly), std::move(compiled.object));
 }
-
 
 std::unique_ptr<CpuModule> load_cpu_object(const std::string& object, const std::string& name) {
   auto& jit = Jit::get();

@@ -12,9 +12,9 @@ class CpuModule {
  public:
   virtual ~CpuModule() = default;
   virtual void* symbol(const std::string& name) const = 0;  // throws CompileError if it cannot be linked
-  virtual const std::string& optimized_ir() const = 0;     // after O3, for JITC_LOGS=output_code and tests
-  virtual const std::string& assembly() const = 0;         // empty unless requested (JITC_DEBUG_DIR)
-  virtual const std::string& object() const = 0;           // the relocatable object code (the disk cache)
+  virtual const std::string& optimized_ir() const = 0;      // after O3, for JITC_LOGS=output_code and tests
+  virtual const std::string& assembly() const = 0;          // empty unless requested (JITC_DEBUG_DIR)
+  virtual const std::string& object() const = 0;            // the relocatable object code (the disk cache)
 };
 
 // Throws jitc::CompileError with LLVM's message and the function at fault when the IR does not parse or

@@ -10,7 +10,6 @@
 
 namespace jitc::inductor::llvm_ir {
 
-
 using c10::ScalarType;
 
 bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
@@ -58,7 +57,6 @@ std::string float_literal(double v, ScalarType t) {  // LLVM wants the hex of th
 
 const char* libm_suffix(ScalarType t) { return t == ScalarType::Float ? "f" : ""; }
 
-
 std::string Emitter::fresh(const std::string& stem) { return fmt::format("%{}.{}", stem, counter_++); }
 
 std::string Emitter::declare(const std::string& decl) {
@@ -79,8 +77,8 @@ std::string Emitter::intrinsic(const char* stem, ScalarType t, const std::string
 
 // Round to nearest even, NaN to a quiet NaN: c10::BFloat16's conversion.
 std::string Emitter::to_bfloat16(const std::string& value) {
-  const std::string bits32 = fresh("fb"), lsb = fresh("lsb"), bias = fresh("bias"), sum = fresh("sum"),
-                    high = fresh("hi"), nan = fresh("nan"), pick = fresh("pick"), out = fresh("bf");
+  const std::string bits32 = fresh("fb"), lsb = fresh("lsb"), bias = fresh("bias"), sum = fresh("sum"), high = fresh("hi"),
+                    nan = fresh("nan"), pick = fresh("pick"), out = fresh("bf");
   line(fmt::format("{} = bitcast float {} to i32", bits32, value));
   line(fmt::format("{}.sh = lshr i32 {}, 16", lsb, bits32));
   line(fmt::format("{} = and i32 {}.sh, 1", lsb, lsb));
@@ -93,13 +91,18 @@ std::string Emitter::to_bfloat16(const std::string& value) {
   return out;
 }
 
-
 void Emitter::cast(const std::string& v, const std::string& a, ScalarType from, ScalarType to) {
   const char* fty = compute_type(from);
   const char* tty = compute_type(to);
   if (from == to) {
-    line(fmt::format("{} = {} {} {}, {}", v, is_float(to) ? "fadd" : to == ScalarType::Bool ? "or" : "add", tty, a,
-                     is_float(to) ? "-0.0" : to == ScalarType::Bool ? "false" : "0"));  // x + -0.0 is x, -0.0 included
+    line(fmt::format("{} = {} {} {}, {}", v,
+                     is_float(to)             ? "fadd"
+                     : to == ScalarType::Bool ? "or"
+                                              : "add",
+                     tty, a,
+                     is_float(to)             ? "-0.0"
+                     : to == ScalarType::Bool ? "false"
+                                              : "0"));  // x + -0.0 is x, -0.0 included
   } else if (to == ScalarType::Bool) {
     line(fmt::format("{} = {} {} {}, {}", v, is_float(from) ? "fcmp une" : "icmp ne", fty, a, is_float(from) ? "0.0" : "0"));
   } else if (is_float(from) && is_float(to)) {
@@ -208,8 +211,8 @@ void Emitter::erf_float(const std::string& v, const std::string& a) {
   declare("float @llvm.fma.f32(float, float, float)");
   const std::string num = horner("p", {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
                                        -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02});
-  const std::string den = horner("q", {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-                                       -1.42647390514189e-02});
+  const std::string den =
+      horner("q", {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02});
   line(fmt::format("{}.ratio = fdiv float {}, {}", p, num, den));
   line(fmt::format("{} = fmul float {}.ratio, {}.x", v, p, p));
 }
@@ -272,13 +275,11 @@ void Emitter::libm(const std::string& v, const char* stem, ScalarType t, const s
   line(fmt::format("{} = {}", v, call(fmt::format("{}{}", stem, libm_suffix(t)), t, a)));
 }
 
-
-void Emitter::compare(const std::string& v, ScalarType t, const std::string& a, const std::string& b, const char* fcmp,
-             const char* scmp, const char* ucmp) {
+void Emitter::compare(const std::string& v, ScalarType t, const std::string& a, const std::string& b, const char* fcmp, const char* scmp,
+                      const char* ucmp) {
   if (is_float(t)) line(fmt::format("{} = fcmp {} {} {}, {}", v, fcmp, compute_type(t), a, b));
   else line(fmt::format("{} = icmp {} {} {}, {}", v, is_unsigned(t) ? ucmp : scmp, compute_type(t), a, b));
 }
-
 
 void Emitter::extremum(const std::string& v, ScalarType t, const std::string& a, const std::string& b, bool max) {
   const char* ty = compute_type(t);
@@ -295,7 +296,6 @@ void Emitter::extremum(const std::string& v, ScalarType t, const std::string& a,
   line(fmt::format("{}.n = fadd {} {}, {}", v, ty, a, b));  // NaN when either is
   line(fmt::format("{} = select i1 {}.u, {} {}.n, {} {}.s", v, v, ty, v, ty, v));
 }
-
 
 void Emitter::sign(const std::string& v, ScalarType t, const std::string& a) {
   const char* ty = compute_type(t);
@@ -351,8 +351,8 @@ void Emitter::floor_div(const std::string& v, ScalarType t, const std::string& a
     line(fmt::format("{} = udiv {} {}, {}", v, ty, a, safe_divisor(t, a, b)));
     return;
   }
-  const std::string d = safe_divisor(t, a, b), q = fresh("q"), r = fresh("r"), nz = fresh("nz"), sa = fresh("sa"),
-                    sb = fresh("sb"), diff = fresh("diff"), fix = fresh("fix"), one = fresh("one");
+  const std::string d = safe_divisor(t, a, b), q = fresh("q"), r = fresh("r"), nz = fresh("nz"), sa = fresh("sa"), sb = fresh("sb"),
+                    diff = fresh("diff"), fix = fresh("fix"), one = fresh("one");
   line(fmt::format("{} = sdiv {} {}, {}", q, ty, a, d));
   line(fmt::format("{} = srem {} {}, {}", r, ty, a, d));
   line(fmt::format("{} = icmp ne {} {}, 0", nz, ty, r));
@@ -372,8 +372,8 @@ void Emitter::remainder(const std::string& v, ScalarType t, const std::string& a
     return;
   }
   const std::string d = is_float(t) ? b : safe_divisor(t, a, b);
-  const std::string r = fresh("r"), nz = fresh("nz"), sr = fresh("sr"), sb = fresh("sb"), diff = fresh("diff"),
-                    fix = fresh("fix"), adj = fresh("adj");
+  const std::string r = fresh("r"), nz = fresh("nz"), sr = fresh("sr"), sb = fresh("sb"), diff = fresh("diff"), fix = fresh("fix"),
+                    adj = fresh("adj");
   const bool f = is_float(t);
   line(fmt::format("{} = {} {} {}, {}", r, f ? "frem" : "srem", ty, a, d));
   line(fmt::format("{} = {} {} {}, {}", nz, f ? "fcmp une" : "icmp ne", ty, r, f ? "0.0" : "0"));
@@ -392,8 +392,7 @@ void Emitter::int_pow(const std::string& v, ScalarType t, const std::string& a, 
   line(fmt::format("{} = add {} 1, 0", result, ty));
   const bool unsigned_type = is_unsigned(t);  // every bit of a uint8 exponent counts, and none makes it negative
   for (int bit = 0; bit < bits(t) - (unsigned_type ? 0 : 1) && bit < 63; ++bit) {
-    const std::string low = fresh("lo"), set = fresh("set"), mul = fresh("m"), next = fresh("pw"), sq = fresh("sq"),
-                      sh = fresh("sh");
+    const std::string low = fresh("lo"), set = fresh("set"), mul = fresh("m"), next = fresh("pw"), sq = fresh("sq"), sh = fresh("sh");
     line(fmt::format("{} = and {} {}, 1", low, ty, exponent));
     line(fmt::format("{} = icmp ne {} {}, 0", set, ty, low));
     line(fmt::format("{} = mul {} {}, {}", mul, ty, result, base));
@@ -407,8 +406,8 @@ void Emitter::int_pow(const std::string& v, ScalarType t, const std::string& a, 
     return;
   }
   // A negative exponent: 1 for base 1, +-1 for base -1 (by the exponent's parity), else 0 (ATen's powi).
-  const std::string negative = fresh("negexp"), one = fresh("one"), minus = fresh("minus"), odd = fresh("odd"),
-                    signed_one = fresh("sone"), small = fresh("small"), picked = fresh("picked");
+  const std::string negative = fresh("negexp"), one = fresh("one"), minus = fresh("minus"), odd = fresh("odd"), signed_one = fresh("sone"),
+                    small = fresh("small"), picked = fresh("picked");
   line(fmt::format("{} = icmp slt {} {}, 0", negative, ty, b));
   line(fmt::format("{} = icmp eq {} {}, 1", one, ty, a));
   line(fmt::format("{} = icmp eq {} {}, -1", minus, ty, a));

@@ -34,7 +34,8 @@ class Emitter {
   std::string to_bfloat16(const std::string& value);
   void cast(const std::string& v, const std::string& a, ScalarType from, ScalarType to);
   void libm(const std::string& v, const char* stem, ScalarType t, const std::string& a);
-  void compare(const std::string& v, ScalarType t, const std::string& a, const std::string& b, const char* fcmp, const char* scmp, const char* ucmp);
+  void compare(const std::string& v, ScalarType t, const std::string& a, const std::string& b, const char* fcmp, const char* scmp,
+               const char* ucmp);
   void extremum(const std::string& v, ScalarType t, const std::string& a, const std::string& b, bool max);
   void sign(const std::string& v, ScalarType t, const std::string& a);
   // exp and erf of a float in plain arithmetic (vectorizable), within 2 ulp of expf / 1.5e-7 of erff.

@@ -3,8 +3,8 @@
 // combiners), codegen_cpu_columns.cpp (reductions over outer dims, rows side by side),
 // codegen_cpu_pipeline.cpp (a row's first loop run inside the previous row's element loop),
 // codegen_cpu_prefetch.cpp (prefetch of the next row in row kernels), codegen_cpu_streaming.cpp
-// (non-temporal stores of large outputs) and codegen_cpu_trig.cpp (sin and cos). Internal to lib/inductor: emit_llvm_ir (codegen_cpu.h) is the
-// interface.
+// (non-temporal stores of large outputs) and codegen_cpu_trig.cpp (sin and cos). Internal to lib/inductor: emit_llvm_ir (codegen_cpu.h) is
+// the interface.
 #pragma once
 #include "inductor/kernel_ir.h"
 #include "inductor/cpu/llvm_emitter.h"
@@ -53,7 +53,7 @@ class Printer : private Emitter {
   // emit(i) asks: true when i was loaded from the row cache instead of being computed.
   bool load_cached(int i);
   void store_if_cached(int i);  // after computing i: the first loop computing it keeps it
-  std::string row_position();  // the current loop's position in the row, 0 .. row_elements_ - 1
+  std::string row_position();   // the current loop's position in the row, 0 .. row_elements_ - 1
 
   // ---- prefetch of the next row (codegen_cpu_prefetch.cpp) ---------------------------------------
   void plan_row_prefetch();
@@ -68,7 +68,7 @@ class Printer : private Emitter {
   void reset_carried();
   void pipelined_reduction(int r);
   void pipelined_element_loop();
-  void accumulate_next_row();   // inside the element loop
+  void accumulate_next_row();  // inside the element loop
   void accumulate_row(const std::string& tile, const std::string& position);
 
   // ---- streaming stores of large outputs (codegen_cpu_streaming.cpp) -----------------------------

@@ -7,7 +7,6 @@
 #include <c10/core/Event.h>
 #include <c10/cuda/CUDAStream.h>
 
-
 namespace jitc::runtime {
 
 namespace {
@@ -30,7 +29,8 @@ std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const 
   for (graph::ValueId v : launch.buffers) {
     const auto& m = shapes.graph->values[v].meta;
     buffers.push_back(at::empty_strided(evaluate(m.sizes, symbols), evaluate(m.strides, symbols),
-                                        at::TensorOptions().dtype(m.dtype).device(launch.device)).zero_());
+                                        at::TensorOptions().dtype(m.dtype).device(launch.device))
+                          .zero_());
     pointers.push_back(buffers.back().data_ptr());
   }
 
@@ -39,8 +39,8 @@ std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const 
   auto run = [&](size_t c) {
     const int64_t tiles = inductor::tile_count(launch.kernel, symbols, configs[c]);
     if (tiles > 0)
-      launch_cuda_kernel(functions[c], configs[c].threads, tiles, pointers.data(), pointers.size(), symbols, shapes.graph->num_symbols, stream,
-                       launch.kernel.name);
+      launch_cuda_kernel(functions[c], configs[c].threads, tiles, pointers.data(), pointers.size(), symbols, shapes.graph->num_symbols,
+                         stream, launch.kernel.name);
   };
   std::vector<double> ms;
   for (size_t c = 0; c < functions.size(); ++c) {

@@ -108,8 +108,8 @@ class CudaKernels final : public LoadedKernels {
     const int device = args.device.index();
     void* stream = runtime::current_cuda_stream(device);
     const bool overlap = runtime::supports_programmatic_launch(device);
-    runtime::launch_cuda_kernel(e.function, e.config.threads, tile_count(*e.kernel, args.symbols, e.config), buffers.data(),
-                                buffers.size(), args.symbols, args.num_symbols, stream, e.kernel->name, overlap);
+    runtime::launch_cuda_kernel(e.function, e.config.threads, tile_count(*e.kernel, args.symbols, e.config), buffers.data(), buffers.size(),
+                                args.symbols, args.num_symbols, stream, e.kernel->name, overlap);
     // The final pass launches while the partial pass runs and waits for it inside (griddepcontrol.wait):
     // its launch latency hides behind the partial pass's last blocks.
     runtime::launch_cuda_kernel(e.final_function, e.config.threads, tile_count(*e.kernel, args.symbols, rows_only), buffers.data(),
@@ -212,7 +212,8 @@ class CudaBackend final : public Backend {
     const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
     std::string timings;
     for (size_t i = 0; i < ms.size(); ++i) timings += fmt::format("{}{} {:.4f} ms", i ? ", " : "", describe(c.configs[i]), ms[i]);
-    runtime::log(runtime::Artifact::kPerfHints, fmt::format("AUTOTUNE {}: {} (kept {})", launch.kernel.name, timings, describe(c.configs[best])));
+    runtime::log(runtime::Artifact::kPerfHints,
+                 fmt::format("AUTOTUNE {}: {} (kept {})", launch.kernel.name, timings, describe(c.configs[best])));
     std::swap(c.configs[0], c.configs[best]);
     std::swap(c.names[0], c.names[best]);
   }

@@ -203,7 +203,8 @@ std::string Printer::column_row(const std::string& group) {
 
 // A loop over the product of `vars`' extents (or [lo, hi) of one var), spread over the block (over the
 // threads of a row when rows lie side by side).
-void Printer::block_loop(int loop, const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
+void Printer::block_loop(int loop, const std::vector<int>& vars, const std::string& lo, const std::string& hi,
+                         const std::function<void()>& body) {
   if (items_ > 0 && lo.empty()) return group_ > 1 ? persistent_groups(loop, vars, body) : persistent_loop(vars, body);
   std::string total = "((idx_t)1)";
   for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
@@ -212,7 +213,8 @@ void Printer::block_loop(int loop, const std::vector<int>& vars, const std::stri
     // Unrolled so that several strided loads are in flight per thread.
     const std::string first = fmt::format("{}threadIdx.x / {}", lo.empty() ? "" : lo + " + ", config_.columns);
     line("#pragma unroll 4");
-    line(fmt::format("for (idx_t {0} = {1}; {0} < {2}; {0} += {3}) {{", i, first, lo.empty() ? total : hi, config_.threads / config_.columns));
+    line(fmt::format("for (idx_t {0} = {1}; {0} < {2}; {0} += {3}) {{", i, first, lo.empty() ? total : hi,
+                     config_.threads / config_.columns));
     decompose(vars, i);
   } else if (!lo.empty() && !vector_access_.empty()) {
     return partial_groups(vars, lo, hi, body);
@@ -309,8 +311,7 @@ void Printer::reduction(int r) {
     if (arg)
       line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", ty, e.reduce == ReduceKind::kArgMax, v, at, acc,
                        pos, acc, v, pos, at));
-    else
-      line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));
+    else line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));
   };
   auto saved = emitted_;
   if (phase_ == Phase::kFinal) {
@@ -340,8 +341,8 @@ void Printer::reduction(int r) {
                        positions_offset(), slot, name(r)));
   } else {
     const std::string combined = fresh("combined");
-    line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", ty, combined, scope, types,
-                     acc, ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
+    line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", ty, combined, scope, types, acc,
+                     ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
     line(fmt::format("const {} {} = ({}){};", c_type(e.dtype), name(r), c_type(e.dtype), combined));
     if (phase_ == Phase::kPartial) line(fmt::format("{}*({}*)(workspace + {}) = {};", row_writer(), ty, slot, combined));
   }
@@ -387,9 +388,12 @@ void Printer::expr(int i, const Expr& e) {
   switch (e.op) {
     case ScalarOp::kVar: define(var_value_.at(e.var)); break;
     case ScalarOp::kSym:
-      define(t == ScalarType::Double ? fmt::format("__longlong_as_double(symbols.v[{}])", e.var) : fmt::format("(idx_t)symbols.v[{}]", e.var));
+      define(t == ScalarType::Double ? fmt::format("__longlong_as_double(symbols.v[{}])", e.var)
+                                     : fmt::format("(idx_t)symbols.v[{}]", e.var));
       break;
-    case ScalarOp::kConst: define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue)); break;
+    case ScalarOp::kConst:
+      define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue));
+      break;
     case ScalarOp::kLoad: load(i, e); break;
     case ScalarOp::kStore: store(e); break;
     case ScalarOp::kCheck: line(fmt::format("if (!{}) check_failed();", a)); break;  // a device-side assert, as eager's
@@ -468,8 +472,6 @@ std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, con
   return out;
 }
 
-std::string emit_cuda(const Kernel& kernel, bool index32) {
-  return emit_cuda(kernel, index32, default_cuda_config(kernel), kernel.name);
-}
+std::string emit_cuda(const Kernel& kernel, bool index32) { return emit_cuda(kernel, index32, default_cuda_config(kernel), kernel.name); }
 
 }  // namespace jitc::inductor

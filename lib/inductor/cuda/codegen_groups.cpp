@@ -130,7 +130,8 @@ void Printer::declare_group_arrays(const std::string& dims) {
 // The group's loads into (op kLoad) or stores from its register arrays (v<access><group_slot_>). A
 // persistent row's group lies inside its row: its element-by-element path needs no bounds (NVRTC of
 // layer_norm over rows of 4096 floats: 150 ms with bounds, 125 without, 113 without groups).
-void Printer::move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op) {
+void Printer::move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address,
+                         ScalarOp op) {
   const bool inside = !group_slot_.empty();
   std::string at_once, one_by_one;
   for (size_t j = 0; j < vector_access_.size(); ++j) {
@@ -140,7 +141,8 @@ void Printer::move_group(const std::string& g, const std::string& hi, const std:
     const std::string vector = vector_type(group_bytes(e)), bound = fmt::format("{} + l < {}", g, hi);
     if (op == ScalarOp::kLoad) {
       at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, v, address[j]);
-      one_by_one += inside ? fmt::format("{}[l] = {}[l]; ", v, address[j]) : fmt::format("{}[l] = {} ? {}[l] : ({})0; ", v, bound, address[j], type);
+      one_by_one +=
+          inside ? fmt::format("{}[l] = {}[l]; ", v, address[j]) : fmt::format("{}[l] = {} ? {}[l] : ({})0; ", v, bound, address[j], type);
     } else {
       at_once += fmt::format("*({0}*){1} = *(const {0}*){2}; ", vector, address[j], v);
       one_by_one += fmt::format("{}{}[l] = {}[l]; ", inside ? "" : "if (" + bound + ") ", address[j], v);
@@ -179,7 +181,8 @@ void Printer::plan_persistent_groups() {
   for (int loop = 0; loop < k_.num_reduction_loops; ++loop) loops.emplace_back(loop, k_.loop_vars(loop));
   size_t widest = 0;
   for (const auto& [loop, vars] : loops)
-    for (int i : persistent_group_accesses(loop, vars.back())) widest = std::max(widest, c10::elementSize(k_.buffers[k_.body[i].buffer].dtype));
+    for (int i : persistent_group_accesses(loop, vars.back()))
+      widest = std::max(widest, c10::elementSize(k_.buffers[k_.body[i].buffer].dtype));
   if (widest == 0) return;
   const int group = static_cast<int>(std::min<size_t>(8, 16 / widest));
   for (const auto& [loop, vars] : loops) {
@@ -202,7 +205,8 @@ std::vector<int> Printer::persistent_group_accesses(int loop, int innermost) con
     const bool in_loop = loop == kElementLoop ? placement_.scope[i] == Scope::kElement
                                               : placement_.scope[i] == Scope::kReduction && placement_.loop[i] == loop;
     if (!in_loop || (e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) || !analysis_.unit_stride(e.a, innermost)) continue;
-    if (auto array = register_array_.find(keys[i]); e.op == ScalarOp::kLoad && array != register_array_.end() && filled_.count(array->second))
+    if (auto array = register_array_.find(keys[i]);
+        e.op == ScalarOp::kLoad && array != register_array_.end() && filled_.count(array->second))
       continue;
     out.push_back(static_cast<int>(i));
   }
@@ -281,7 +285,8 @@ void Printer::each_group(const std::vector<int>& vars, int count, const std::str
 // the innermost extent are multiples of group_, so a group is whole and inside one innermost run),
 // kPartialUnroll groups per step, their loads issued together. H100, (x*x).sum() of 8192x4096 floats
 // into 1024 slices (a standalone microbenchmark; RESULTS.md, session 8): one group per step 0.0475 ms, four 0.0461.
-void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body) {
+void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi,
+                             const std::function<void()>& body) {
   constexpr int kPartialUnroll = 4;
   const std::string g = fresh("g");
   line(fmt::format("for (idx_t {0} = {1} + threadIdx.x * {2}; {0} < {3}; {0} += {4}) {{", g, lo, group_, hi,

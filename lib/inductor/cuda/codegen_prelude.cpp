@@ -192,7 +192,6 @@ template <int C, class T> __device__ long long column_arg_reduce(bool max, T v, 
 }
 )";
 
-
 }  // namespace
 
 std::string cuda_prelude() { return kPrelude; }

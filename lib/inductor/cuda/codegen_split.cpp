@@ -37,8 +37,7 @@ void Printer::combine_partials(int r, const std::string& ty, const std::function
   line(fmt::format("#pragma unroll {}", std::min(8, (config_.split + threads_per_row - 1) / threads_per_row)));
   if (config_.columns > 0)  // the threads of a row: every columns-th
     line(fmt::format("for (int {0} = threadIdx.x / {1}; {0} < {2}; {0} += {3}) {{", s, config_.columns, config_.split, threads_per_row));
-  else
-    line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += {2}) {{", s, config_.split, config_.threads));
+  else line(fmt::format("for (int {0} = threadIdx.x; {0} < {1}; {0} += {2}) {{", s, config_.split, config_.threads));
   line(fmt::format("const {} {} = *(const {}*)(workspace + {} + {});", ty, v, ty, slot, s));
   const bool arg = k_.body[r].reduce == ReduceKind::kArgMax || k_.body[r].reduce == ReduceKind::kArgMin;
   fold(v, arg ? fmt::format("workspace[{} + {} + {}]", positions_offset(), slot, s) : "");
@@ -65,17 +64,20 @@ void Printer::welford_reduction(int sum, int squares) {
   } else {  // the final pass: this row's slices (count in the sum's position slot), over all its elements
     int64_t elements = 1;
     for (int v : k_.loop_vars(e.loop)) elements *= k_.body[k_.vars[v].extent].ivalue;
-    line(fmt::format("const Welford<{0}> {1} = combine_slices<{0}, {5}, {6}>(workspace + {2}, workspace + {3} + {2}, workspace + {4}, ({0}){7});",
-                     ty, total, sum_slot, positions_offset(), squares_slot, config_.split, config_.threads, elements));
+    line(fmt::format(
+        "const Welford<{0}> {1} = combine_slices<{0}, {5}, {6}>(workspace + {2}, workspace + {3} + {2}, workspace + {4}, ({0}){7});", ty,
+        total, sum_slot, positions_offset(), squares_slot, config_.split, config_.threads, elements));
   }
   emitted_ = std::move(saved);
   if (phase_ == Phase::kPartial)
-    line(fmt::format("if (threadIdx.x == 0) {{ *({0}*)(workspace + {1}) = {2}.mean; *({0}*)(workspace + {3} + {1}) = {2}.n; "
-                     "*({0}*)(workspace + {4}) = {2}.m2; }}",
-                     ty, sum_slot, total, positions_offset(), squares_slot));
+    line(
+        fmt::format("if (threadIdx.x == 0) {{ *({0}*)(workspace + {1}) = {2}.mean; *({0}*)(workspace + {3} + {1}) = {2}.n; "
+                    "*({0}*)(workspace + {4}) = {2}.m2; }}",
+                    ty, sum_slot, total, positions_offset(), squares_slot));
   if (phase_ == Phase::kFinal) {  // the partial pass prints nothing that reads the row's results
     line(fmt::format("const {} {} = ({})({}.mean * {}.n);", cuda::c_type(e.dtype), name(sum), cuda::c_type(e.dtype), total, total));
-    line(fmt::format("const {} {} = ({}){}.m2;", cuda::c_type(k_.body[squares].dtype), name(squares), cuda::c_type(k_.body[squares].dtype), total));
+    line(fmt::format("const {} {} = ({}){}.m2;", cuda::c_type(k_.body[squares].dtype), name(squares), cuda::c_type(k_.body[squares].dtype),
+                     total));
   }
   emitted_[sum] = emitted_[squares] = true;
 }

@@ -100,15 +100,15 @@ struct Api {
 Api& nvrtc_api() {
   Api& api = Api::get();
   if (!api.create || !api.compile || !api.cubin || !api.ptx)
-    throw UnsupportedError("jitc: NVRTC could not be loaded (libnvrtc.so.13/.12 not found); CUDA graphs need the CUDA toolkit's "
-                       "libnvrtc on the library path");
+    throw UnsupportedError(
+        "jitc: NVRTC could not be loaded (libnvrtc.so.13/.12 not found); CUDA graphs need the CUDA toolkit's "
+        "libnvrtc on the library path");
   return api;
 }
 
 Api& driver_api() {
   Api& api = Api::get();
-  if (!api.load || !api.launch || !api.get_function)
-    throw RuntimeError("jitc: the CUDA driver (libcuda.so.1) could not be loaded");
+  if (!api.load || !api.launch || !api.get_function) throw RuntimeError("jitc: the CUDA driver (libcuda.so.1) could not be loaded");
   return api;
 }
 
@@ -157,8 +157,7 @@ std::string cuda_arch(int device) {
   Api& api = driver_api();
   CUdevice d;
   int major = 0, minor = 0;
-  if (api.device(&d, device) != CUDA_SUCCESS ||
-      api.attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) != CUDA_SUCCESS ||
+  if (api.device(&d, device) != CUDA_SUCCESS || api.attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) != CUDA_SUCCESS ||
       api.attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) != CUDA_SUCCESS)
     throw RuntimeError(fmt::format("jitc: cannot read the compute capability of CUDA device {}", device));
   return fmt::format("sm_{}{}", major, minor);
@@ -305,8 +304,8 @@ std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sour
   const auto supported = supported_archs();
   std::optional<CudaTarget> target;
   if (supported && !(target = choose_cuda_target(arch, *supported)))
-    throw CompileError(fmt::format("jitc: NVRTC {} cannot compile for {}: the oldest architecture it supports is sm_{}",
-                                   nvrtc_version(), arch, *std::min_element(supported->begin(), supported->end())));
+    throw CompileError(fmt::format("jitc: NVRTC {} cannot compile for {}: the oldest architecture it supports is sm_{}", nvrtc_version(),
+                                   arch, *std::min_element(supported->begin(), supported->end())));
   std::vector<std::string> images(sources.size());
   std::vector<std::exception_ptr> errors(sources.size());
   std::atomic<size_t> next{0};
@@ -314,8 +313,8 @@ std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sour
     for (size_t i; (i = next++) < sources.size();) {
       const std::string unit = sources.size() > 1 ? name + "/" + sources[i].name : name;
       try {
-        images[i] = target ? nvrtc_compile(sources[i].source, unit, target->arch, target->cubin)
-                           : compile_unlisted(sources[i].source, unit, arch);
+        images[i] =
+            target ? nvrtc_compile(sources[i].source, unit, target->arch, target->cubin) : compile_unlisted(sources[i].source, unit, arch);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -336,12 +335,10 @@ std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const
   return load_cuda_modules(compile_cuda_images({{name, source}}, name, device), name, device);
 }
 
-void* current_cuda_stream(int device) {
-  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
-}
+void* current_cuda_stream(int device) { return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream(); }
 
-void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers,
-                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name, bool overlap_previous) {
+void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers, const int64_t* symbols,
+                        int num_symbols, void* stream, const std::string& name, bool overlap_previous) {
   // Parameters by value: the Buffers struct (pointers), the Symbols struct (16 values), the tile count.
   c10::SmallVector<void*, 32> pointers(buffers, buffers + num_buffers);
   if (pointers.empty()) pointers.push_back(nullptr);

@@ -17,8 +17,8 @@ namespace jitc::runtime {
 class CudaModule {
  public:
   virtual ~CudaModule() = default;
-  virtual void* function(const std::string& name) const = 0;      // a CUfunction
-  virtual const std::vector<std::string>& images() const = 0;     // what was loaded (the disk cache)
+  virtual void* function(const std::string& name) const = 0;   // a CUfunction
+  virtual const std::vector<std::string>& images() const = 0;  // what was loaded (the disk cache)
 };
 
 bool nvrtc_available();  // libnvrtc could be loaded
@@ -77,8 +77,7 @@ void launch_cuda(void* function, int64_t grid, int block, void** args, void* str
 // (cuOccupancyMaxActiveBlocksPerMultiprocessor x SMs, tiles looped over) measured slower in session 5:
 // (sin+cos).relu 92% of the roofline -> 85 / 88 / 91%, softmax 95% -> 87 / 89 / 92%, x.sum(0) and
 // (x*x).mean() unchanged. A block per tile keeps more independent loads in flight.
-void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers,
-                        const int64_t* symbols, int num_symbols, void* stream, const std::string& name,
-                        bool overlap_previous = false);
+void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers, const int64_t* symbols,
+                        int num_symbols, void* stream, const std::string& name, bool overlap_previous = false);
 
 }  // namespace jitc::runtime

@@ -66,7 +66,8 @@ class Printer {
   void plan_vector_groups();
   void vector_groups(int var, const std::string& lo, const std::string& hi);
   int groups_per_thread() const;
-  void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address, ScalarOp op);
+  void move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address,
+                  ScalarOp op);
   // The group's first address per vector access, `whole` (`inside` and every address aligned for a
   // group-wide access) and the group's loads into its register arrays; returns the addresses.
   // `whole` becomes "true" when every group is known to be whole and aligned.
@@ -113,25 +114,25 @@ class Printer {
   std::map<int, int> sincos_partner_;  // sin <-> cos of the same value
   // persistent rows
   int64_t row_elements_ = 0;
-  int items_ = 0;                     // positions per thread; 0: rows are looped over
-  std::map<int, int> register_array_; // positional key of a load -> its register array
-  std::set<int> filled_;              // register arrays a loop printed so far fills
-  std::string lane_;                  // the unrolled position inside a persistent loop
+  int items_ = 0;                      // positions per thread; 0: rows are looped over
+  std::map<int, int> register_array_;  // positional key of a load -> its register array
+  std::set<int> filled_;               // register arrays a loop printed so far fills
+  std::string lane_;                   // the unrolled position inside a persistent loop
   // split reductions
   Phase phase_;
-  std::string split_row_, slice_;     // the row's flat index; the partial pass's slice of it
+  std::string split_row_, slice_;       // the row's flat index; the partial pass's slice of it
   std::map<int, int> welford_squares_;  // a variance's sum of squared deviations -> its sum (split only)
   // rows side by side
-  std::string live_;                  // this thread's row exists (empty: one row per block)
+  std::string live_;  // this thread's row exists (empty: one row per block)
   // vector groups
-  std::vector<int> vector_access_;    // contiguous loads and stores of the element loop (of the partial
-                                      // pass's reduction loop being printed, in a split kernel)
-  int group_ = 1;                     // elements per group
-  int group_var_ = -1;                // the variable whose consecutive values a group holds
-  bool whole_groups_ = false;         // pointwise: the element loop's extent is a multiple of the group
-  std::string group_lane_;            // the element inside a group while its body is printed
-  std::string group_slot_;            // persistent rows: the group's register arrays ("[k]")
-  std::string group_live_;            // that element is inside the tile
+  std::vector<int> vector_access_;  // contiguous loads and stores of the element loop (of the partial
+                                    // pass's reduction loop being printed, in a split kernel)
+  int group_ = 1;                   // elements per group
+  int group_var_ = -1;              // the variable whose consecutive values a group holds
+  bool whole_groups_ = false;       // pointwise: the element loop's extent is a multiple of the group
+  std::string group_lane_;          // the element inside a group while its body is printed
+  std::string group_slot_;          // persistent rows: the group's register arrays ("[k]")
+  std::string group_live_;          // that element is inside the tile
   std::unordered_map<int, std::string> var_value_;
   std::string out_, tiles_per_row_;
   int counter_ = 0;

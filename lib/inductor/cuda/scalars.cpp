@@ -136,11 +136,10 @@ std::string value_of(const Expr& e, const std::string& ty, const std::string& a,
   const bool f = is_float(t);
   if (const char* fn = math_name(e.op); fn && f) return fmt::format("{}{}({})", fn, t == ScalarType::Float ? "f" : "", a);
   switch (e.op) {
-    case ScalarOp::kCast:
-      return t == ScalarType::Bool ? fmt::format("({} != 0)", a) : fmt::format("({})({})", ty, a);
+    case ScalarOp::kCast: return t == ScalarType::Bool ? fmt::format("({} != 0)", a) : fmt::format("({})({})", ty, a);
     case ScalarOp::kRoundTo:
       return static_cast<ScalarType>(e.ivalue) == ScalarType::Half ? fmt::format("half_to_float(float_to_half({}))", a)
-                                                                 : fmt::format("bf16_to_float(float_to_bf16({}))", a);
+                                                                   : fmt::format("bf16_to_float(float_to_bf16({}))", a);
     case ScalarOp::kWhere: return fmt::format("{} ? {} : {}", a, b, c);
     case ScalarOp::kFma: return fmt::format("{}({}, {}, {})", t == ScalarType::Float ? "fmaf" : "fma", a, b, c);
     case ScalarOp::kNeg: return t == ScalarType::Bool ? a : fmt::format("({})(-{})", ty, a);
@@ -187,8 +186,8 @@ std::vector<bool> index_expressions(const Kernel& k) {
     bool from_indices = true;
     for (int operand : {e.a, e.b, e.c}) from_indices = from_indices && (operand < 0 || index[operand]);
     const bool leaf = e.op == ScalarOp::kVar || e.op == ScalarOp::kSym || e.op == ScalarOp::kConst;
-    const bool arithmetic = e.op == ScalarOp::kAdd || e.op == ScalarOp::kSub || e.op == ScalarOp::kMul ||
-                            e.op == ScalarOp::kDiv || e.op == ScalarOp::kRem || e.op == ScalarOp::kMax || e.op == ScalarOp::kMin;
+    const bool arithmetic = e.op == ScalarOp::kAdd || e.op == ScalarOp::kSub || e.op == ScalarOp::kMul || e.op == ScalarOp::kDiv ||
+                            e.op == ScalarOp::kRem || e.op == ScalarOp::kMax || e.op == ScalarOp::kMin;
     index[i] = leaf || (arithmetic && from_indices);
   }
   return index;

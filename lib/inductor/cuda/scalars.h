@@ -7,16 +7,16 @@
 
 namespace jitc::inductor::cuda {
 
-bool is_float(c10::ScalarType t);     // float or double
-bool is_unsigned(c10::ScalarType t);  // uint8 or bool
+bool is_float(c10::ScalarType t);             // float or double
+bool is_unsigned(c10::ScalarType t);          // uint8 or bool
 const char* c_type(c10::ScalarType t);        // the type a value computes in
 const char* storage_type(c10::ScalarType t);  // the type a buffer holds (half/bf16 as raw bits)
 const char* vector_type(size_t bytes);        // a type that moves `bytes` bytes in one access
 std::string literal(double v, c10::ScalarType t);
-int bits(c10::ScalarType t);  // of an integer type
+int bits(c10::ScalarType t);                               // of an integer type
 std::string identity(ReduceKind kind, c10::ScalarType t);  // a reduction's starting value
-const char* combiner(ReduceKind kind);  // how two partial results `a` and `b` combine
-const char* math_name(ScalarOp op);     // the CUDA math function of a unary op, or nullptr
+const char* combiner(ReduceKind kind);                     // how two partial results `a` and `b` combine
+const char* math_name(ScalarOp op);                        // the CUDA math function of a unary op, or nullptr
 // The C expression of a math, conversion, comparison or bitwise op of operands named a, b, c, computed
 // in C type `ty` (throws std::invalid_argument for an op no CUDA kernel computes).
 std::string value_of(const Expr& e, const std::string& ty, const std::string& a, const std::string& b, const std::string& c);
