@@ -55,6 +55,18 @@ struct ChecksFailed {
   std::string kernel;
 };
 
+// A kernel's schedule: the decisions its backend made for it (block size and tile, rows side by side,
+// split reductions, pipelined rows, prefetch, streaming stores...) as named integers, in the order the
+// backend gives them. JITC_LOGS=schedule prints it, the cached code keeps it, tests read it without
+// parsing generated code.
+struct Schedule {
+  std::vector<std::pair<std::string, int64_t>> decisions;
+
+  Schedule& set(const std::string& name, int64_t value);
+  int64_t get(const std::string& name) const;  // 0 when not decided
+  std::string text() const;                    // "threads 256, tile 4096": the decisions that are not 0
+};
+
 struct RenderOptions {
   std::string name;      // the program's, for messages and file names
   bool index32 = false;  // every tensor has fewer than 2^31 elements whatever its symbols
@@ -70,8 +82,9 @@ struct CompileOptions {
 // What render makes of a program's kernels on one backend. Backends extend it with what compile needs.
 struct Source {
   virtual ~Source() = default;
-  std::string text;  // the whole source as printed: JITC_LOGS=output_code, JITC_DEBUG_DIR
-  std::string file;  // its file name under JITC_DEBUG_DIR ("kernels.ll", "kernels.cu")
+  std::string text;                 // the whole source as printed: JITC_LOGS=output_code, JITC_DEBUG_DIR
+  std::string file;                 // its file name under JITC_DEBUG_DIR ("kernels.ll", "kernels.cu")
+  std::vector<Schedule> schedules;  // per kernel, as rendered
 };
 
 // A named text for people (optimized IR, assembly), written under JITC_DEBUG_DIR.
@@ -84,6 +97,7 @@ struct Artifact {
 struct Binary {
   virtual ~Binary() = default;
   virtual std::string serialize() const = 0;
+  std::vector<Schedule> schedules;  // per kernel, as compiled (and tuned); the cache keeps them beside the bytes
   std::vector<Artifact> artifacts;  // not serialized
 };
 

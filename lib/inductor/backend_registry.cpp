@@ -1,8 +1,9 @@
 // The registry of backends: adding one is a folder (lib/inductor/<name>/, defining <name>_backend())
-// and one line of JITC_BACKENDS.
+// and one line of JITC_BACKENDS. Also what every backend shares: Schedule, the default allocate.
 #include "inductor/backend.h"
 
 #include <ATen/ops/empty_strided.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -16,6 +17,25 @@ namespace jitc::inductor {
 #define JITC_DECLARE_BACKEND(name) const Backend& name##_backend();
 JITC_BACKENDS(JITC_DECLARE_BACKEND)
 #undef JITC_DECLARE_BACKEND
+
+Schedule& Schedule::set(const std::string& name, int64_t value) {
+  auto it = std::find_if(decisions.begin(), decisions.end(), [&](const auto& d) { return d.first == name; });
+  if (it == decisions.end()) decisions.emplace_back(name, value);
+  else it->second = value;
+  return *this;
+}
+
+int64_t Schedule::get(const std::string& name) const {
+  auto it = std::find_if(decisions.begin(), decisions.end(), [&](const auto& d) { return d.first == name; });
+  return it == decisions.end() ? 0 : it->second;
+}
+
+std::string Schedule::text() const {
+  std::string out;
+  for (const auto& [name, value] : decisions)
+    if (value != 0) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, value);
+  return out.empty() ? "defaults" : out;
+}
 
 at::Tensor Backend::allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device device) const {
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(dtype).device(device));

@@ -99,6 +99,16 @@ std::string extern_summary(const std::vector<std::string>& extern_reasons) {
   return text;
 }
 
+// Each kernel's schedule as its backend decided it (and max-autotune chose), one line per kernel.
+std::string schedules_text(const runtime::ProgramCode& code) {
+  std::string text;
+  for (const auto& unit : code.units)
+    for (size_t i = 0; i < unit.kernels.size(); ++i)
+      text += fmt::format("\n  {} ({} schedule): {}", code.plan.kernels[unit.kernels[i]].kernel.name, unit.backend->target().name,
+                          unit.binary->schedules[i].text());
+  return text;
+}
+
 // torch.compile's modes that use cudagraph trees.
 bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune; }
 
@@ -140,7 +150,9 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     if (const std::string externs = extern_summary(obtained.code->plan.extern_reasons); !externs.empty())
       runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: extern: {}", module_name, externs), id);
     if (runtime::log_enabled(runtime::Artifact::kSchedule))
-      runtime::log(runtime::Artifact::kSchedule, fmt::format("Schedule of {}: {}", name_, inductor::plan_text(obtained.code->plan, g)), id);
+      runtime::log(runtime::Artifact::kSchedule,
+                   fmt::format("Schedule of {}: {}{}", name_, inductor::plan_text(obtained.code->plan, g), schedules_text(*obtained.code)),
+                   id);
     const graph::Graph functional = debug_dir.empty() ? graph::Graph() : g;
     auto program = std::make_shared<runtime::Program>(std::move(g), obtained.code, runtime::compiled_region_name(name_, id));
     if (!debug_dir.empty()) dump_artifacts(debug_dir, module_name, entry.graph, functional, *program);

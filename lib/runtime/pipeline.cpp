@@ -27,6 +27,7 @@
 #include "runtime/env.h"
 #include "runtime/log.h"
 
+#include <jitc/detail/internal_assert.h>
 #include <jitc/errors.h>
 
 #include <fmt/format.h>
@@ -138,6 +139,7 @@ void build_unit(ProgramCode& code, ProgramCode::Unit& unit, const inductor::Rend
   unit.source = source->text;
   unit.source_file = source->file;
   unit.binary = timed(times, backend.target().compile_stage, [&] { return backend.compile(*source, options); });
+  JITC_INTERNAL_ASSERT(unit.binary->schedules.size() == kernels.size(), "a backend's binary lacks a schedule per kernel");
   unit.loaded = timed(times, &CodegenStages::load, [&] { return backend.load(*unit.binary, kernels, options); });
   if (!tuning) return;
   timed(times, &CodegenStages::autotune, [&] { backend.tune(*unit.binary, *unit.loaded, kernels, *tuning); });

@@ -1,5 +1,6 @@
 // ProgramCode as a cache payload: its plan (kernels as inductor/kernel_serial.h writes them, steps), its
-// kernel IR, and per backend unit the backend's name, device, kernels, source and binary bytes.
+// kernel IR, and per backend unit the backend's name, device, kernels, source, binary bytes and each
+// kernel's schedule.
 // deserialize() loads each binary through its backend without generating or compiling anything.
 #include "runtime/program.h"
 
@@ -59,12 +60,36 @@ inductor::Plan read_plan(Reader& r) {
   return plan;
 }
 
+void write_schedules(Writer& w, const std::vector<inductor::Schedule>& schedules) {
+  w.number(static_cast<int64_t>(schedules.size()));
+  for (const auto& s : schedules) {
+    w.number(static_cast<int64_t>(s.decisions.size()));
+    for (const auto& [name, value] : s.decisions) {
+      w.text(name);
+      w.number(value);
+    }
+  }
+}
+
+std::vector<inductor::Schedule> read_schedules(Reader& r) {
+  std::vector<inductor::Schedule> schedules;
+  for (int64_t n = r.number(); n > 0; --n) {
+    inductor::Schedule& s = schedules.emplace_back();
+    for (int64_t d = r.number(); d > 0; --d) {
+      std::string name = r.text();
+      s.set(name, r.number());
+    }
+  }
+  return schedules;
+}
+
 // A unit as read, before its backend loads it.
 struct StoredUnit {
   std::string backend;
   c10::Device device{c10::kCPU};
   std::vector<size_t> kernels;
   std::string source, source_file, binary;
+  std::vector<inductor::Schedule> schedules;
 };
 
 StoredUnit read_unit(Reader& r, size_t num_kernels) {
@@ -79,6 +104,8 @@ StoredUnit read_unit(Reader& r, size_t num_kernels) {
   u.source_file = r.text();
   u.source = r.text();
   u.binary = r.text();
+  u.schedules = read_schedules(r);
+  if (u.schedules.size() != u.kernels.size()) throw std::runtime_error("a unit's schedules do not match its kernels");
   return u;
 }
 
@@ -98,6 +125,7 @@ std::string ProgramCode::serialize() const {
     w.text(u.source_file);
     w.text(u.source);
     w.text(u.binary->serialize());
+    write_schedules(w, u.binary->schedules);
   }
   return w.take();
 }
@@ -124,6 +152,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::deserialize(const std::string& p
     u.source_file = std::move(s.source_file);
     u.binary = u.backend->deserialize(s.binary);
     if (!u.binary) return nullptr;
+    u.binary->schedules = std::move(s.schedules);
     u.loaded = u.backend->load(*u.binary, code->launches(u), {.name = name, .want_assembly = false, .device = u.device});
     if (!u.loaded) return nullptr;
     code->units.push_back(std::move(u));

@@ -103,3 +103,71 @@ TEST_CASE("null backend: a malformed binary is refused, not loaded", "[backends]
   CHECK(null_backend().deserialize("") != nullptr);
   CHECK(null_backend().deserialize("7 garbage") == nullptr);
 }
+
+namespace {
+
+// Each kernel's schedule as `backend` renders the kernels of f traced on `args` (no compiler needed).
+template <class F, class... Args>
+std::vector<jitc::inductor::Schedule> rendered_schedules(const jitc::inductor::Backend& backend, F f, const Args&... args) {
+  auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(jitc::testing::trace_of(f, args...).graph));
+  const auto plan = jitc::inductor::schedule(g, "sched", {});
+  std::vector<const jitc::inductor::KernelLaunch*> kernels;
+  for (const auto& k : plan.kernels) kernels.push_back(&k);
+  return backend.render(kernels, {.name = "sched"})->schedules;
+}
+
+at::Tensor meta(at::IntArrayRef sizes) { return at::empty(sizes, at::device(at::kMeta)); }
+
+}  // namespace
+
+TEST_CASE("schedules: the CUDA heuristics' choices, read without a GPU through the null backend", "[backends]") {
+  const auto& null = null_backend();
+  // Rows of one long row each: split over blocks. Columns (a reduction over the outer dim): rows side by side.
+  const auto whole = rendered_schedules(null, [](const at::Tensor& x) { return (x * x).sum(); }, meta({8192, 4096}));
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].get("split") > 1);
+  const auto columns = rendered_schedules(null, [](const at::Tensor& x) { return x.sum(0); }, meta({8192, 4096}));
+  REQUIRE(columns.size() == 1);
+  CHECK(columns[0].get("columns") > 0);
+  const auto rows = rendered_schedules(null, [](const at::Tensor& x) { return at::softmax(x, -1); }, meta({512, 4096}));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].get("threads") >= 32);
+  CHECK(rows[0].get("columns") == 0);
+  CHECK(rows[0].get("split") == 0);
+  CHECK(rows[0].text().find("threads ") == 0);
+}
+
+TEST_CASE("schedules: the CPU printer's decisions, as data", "[backends]") {
+  const auto& cpu = *jitc::inductor::backend_for(c10::DeviceType::CPU);
+  const auto norm = rendered_schedules(cpu, [](const at::Tensor& x) { return at::layer_norm(x, {x.size(-1)}); }, at::randn({64, 4096}));
+  REQUIRE(norm.size() == 1);
+  CHECK(norm[0].get("pipelined_reductions") > 0);  // its first loop runs inside the previous row's element loop
+  CHECK(norm[0].get("rows_side_by_side") == 0);
+  const auto softmax = rendered_schedules(cpu, [](const at::Tensor& x) { return at::softmax(x, -1); }, at::randn({64, 4096}));
+  REQUIRE(softmax.size() == 1);
+  CHECK(softmax[0].get("prefetched_loads") > 0);
+  CHECK(softmax[0].get("row_cache_arrays") > 0);  // exp(x - max), summed and then scaled
+  const auto columns = rendered_schedules(cpu, [](const at::Tensor& x) { return x.sum(0); }, at::randn({4096, 512}));
+  REQUIRE(columns.size() == 1);
+  CHECK(columns[0].get("rows_side_by_side") > 0);
+  const auto pointwise = rendered_schedules(cpu, [](const at::Tensor& x) { return x.sin() + 1; }, at::randn({64, 4096}));
+  REQUIRE(pointwise.size() == 1);
+  CHECK(pointwise[0].get("tile") > 0);
+}
+
+TEST_CASE("schedules: JITC_LOGS=schedule prints each kernel's, and the cached code keeps them", "[backends]") {
+  jitc::testing::LogCapture logs("schedule");
+  auto f = jitc::compile([](const at::Tensor& x) { return x.sum(0) + 1; });
+  f(meta({4096, 512}));
+  f(meta({4096, 512}));
+  CHECK(logs.contains("(null schedule): threads "));
+  CHECK(logs.contains(", columns "));
+  auto column_sums = [](const at::Tensor& x) { return x.sum(0); };
+  auto g = jitc::graph::eliminate_common_subexpressions(
+      jitc::graph::eliminate_dead_code(jitc::testing::trace_of(column_sums, meta({4096, 512})).graph));
+  const auto code = meta_code(g);
+  const auto reloaded = jitc::runtime::ProgramCode::deserialize(code->serialize(), "meta");
+  REQUIRE(reloaded);
+  CHECK(reloaded->units[0].binary->schedules[0].decisions == code->units[0].binary->schedules[0].decisions);
+  CHECK(code->units[0].binary->schedules[0].get("columns") > 0);
+}

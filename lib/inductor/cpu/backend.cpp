@@ -53,12 +53,12 @@ std::string link_ir(const std::vector<std::string>& kernels) {
   return declarations + bodies;
 }
 
-// A kernel's LLVM IR. A failure names the kernel and its ops.
-std::string kernel_ir(const KernelLaunch& launch) {
+// A kernel's LLVM IR and the printer's decisions. A failure names the kernel and its ops.
+std::string kernel_ir(const KernelLaunch& launch, Schedule& schedule) {
   std::string ir;
   try {
     if (failure_injected("codegen", launch.ops)) throw CompileError(kInjectedFailure);
-    ir = emit_llvm_ir(launch.kernel);
+    ir = emit_llvm_ir(launch.kernel, &schedule);
   } catch (const std::exception& e) {
     throw CompileError(fmt::format("generating kernel {} ({}) failed: {}", launch.kernel.name, fmt::join(launch.ops, ", "), e.what()));
   }
@@ -133,7 +133,7 @@ class CpuBackend final : public Backend {
     auto source = std::make_unique<CpuSource>();
     std::vector<std::string> irs;
     for (const KernelLaunch* k : kernels) {
-      irs.push_back(kernel_ir(*k));
+      irs.push_back(kernel_ir(*k, source->schedules.emplace_back()));
       source->kernels.emplace_back(k->kernel.name, fmt::format("{}", fmt::join(k->ops, ", ")));
     }
     source->text = link_ir(irs);
@@ -150,6 +150,7 @@ class CpuBackend final : public Backend {
     }
     auto binary = std::make_unique<CpuBinary>();
     binary->object = std::move(compiled.object);
+    binary->schedules = source.schedules;
     binary->artifacts = {{"kernels.opt.ll", std::move(compiled.optimized_ir)}, {"kernels.s", std::move(compiled.assembly)}};
     return binary;
   }

@@ -34,6 +34,13 @@ std::string Printer::run() {
   plan_row_pipeline();
   plan_row_prefetch();
   plan_streaming_stores();
+  schedule_.set("tile", k_.tile)
+      .set("rows_side_by_side", lanes_)
+      .set("row_cache_arrays", static_cast<int64_t>(row_cache_.size()))
+      .set("pipelined_reductions", static_cast<int64_t>(pipelined_.size()))
+      .set("prefetched_loads", static_cast<int64_t>(prefetch_.size()))
+      .set("streamed_stores", static_cast<int64_t>(staged_.size()))
+      .set("fast_sin_cos", fast_trig_planned() ? 1 : 0);
   std::string bodies;
   if (lanes_ == 0 || guarded_) bodies += body_function(false);
   if (lanes_ > 0) bodies += body_function(true);
@@ -492,6 +499,11 @@ void Printer::store_if_cached(int i) {
 
 }  // namespace llvm_ir
 
-std::string emit_llvm_ir(const Kernel& kernel) { return llvm_ir::Printer(kernel).run(); }
+std::string emit_llvm_ir(const Kernel& kernel, Schedule* schedule) {
+  llvm_ir::Printer printer(kernel);
+  std::string ir = printer.run();
+  if (schedule) *schedule = printer.schedule();
+  return ir;
+}
 
 }  // namespace jitc::inductor

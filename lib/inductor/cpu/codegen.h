@@ -1,6 +1,7 @@
-// The CPU code generator: kernel IR -> LLVM IR text (see codegen_cpu.cpp for the kernel ABI). Only
-// lib/inductor/cpu/jit.cpp parses and compiles it; this folder never includes LLVM headers.
+// The CPU code generator: kernel IR -> LLVM IR text (see codegen.cpp for the kernel ABI). Only jit.cpp
+// parses and compiles it; no other file includes LLVM headers.
 #pragma once
+#include "inductor/backend.h"
 #include "inductor/kernel_ir.h"
 
 #include <string>
@@ -9,6 +10,8 @@ namespace jitc::inductor {
 
 // Functions: `void <name>(ptr buffers, ptr symbols, i64 tile_begin, i64 tile_end)` and
 // `i64 <name>.tiles(ptr symbols)`. Throws std::invalid_argument for a kernel it cannot print.
-std::string emit_llvm_ir(const Kernel& kernel);
+// `schedule`, when given, receives what the printer decided: elements per tile, rows side by side, row
+// cache arrays, pipelined reductions, prefetched loads, streamed stores, fast sin/cos.
+std::string emit_llvm_ir(const Kernel& kernel, Schedule* schedule = nullptr);
 
 }  // namespace jitc::inductor

@@ -1,13 +1,13 @@
-// The CPU code generator's printer, shared by its files: codegen_cpu.cpp (functions, rows, loops,
-// reductions one row at a time), cpu_expressions.cpp (scalar expressions, loads, stores, reduction
-// combiners), codegen_cpu_columns.cpp (reductions over outer dims, rows side by side),
-// codegen_cpu_pipeline.cpp (a row's first loop run inside the previous row's element loop),
-// codegen_cpu_prefetch.cpp (prefetch of the next row in row kernels), codegen_cpu_streaming.cpp
-// (non-temporal stores of large outputs) and codegen_cpu_trig.cpp (sin and cos). Internal to lib/inductor: emit_llvm_ir (codegen_cpu.h) is
-// the interface.
+// The CPU code generator's printer, shared by its files: codegen.cpp (functions, rows, loops, reductions
+// one row at a time), expressions.cpp (scalar expressions, loads, stores, reduction combiners),
+// codegen_columns.cpp (reductions over outer dims, rows side by side), codegen_pipeline.cpp (a row's
+// first loop run inside the previous row's element loop), codegen_prefetch.cpp (prefetch of the next row
+// in row kernels), codegen_streaming.cpp (non-temporal stores of large outputs) and codegen_trig.cpp (sin
+// and cos). Internal to this folder: emit_llvm_ir (codegen.h) is the interface.
 #pragma once
-#include "inductor/kernel_ir.h"
+#include "inductor/backend.h"
 #include "inductor/cpu/llvm_emitter.h"
+#include "inductor/kernel_ir.h"
 #include "inductor/placement.h"
 
 #include <functional>
@@ -21,6 +21,7 @@ class Printer : private Emitter {
  public:
   explicit Printer(const Kernel& k);
   std::string run();
+  const Schedule& schedule() const { return schedule_; }  // what run() decided
 
  private:
   // ---- functions and rows (codegen_cpu.cpp) ------------------------------------------------------
@@ -128,6 +129,7 @@ class Printer : private Emitter {
   void store_lane(const std::string& slot, const char* type, const std::string& value);
 
   const Kernel& k_;
+  Schedule schedule_;
   const bool checks_;  // the kernel has kCheck expressions: it takes a status word
   std::vector<Scope> scope_;
   std::vector<int> loop_of_;

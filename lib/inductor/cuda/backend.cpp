@@ -146,6 +146,7 @@ class CudaBackend final : public Backend {
           source->units.push_back({f.name, prelude + f.source});
         }
       }
+      source->schedules.push_back(cuda_schedule(c.configs.front()));
       source->candidates.push_back(std::move(c));
     }
     return source;
@@ -156,6 +157,7 @@ class CudaBackend final : public Backend {
     auto binary = std::make_unique<CudaBinary>();
     binary->images = runtime::compile_cuda_images(units.units, options.name, options.device.index());
     binary->candidates = units.candidates;
+    binary->schedules = units.schedules;
     return binary;
   }
 
@@ -189,7 +191,10 @@ class CudaBackend final : public Backend {
   void tune(Binary& binary, const LoadedKernels& loaded, const std::vector<const KernelLaunch*>& kernels,
             const TuningShapes& shapes) const override {
     auto& b = static_cast<CudaBinary&>(binary);
-    for (size_t k = 0; k < kernels.size(); ++k) keep_fastest(b.candidates[k], static_cast<const CudaKernels&>(loaded), *kernels[k], shapes);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      keep_fastest(b.candidates[k], static_cast<const CudaKernels&>(loaded), *kernels[k], shapes);
+      b.schedules[k] = cuda_schedule(b.candidates[k].configs.front());
+    }
   }
 
   at::Tensor allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device device) const override {

@@ -1,6 +1,7 @@
 // The CUDA code generator: kernel IR -> CUDA C source for NVRTC (see codegen_cuda.cpp for the mapping
 // of rows, reductions and element loops onto thread blocks). lib/runtime compiles and launches it.
 #pragma once
+#include "inductor/backend.h"
 #include "inductor/kernel_ir.h"
 
 #include <cstdint>
@@ -28,6 +29,8 @@ struct CudaConfig {
 // side in memory (x.sum(0)) 1024 threads over 64 bytes' worth of rows (see column_width), or split over
 // blocks, 256 threads over 128 bytes' worth (column_split_width).
 CudaConfig default_cuda_config(const Kernel& kernel);
+// A configuration as a Schedule (threads, tile, columns, split), for logs, the cache and tests.
+Schedule cuda_schedule(const CudaConfig& config);
 // What mode=max-autotune measures: the heuristic's choice first, then 2-3 other block (and tile) sizes.
 std::vector<CudaConfig> cuda_config_candidates(const Kernel& kernel);
 

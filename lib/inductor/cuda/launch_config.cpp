@@ -148,6 +148,11 @@ int64_t split_workspace_slots(const Kernel& k, const CudaConfig& config) {
   return 2 * reduction_count(k) * std::max<int64_t>(1, constant_elements(k, k.outer_vars())) * config.split;
 }
 
+Schedule cuda_schedule(const CudaConfig& config) {
+  Schedule s;
+  return s.set("threads", config.threads).set("tile", config.tile).set("columns", config.columns).set("split", config.split);
+}
+
 CudaConfig default_cuda_config(const Kernel& kernel) {
   if (const int split = split_count(kernel))
     return column_width(kernel) > 0 ? CudaConfig{kColumnSplitThreads, 0, column_split_width(kernel), split} : CudaConfig{512, 0, 0, split};

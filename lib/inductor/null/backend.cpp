@@ -30,11 +30,19 @@ class NullBackend final : public Backend {
     auto source = std::make_unique<Source>();
     source->text = cuda_prelude();
     source->file = "kernels.cu";
-    for (const KernelLaunch* k : kernels) source->text += emit_cuda(k->kernel, options.index32);
+    for (const KernelLaunch* k : kernels) {
+      const CudaConfig config = default_cuda_config(k->kernel);
+      source->text += emit_cuda(k->kernel, options.index32, config, k->kernel.name);
+      source->schedules.push_back(cuda_schedule(config));
+    }
     return source;
   }
 
-  std::unique_ptr<Binary> compile(const Source&, const CompileOptions&) const override { return std::make_unique<NullBinary>(); }
+  std::unique_ptr<Binary> compile(const Source& source, const CompileOptions&) const override {
+    auto binary = std::make_unique<NullBinary>();
+    binary->schedules = source.schedules;
+    return binary;
+  }
 
   std::unique_ptr<Binary> deserialize(const std::string& bytes) const override {
     return bytes.empty() ? std::make_unique<NullBinary>() : nullptr;
