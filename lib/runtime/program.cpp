@@ -9,6 +9,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <algorithm>
+#include <array>
 
 namespace jitc::runtime {
 
@@ -39,9 +40,16 @@ at::Tensor aligned_copy(const at::Tensor& t) {
   return t.as_strided({span}, {1}).clone().as_strided(t.sizes(), t.strides(), 0);
 }
 
+// Whether a released tensor on `device` may serve a later output (the backend's Target says), read from
+// a table made once: every release step asks.
 bool reuses_memory(c10::DeviceType device) {
-  const inductor::Backend* backend = inductor::backend_for(device);
-  return backend && backend->target().reuses_released_buffers;
+  static const auto table = [] {
+    std::array<bool, static_cast<size_t>(c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES)> reuses{};
+    for (const inductor::Backend* b : inductor::backends())
+      reuses[static_cast<size_t>(b->target().device)] = b->target().reuses_released_buffers;
+    return reuses;
+  }();
+  return table[static_cast<size_t>(device)];
 }
 
 }  // namespace
@@ -55,7 +63,8 @@ std::vector<const inductor::KernelLaunch*> ProgramCode::launches(const Unit& uni
 void ProgramCode::link() {
   kernels.assign(plan.kernels.size(), {});
   for (const auto& unit : units)
-    for (size_t i = 0; i < unit.kernels.size(); ++i) kernels.at(unit.kernels[i]) = {unit.loaded.get(), i, unit.backend};
+    for (size_t i = 0; i < unit.kernels.size(); ++i)
+      kernels.at(unit.kernels[i]) = {unit.loaded.get(), i, unit.backend, unit.backend->target().buffer_alignment};
   for (const auto& k : kernels) JITC_INTERNAL_ASSERT(k.loaded != nullptr, "a kernel of the plan belongs to no loaded unit");
 }
 
@@ -89,7 +98,6 @@ Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, st
 void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
   const auto& launch = code_->plan.kernels[k];
   const ProgramCode::KernelRef& ref = code_->kernels[k];
-  const inductor::Target& target = ref.backend->target();
   for (graph::ValueId v : launch.outputs) values[v] = allocate(*ref.backend, v, symbols, pool);
   c10::SmallVector<void*, 16> pointers;
   c10::SmallVector<at::Tensor, 2> copies;  // aligned copies of misaligned inputs, alive until launched
@@ -97,7 +105,7 @@ void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_
   for (size_t b = 0; b < launch.buffers.size(); ++b) {
     const at::Tensor& t = values[launch.buffers[b]];
     void* pointer = element_zero(t);
-    if (reinterpret_cast<uintptr_t>(pointer) % target.buffer_alignment != 0) {
+    if (reinterpret_cast<uintptr_t>(pointer) % ref.alignment != 0) {
       JITC_INTERNAL_ASSERT(!launch.kernel.buffers[b].written, "an output buffer of a kernel is not aligned as its backend requires");
       pointer = copies.emplace_back(aligned_copy(t)).data_ptr();
     }

@@ -36,6 +36,7 @@ struct ProgramCode {
     const inductor::LoadedKernels* loaded = nullptr;
     size_t index = 0;  // among its unit's kernels
     const inductor::Backend* backend = nullptr;
+    size_t alignment = 1;  // its target's buffer_alignment, read on every launch
   };
 
   // Renders, compiles and loads every kernel of `plan` on its device's backend (pipeline.cpp; throws

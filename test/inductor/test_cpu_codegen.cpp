@@ -194,7 +194,7 @@ TEST_CASE("pointwise kernels over merged and unmerged dims match eager", "[induc
   check_parity("expanded rows", [](const at::Tensor& x, const at::Tensor& y) { return x + y.expand({2, 3, 5, 6}); }, x, at::randn({1, 3, 5, 6}));
 }
 
-// Outputs of 8 MiB and more leave through streaming stores (codegen_cpu_streaming.cpp): rows and tiles
+// Outputs of 8 MiB and more leave through streaming stores (cpu/codegen_streaming.cpp): rows and tiles
 // staged on the stack, 64-byte non-temporal stores where the output row is 64-byte aligned, memcpy where it
 // is not (rows of 1001 floats: one row in 16 starts on a line) and for the rest of a row.
 TEST_CASE("kernels with large outputs match eager through streaming stores", "[inductor][cpu]") {
@@ -211,7 +211,7 @@ TEST_CASE("kernels with large outputs match eager through streaming stores", "[i
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1).t().contiguous(); }, x) == "");
 }
 
-// Row kernels against eager, pipelined ones (codegen_cpu_pipeline.cpp: layer_norm, var) among those that
+// Row kernels against eager, pipelined ones (cpu/codegen_pipeline.cpp: layer_norm, var) among those that
 // are not (softmax, a max first): many tile ranges (each one's first row from the prologue), a single
 // row, rows that do not fill the last chunk, NaN and -inf in some rows (nothing may leak into the next
 // row), a row kernel with one loop (RMSNorm), and several dtypes. bfloat16

@@ -78,7 +78,7 @@ TEST_CASE("softmax computes exp once per element: the element loop reads it from
 // Rows of 4 KB: the second loop runs in chunks of 256 positions, each first prefetching the next row's
 // (16 cache lines), and still vectorizes. Rows of 128 bytes (the golden softmax) take no prefetches.
 TEST_CASE("row kernels prefetch the next row during their second loop", "[inductor][cpu]") {
-  // An argmax first loop keeps the row from being pipelined (codegen_cpu_pipeline.cpp): it prefetches.
+  // An argmax first loop keeps the row from being pipelined (cpu/codegen_pipeline.cpp): it prefetches.
   auto softmax = [](const at::Tensor& x) { return x * x.argmax(-1, true); };
   const auto long_rows = kernels_of(softmax, at::randn({4, 1024})), short_rows = kernels_of(softmax, at::randn({4, 32}));
   REQUIRE(long_rows.size() == 1);

@@ -105,10 +105,13 @@ class CpuKernels final : public LoadedKernels {
     const int64_t tiles = e.tiles(args.symbols);
     if (tiles <= 0) return;
     const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, args.largest_buffer / tiles));
-    std::atomic<int32_t> status{0};  // set by a failed check (an index out of range, a division by zero)
-    c10::SmallVector<void*, 16> buffers(args.buffers, args.buffers + args.num_buffers);
-    if (e.checks) buffers.push_back(&status);
-    void* const* pointers = buffers.data();
+    std::atomic<int32_t> status{0};           // set by a failed check (an index out of range, a division by zero)
+    c10::SmallVector<void*, 16> with_status;  // a kernel with checks takes the status word after its buffers
+    if (e.checks) {
+      with_status.assign(args.buffers, args.buffers + args.num_buffers);
+      with_status.push_back(&status);
+    }
+    void* const* pointers = e.checks ? with_status.data() : args.buffers;
     const int64_t* symbols = args.symbols;
     runtime::parallel_for(tiles, grain, [&](int64_t begin, int64_t end) { e.run(pointers, symbols, begin, end); });
     if (status.load(std::memory_order_relaxed) != 0) throw ChecksFailed{e.name};

@@ -5,7 +5,7 @@
 // The body is a private function taking each buffer as a `noalias` pointer: outputs are fresh
 // allocations, so no store can alias a load, and the vectorizer needs no runtime alias checks.
 // Reductions over outer dims (x.sum(0)) take blocks of rows side by side instead: @<name>.columns, see
-// codegen_cpu_columns.cpp; where the block width depends on a symbol's value, the wrapper picks one of
+// cpu/codegen_columns.cpp; where the block width depends on a symbol's value, the wrapper picks one of
 // the two bodies at run time.
 #include "inductor/cpu/codegen.h"
 

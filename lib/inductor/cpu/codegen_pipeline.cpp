@@ -8,7 +8,7 @@
 // each of three runs. Softmax (a max with its NaN flag first, then exp) and RMSNorm (one reduction loop)
 // were not faster (softmax 1463-2244 against 1496-1959, RMSNorm 1791-2962 against 1620-2684), so rows
 // need two reduction loops and a first loop without max/min to be pipelined; the rest keep the
-// next-row prefetch (codegen_cpu_prefetch.cpp).
+// next-row prefetch (cpu/codegen_prefetch.cpp).
 #include "inductor/cpu/printer.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Software prefetch of the next row in row kernels that are not pipelined (softmax, rms_norm: a row read
-// by several loops; codegen_cpu_pipeline.cpp takes layer_norm). Each 4 KB row of a [4096, 1024] float
+// by several loops; cpu/codegen_pipeline.cpp takes layer_norm). Each 4 KB row of a [4096, 1024] float
 // tensor starts on a new page, where the hardware prefetchers stop, so each row's first loop waited on
 // memory while the later, compute-heavy loops left it idle. The row's second loop now runs in chunks;
 // before each chunk it prefetches the same positions of the next row's first-loop loads. (A hand-written
@@ -58,7 +58,7 @@ std::optional<int64_t> coefficient(const Kernel& k, int e, int v) {
 // element loop) runs.
 void Printer::plan_row_prefetch() {
   const auto outer = k_.outer_vars();
-  // Pipelined rows read the next row in the element loop already (codegen_cpu_pipeline.cpp).
+  // Pipelined rows read the next row in the element loop already (cpu/codegen_pipeline.cpp).
   if (k_.tile > 0 || lanes_ > 0 || k_.num_reduction_loops == 0 || outer.empty() || !pipelined_.empty()) return;
   const auto first = k_.loop_vars(0);
   if (first.size() != 1) return;

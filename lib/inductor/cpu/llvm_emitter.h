@@ -1,4 +1,4 @@
-// llvm_ir::Emitter: writes LLVM IR text for the CPU code generator (codegen_cpu.cpp): lines, labels,
+// llvm_ir::Emitter: writes LLVM IR text for the CPU code generator (cpu/codegen.cpp): lines, labels,
 // fresh names and declarations, and the scalar operations that take more than one instruction: NaN-aware
 // max/min, Python's division and remainder, integer pow, conversions and bfloat16 rounding, exp and erf
 // in plain arithmetic (so that loops calling them vectorize).

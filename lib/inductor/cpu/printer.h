@@ -24,7 +24,7 @@ class Printer : private Emitter {
   const Schedule& schedule() const { return schedule_; }  // what run() decided
 
  private:
-  // ---- functions and rows (codegen_cpu.cpp) ------------------------------------------------------
+  // ---- functions and rows (cpu/codegen.cpp) ------------------------------------------------------
   std::string body_function(bool columns);
   std::string wrapper();
   std::string tiles_function();
@@ -45,7 +45,7 @@ class Printer : private Emitter {
   // One step of reduction r (not argmax/argmin): value `v` combined into accumulator `acc` (and `nan`).
   void accumulate(int r, const std::string& acc, const std::string& nan, const std::string& v);
 
-  // ---- values a row's later loops reuse (codegen_cpu.cpp) ----------------------------------------
+  // ---- values a row's later loops reuse (cpu/codegen.cpp) ----------------------------------------
   // An expensive value (exp, erf, ...) that a later loop of the row computes again at the same position
   // (softmax's exp(x - max), summed by one loop and scaled by the element loop) is stored by the first
   // loop that computes it into a row-sized array on the stack and loaded by the later ones.
@@ -56,13 +56,13 @@ class Printer : private Emitter {
   void store_if_cached(int i);  // after computing i: the first loop computing it keeps it
   std::string row_position();   // the current loop's position in the row, 0 .. row_elements_ - 1
 
-  // ---- prefetch of the next row (codegen_cpu_prefetch.cpp) ---------------------------------------
+  // ---- prefetch of the next row (cpu/codegen_prefetch.cpp) ---------------------------------------
   void plan_row_prefetch();
   // The loop nest of reduction loop `loop` (kElementLoop: the element loop) over `vars`.
   void pass_loop(int loop, const std::vector<int>& vars, const std::function<void()>& body);
   void prefetch_next_row(const std::string& position);
 
-  // ---- pipelined rows (codegen_cpu_pipeline.cpp) ---------------------------------------------------
+  // ---- pipelined rows (cpu/codegen_pipeline.cpp) ---------------------------------------------------
   void plan_row_pipeline();
   bool pipelined(int r) const;  // reduction r's result is carried over from the previous row
   void pipeline_prologue();     // entry block: the carried accumulators, filled with the range's first row
@@ -72,14 +72,14 @@ class Printer : private Emitter {
   void accumulate_next_row();  // inside the element loop
   void accumulate_row(const std::string& tile, const std::string& position);
 
-  // ---- streaming stores of large outputs (codegen_cpu_streaming.cpp) -----------------------------
+  // ---- streaming stores of large outputs (cpu/codegen_streaming.cpp) -----------------------------
   void plan_streaming_stores();
   void stage_allocas();
   std::string stage_address(const Expr& e);  // empty: the store goes straight to its buffer
   void flush_staged(const std::string& lo, const std::string& hi);
   void fence_streaming_stores();
 
-  // ---- sin and cos in the element loop (codegen_cpu_trig.cpp) -------------------------------------
+  // ---- sin and cos in the element loop (cpu/codegen_trig.cpp) -------------------------------------
   bool begin_fast_trig();
   bool fast_trig_planned() const;  // float sin or cos in the element loop, and no buffer read and written
   bool stores_into_a_read_buffer() const;
@@ -87,10 +87,10 @@ class Printer : private Emitter {
   bool fast_trig_applies(const Expr& e) const;
   void fast_trig(const std::string& v, const Expr& e);
 
-  // ---- expressions (cpu_expressions.cpp) ----------------------------------------------------------
+  // ---- expressions (cpu/expressions.cpp) ----------------------------------------------------------
   // The name of expression e: entry values have one name; the others carry the current context's suffix,
   // so that a value computed once per lane loop (rows side by side) gets a name per loop, and element
-  // values also the element loop's (its second pass, codegen_cpu_trig.cpp).
+  // values also the element loop's (its second pass, cpu/codegen_trig.cpp).
   std::string name(int e) const;
   std::string emit(int i);
   // The values of `exprs` where variable `var` takes `value`, emitted in a context of their own (the
@@ -107,7 +107,7 @@ class Printer : private Emitter {
   std::string combine(ReduceKind kind, ScalarType t, const std::string& acc, const std::string& v);
   std::string better(bool max, ScalarType t, const std::string& v, const std::string& acc);
 
-  // ---- rows side by side (codegen_cpu_columns.cpp) -----------------------------------------------
+  // ---- rows side by side (cpu/codegen_columns.cpp) -----------------------------------------------
   int column_lanes();
   void find_kept_row_values();
   std::string columns_guard();

@@ -69,14 +69,24 @@ class CudaKernels final : public LoadedKernels {
     CudaConfig config;
     void* function = nullptr;        // a CUfunction
     void* final_function = nullptr;  // split reductions: the pass that combines a row's slices
+    TileFormula tiles;               // of the launch (a split kernel's partial pass)
+    TileFormula final_tiles;         // a split kernel's final pass: one tile per row
+    std::string final_name;          // its name in launch errors
   };
 
   CudaKernels(std::unique_ptr<runtime::CudaModule> module, const CudaBinary& binary, const std::vector<const KernelLaunch*>& kernels)
       : module_(std::move(module)) {
     for (size_t k = 0; k < kernels.size(); ++k) {
       Entry e{&kernels[k]->kernel, binary.candidates[k].configs.front(), module_->function(binary.candidates[k].names.front())};
-      if (e.config.split > 0) e.final_function = module_->function(binary.candidates[k].names.front() + "_final");
-      entries_.push_back(e);
+      e.tiles = tile_formula(*e.kernel, e.config);
+      if (e.config.split > 0) {
+        e.final_function = module_->function(binary.candidates[k].names.front() + "_final");
+        CudaConfig rows_only = e.config;
+        rows_only.split = 0;
+        e.final_tiles = tile_formula(*e.kernel, rows_only);
+        e.final_name = e.kernel->name + "_final";
+      }
+      entries_.push_back(std::move(e));
     }
   }
 
@@ -87,7 +97,7 @@ class CudaKernels final : public LoadedKernels {
     const Entry& e = entries_[index];
     const runtime::NvtxRange range(e.kernel->name.c_str());
     if (e.config.split > 0) return launch_split(e, args);
-    const int64_t tiles = tile_count(*e.kernel, args.symbols, e.config);
+    const int64_t tiles = evaluate_tiles(*e.kernel, e.tiles, args.symbols);
     if (tiles <= 0) return;
     const int device = args.device.index();
     runtime::launch_cuda_kernel(e.function, e.config.threads, tiles, args.buffers, args.num_buffers, args.symbols, args.num_symbols,
@@ -103,17 +113,15 @@ class CudaKernels final : public LoadedKernels {
     const at::Tensor workspace = at::detail::empty_strided_cuda({split_workspace_slots(*e.kernel, e.config)}, {1}, at::kLong, args.device);
     c10::SmallVector<void*, 16> buffers(args.buffers, args.buffers + args.num_buffers);
     buffers.push_back(workspace.data_ptr());
-    CudaConfig rows_only = e.config;
-    rows_only.split = 0;
     const int device = args.device.index();
     void* stream = runtime::current_cuda_stream(device);
     const bool overlap = runtime::supports_programmatic_launch(device);
-    runtime::launch_cuda_kernel(e.function, e.config.threads, tile_count(*e.kernel, args.symbols, e.config), buffers.data(), buffers.size(),
-                                args.symbols, args.num_symbols, stream, e.kernel->name, overlap);
+    runtime::launch_cuda_kernel(e.function, e.config.threads, evaluate_tiles(*e.kernel, e.tiles, args.symbols), buffers.data(),
+                                buffers.size(), args.symbols, args.num_symbols, stream, e.kernel->name, overlap);
     // The final pass launches while the partial pass runs and waits for it inside (griddepcontrol.wait):
     // its launch latency hides behind the partial pass's last blocks.
-    runtime::launch_cuda_kernel(e.final_function, e.config.threads, tile_count(*e.kernel, args.symbols, rows_only), buffers.data(),
-                                buffers.size(), args.symbols, args.num_symbols, stream, e.kernel->name + "_final", overlap);
+    runtime::launch_cuda_kernel(e.final_function, e.config.threads, evaluate_tiles(*e.kernel, e.final_tiles, args.symbols), buffers.data(),
+                                buffers.size(), args.symbols, args.num_symbols, stream, e.final_name, overlap);
   }
 
   std::unique_ptr<runtime::CudaModule> module_;

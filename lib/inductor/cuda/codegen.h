@@ -1,4 +1,4 @@
-// The CUDA code generator: kernel IR -> CUDA C source for NVRTC (see codegen_cuda.cpp for the mapping
+// The CUDA code generator: kernel IR -> CUDA C source for NVRTC (see cuda/codegen.cpp for the mapping
 // of rows, reductions and element loops onto thread blocks). lib/runtime compiles and launches it.
 #pragma once
 #include "inductor/backend.h"
@@ -54,6 +54,16 @@ std::string cuda_prelude();
 // The number of tiles (thread blocks' worth of work) of a kernel at these symbol values, printed with
 // this configuration.
 int64_t tile_count(const Kernel& kernel, const int64_t* symbols, const CudaConfig& config);
+// tile_count's formula read from the kernel IR once (the launcher keeps it), then evaluated per launch
+// without reading the IR's loop structure again or allocating.
+struct TileFormula {
+  std::vector<int> outer_extents;  // size expressions of the outer vars, multiplied
+  int columns = 0, split = 0;      // the configuration's
+  int64_t tile = 0;                // tiled pointwise kernels: elements per tile of the inner extent
+  int inner_extent = -1;
+};
+TileFormula tile_formula(const Kernel& kernel, const CudaConfig& config);
+int64_t evaluate_tiles(const Kernel& kernel, const TileFormula& formula, const int64_t* symbols);
 // An int64 size expression of the kernel (constants, symbols, + - *) at these symbol values.
 int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
 

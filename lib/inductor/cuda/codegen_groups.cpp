@@ -1,4 +1,4 @@
-// Vector groups (see codegen_cuda.cpp's header comment): 16 bytes' worth of consecutive elements per
+// Vector groups (see cuda/codegen.cpp's header comment): 16 bytes' worth of consecutive elements per
 // thread in pointwise kernels' element loops and in the split partial pass's reduction loops.
 #include "inductor/cuda/printer.h"
 #include "inductor/cuda/scalars.h"

@@ -211,18 +211,30 @@ int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {
   }
 }
 
-int64_t tile_count(const Kernel& k, const int64_t* symbols, const CudaConfig& config) {
+TileFormula tile_formula(const Kernel& k, const CudaConfig& config) {
+  TileFormula f;
+  for (int v : k.outer_vars()) f.outer_extents.push_back(k.vars[v].extent);
+  f.columns = config.columns;
+  f.split = config.split;
   const int64_t tile = k.tile > 0 && config.tile > 0 ? config.tile : k.tile;
-  int64_t tiles = 1;
-  for (int v : k.outer_vars()) tiles *= evaluate_size(k, k.vars[v].extent, symbols);
-  if (config.columns > 0) tiles = (tiles + config.columns - 1) / config.columns;
-  if (config.split > 0) return tiles * config.split;
-  if (config.columns > 0) return tiles;
-  if (tile > 0) {
-    const int64_t inner = evaluate_size(k, k.vars[k.inner_vars().at(0)].extent, symbols);
-    tiles *= (inner + tile - 1) / tile;
+  if (config.split == 0 && config.columns == 0 && tile > 0) {
+    f.tile = tile;
+    f.inner_extent = k.vars[k.inner_vars().at(0)].extent;
   }
+  return f;
+}
+
+int64_t evaluate_tiles(const Kernel& k, const TileFormula& f, const int64_t* symbols) {
+  int64_t tiles = 1;
+  for (int e : f.outer_extents) tiles *= evaluate_size(k, e, symbols);
+  if (f.columns > 0) tiles = (tiles + f.columns - 1) / f.columns;
+  if (f.split > 0) return tiles * f.split;
+  if (f.tile > 0) tiles *= (evaluate_size(k, f.inner_extent, symbols) + f.tile - 1) / f.tile;
   return tiles;
+}
+
+int64_t tile_count(const Kernel& k, const int64_t* symbols, const CudaConfig& config) {
+  return evaluate_tiles(k, tile_formula(k, config), symbols);
 }
 
 }  // namespace jitc::inductor

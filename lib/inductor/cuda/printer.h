@@ -1,7 +1,7 @@
-// The CUDA code generator's printer, shared by its three files: codegen_cuda.cpp (rows, block loops,
-// persistent rows, reductions, expressions, loads and stores), codegen_cuda_groups.cpp (vector groups of
-// pointwise kernels and of the split partial pass) and codegen_cuda_split.cpp (split reductions' rows,
-// slices and workspace). Internal to lib/inductor: emit_cuda (codegen_cuda.h) is the interface.
+// The CUDA code generator's printer, shared by its three files: cuda/codegen.cpp (rows, block loops,
+// persistent rows, reductions, expressions, loads and stores), cuda/codegen_groups.cpp (vector groups of
+// pointwise kernels and of the split partial pass) and cuda/codegen_split.cpp (split reductions' rows,
+// slices and workspace). Internal to this folder: emit_cuda (codegen.h) is the interface.
 #pragma once
 #include "inductor/cuda/codegen.h"
 #include "inductor/index_analysis.h"
@@ -38,7 +38,7 @@ class Printer {
   std::string name(int e) const { return fmt::format("e{}", e); }
   std::string fresh(const char* stem) { return fmt::format("{}{}", stem, counter_++); }
 
-  // ---- rows, loops, reductions, expressions (codegen_cuda.cpp) ----------------------------------
+  // ---- rows, loops, reductions, expressions (cuda/codegen.cpp) ----------------------------------
   void pair_sin_and_cos();
   void plan_persistent_rows();
   std::string tiles_per_row();
@@ -62,7 +62,7 @@ class Printer {
   void store(const Expr& e);
   std::string row_writer() const;
 
-  // ---- vector groups (codegen_cuda_groups.cpp) --------------------------------------------------
+  // ---- vector groups (cuda/codegen_groups.cpp) --------------------------------------------------
   void plan_vector_groups();
   void vector_groups(int var, const std::string& lo, const std::string& hi);
   int groups_per_thread() const;
@@ -89,7 +89,7 @@ class Printer {
   void partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
   void plan_partial_groups(int r, const std::vector<int>& vars);
 
-  // ---- split reductions (codegen_cuda_split.cpp) ------------------------------------------------
+  // ---- split reductions (cuda/codegen_split.cpp) ------------------------------------------------
   std::string split_row();
   void combine_partials(int r, const std::string& ty, const std::function<void(const std::string&, const std::string&)>& fold);
   // A variance's two sums (welford_pairs) in one pass: slices into (count, mean, M2) in the partial pass,

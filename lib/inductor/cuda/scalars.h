@@ -1,4 +1,4 @@
-// How kernel IR scalars print as CUDA C (cuda_scalars.cpp).
+// How kernel IR scalars print as CUDA C (cuda/scalars.cpp).
 #pragma once
 #include "inductor/kernel_ir.h"
 
