@@ -1,9 +1,9 @@
 // Convolutions on channels-last operands, as Inductor's layout optimization does. oneDNN's CPU
 // convolution reorders NCHW operands on every call; on NHWC ones it runs directly (a [8, 64, 56, 56] 3x3
-// convolution on the 2-core machine: 11.3-11.9 ms against 13.1-15.1 ms). The pass converts each 2-D
-// convolution's input and weight with a clone in channels-last layout, which fuses into the kernel that
-// produces the input, and takes the convolution's output in channels-last layout, which the kernels that
-// read it follow (loop_order.cpp).
+// convolution on the 2-core machine measured faster so; benchmarks/RESULTS.md, Fused CPU kernels,
+// session 13). The pass converts each 2-D convolution's input and weight with a clone in channels-last
+// layout, which fuses into the kernel that produces the input, and takes the convolution's output in
+// channels-last layout, which the kernels that read it follow (loop_order.cpp).
 #pragma once
 #include "graph/graph.h"
 

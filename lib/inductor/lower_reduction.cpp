@@ -141,9 +141,10 @@ int mean_of(KernelBuilder& kb, const Reduction& r, const Index& index, const Loa
 // from ATen's Welford, since every deviation is 0; sum / n alone need not be (six copies of x can sum to
 // a float that, divided by 6, is not x), and a normalization multiplies that error by rstd, 316 for a
 // constant row. (A variance only squares it: var and std keep sum / n.) The correction is one more pass
-// over the row, from cache: layer_norm over [4096, 1024] went from 1.88-1.99x eager to 1.64-1.75x on the
-// 2-core machine. A shift by the row's first element would cost no pass, but its error grows with that
-// element: 2.3-2.9e-6 off float64 on layer_norm over [2048, 1024], against eager's 1.5-1.6e-6.
+// over the row, from cache: it made layer_norm over [4096, 1024] measurably slower on the 2-core machine
+// (benchmarks/RESULTS.md, Fused CPU kernels, session 16). A shift by the row's first element would cost
+// no pass, but its error grows with that element: 2.3-2.9e-6 off float64 on layer_norm over [2048, 1024],
+// against eager's 1.5-1.6e-6.
 int corrected_mean(KernelBuilder& kb, const Reduction& r, const Index& index, const Loader& x, ScalarType t) {
   auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
   const int n = count_of(kb, r, t);

@@ -29,9 +29,9 @@ namespace jitc::inductor::llvm_ir {
 namespace {
 
 // A block spans 256 bytes of the narrowest element its reduction loops load, 8 to 128 lanes. x.sum(0) on
-// a 2-core AVX-512 Xeon, ms for [8192, 4096] / [4096, 1024] floats: 16 lanes 24.8 / 1.53, 32 lanes
-// 12.9 / 0.71, 64 lanes 12.8 / 0.50, 128 lanes 12.6 / 0.60; half [8192, 4096]: 64 lanes 9.8, 128 lanes
-// 9.0, 256 lanes 9.9.
+// a 2-core AVX-512 Xeon measured 256 bytes best: 64 float lanes clearly fastest on [4096, 1024] and level
+// with 32 and 128 on [8192, 4096] (16 far slower on both), and 128 half lanes fastest on [8192, 4096]
+// (benchmarks/RESULTS.md).
 constexpr int kBlockBytes = 256;
 constexpr int kMaxLanes = 128;
 constexpr int kMinLanes = 8;

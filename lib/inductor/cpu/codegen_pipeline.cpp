@@ -4,11 +4,10 @@
 // read the row from L1, left memory idle. Row r's first-loop results come from accumulators carried over
 // from row r-1; a tile range's first row gets them from a prologue loop before the tile loop.
 // The 2-core machine, [4096, 1024] floats, timed in turns in one process against the same kernels
-// unpipelined (benchmarks/RESULTS.md, session 12): layer_norm 1004-1225 us against 1035-1556, faster in
-// each of three runs. Softmax (a max with its NaN flag first, then exp) and RMSNorm (one reduction loop)
-// were not faster (softmax 1463-2244 against 1496-1959, RMSNorm 1791-2962 against 1620-2684), so rows
-// need two reduction loops and a first loop without max/min to be pipelined; the rest keep the
-// next-row prefetch (cpu/codegen_prefetch.cpp).
+// unpipelined (benchmarks/RESULTS.md, Fused CPU kernels, session 12): layer_norm was faster in every
+// run. Softmax (a max with its NaN flag first, then exp) and RMSNorm (one reduction loop) were not
+// faster, so rows need two reduction loops and a first loop without max/min to be pipelined; the rest
+// keep the next-row prefetch (cpu/codegen_prefetch.cpp).
 #include "inductor/cpu/printer.h"
 
 #include <fmt/format.h>

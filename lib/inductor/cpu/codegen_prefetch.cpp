@@ -3,9 +3,9 @@
 // tensor starts on a new page, where the hardware prefetchers stop, so each row's first loop waited on
 // memory while the later, compute-heavy loops left it idle. The row's second loop now runs in chunks;
 // before each chunk it prefetches the same positions of the next row's first-loop loads. (A hand-written
-// softmax on the 2-core machine: 2.2 -> 1.8 ms with the next row prefetched during the exp loop;
-// benchmarks/RESULTS.md, session 7.) The prefetches sit outside the vectorized inner loop: LLVM 16 does
-// not vectorize a loop that calls llvm.prefetch.
+// softmax on the 2-core machine measured faster with the next row prefetched during the exp loop;
+// benchmarks/RESULTS.md, Fused CPU kernels, session 7.) The prefetches sit outside the vectorized inner
+// loop: LLVM 16 does not vectorize a loop that calls llvm.prefetch.
 #include "inductor/cpu/printer.h"
 #include "inductor/index_analysis.h"
 

@@ -2,8 +2,8 @@
 // (read for ownership), so a kernel moves its output twice; a non-temporal store writes whole lines
 // straight to memory. For outputs far larger than what the next op could find in cache that is a third of
 // a row kernel's memory traffic saved. (The 2-core machine, bench_workloads in processes of their own, the
-// same binary with and without: layer_norm [4096, 1024] 1461-1645 us against 2157-2470, softmax 2065-2445
-// against 2747-3022; benchmarks/RESULTS.md, session 9.)
+// same binary with and without: layer_norm and softmax over [4096, 1024] floats clearly faster with them;
+// benchmarks/RESULTS.md, Fused CPU kernels, session 9.)
 //
 // LLVM 16's loop vectorizer keeps a `!nontemporal` store scalar unless it knows the vector store is
 // aligned to its size, which a kernel's scalar store never says, so the printer does not mark the element

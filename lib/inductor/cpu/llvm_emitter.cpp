@@ -218,7 +218,8 @@ void Emitter::erf_float(const std::string& v, const std::string& a) {
 }
 
 // sin and cos of a float in plain arithmetic, both from one reduction (libmvec reduces x once per call,
-// and the pointwise chain (sin+cos).relu ran at 60% of a copy's speed on the 2-core machine): j =
+// and the pointwise chain (sin+cos).relu ran well below a copy's speed on the 2-core machine;
+// benchmarks/RESULTS.md, Fused CPU kernels, session 10): j =
 // rint(x 2/pi), r = x - j pi/2 through three FMAs with pi/2 split into three floats (exact enough while
 // |j| < 2^16), Cephes' polynomials for sin and cos on [-pi/4, pi/4], then j mod 4 picks and negates them.
 // Beyond |x| < 65536 the reduction would lose bits: `ok` is false there and for NaN and infinities (an

@@ -93,8 +93,8 @@ std::string Printer::run() {
 
 // One tile per block when the launch covers every tile (constant sizes, at most kMaxGridBlocks tiles),
 // else a grid-stride loop over tiles. The loop costs NVRTC time even when it never repeats, most around
-// a row's barriers: H100 host, layer_norm of 8192x4096 floats 69 -> 63 ms, softmax 90 -> 77, x.var()
-// 121 -> 111 (medians of 10; benchmarks/RESULTS.md, session 10).
+// a row's barriers: on the H100 host, NVRTC compiled layer_norm, softmax and x.var() of 8192x4096 floats
+// faster without it (benchmarks/RESULTS.md, session 10).
 void Printer::tile_loop() {
   const auto tiles = constant_tile_count();
   if (tiles && *tiles <= kMaxGridBlocks) {

@@ -74,9 +74,9 @@ void Printer::vector_groups(int var, const std::string& lo, const std::string& h
 
 // A thread's groups of a tile, when it takes a fixed number of them and each is whole: they go through
 // group_passes, every group's loads issued before any group's arithmetic. The loop of vector_groups
-// waits for each group's loads in turn. H100, [4096, 4096] floats, jitc's kernels edited by hand (two
-// groups per thread; benchmarks/RESULTS.md, session 11): tanh-GELU 0.0484 -> 0.0480 ms, x + 1 0.0481-0.0482
-// -> 0.0477-0.0478, (sin+cos).relu 0.0484-0.0491 -> 0.0482-0.0485 (128 threads over 1024-element tiles).
+// waits for each group's loads in turn. On the H100, jitc's kernels for [4096, 4096] floats edited by hand
+// to do this (two groups per thread, 128 threads over 1024-element tiles) measured slightly faster for
+// tanh-GELU, x + 1 and (sin+cos).relu (benchmarks/RESULTS.md, session 11).
 int Printer::groups_per_thread() const {
   constexpr int kMaxGroupsPerThread = 4;  // register arrays per access: groups x group_ elements
   const int64_t per_pass = static_cast<int64_t>(config_.threads) * group_;
@@ -117,8 +117,8 @@ std::string Printer::aligned(const std::string& inside, const std::vector<std::s
 // Vector access i is aligned for a group-wide access at every group's start: its index is a multiple of
 // the group whenever the grouped variable is (as it is at a group's start), and its buffer starts at a
 // 16-byte boundary, which the runtime ensures (Program::launch copies an input view that starts
-// elsewhere). The unaligned path then need not be printed: on the H100 host, NVRTC took 77-84 ms for
-// `a + 1` with it and 56-60 without (benchmarks/RESULTS.md, sessions 9 and 10).
+// elsewhere). The unaligned path then need not be printed: on the H100 host, NVRTC compiled `a + 1`
+// markedly faster without it (benchmarks/RESULTS.md, sessions 9 and 10).
 bool Printer::access_aligned(int i) const { return analysis_.multiple_of(k_.body[i].a, group_var_, group_); }
 
 // The register arrays of the vector accesses: v<access>[group_], after `dims` (persistent rows: one per group).
@@ -128,8 +128,9 @@ void Printer::declare_group_arrays(const std::string& dims) {
 }
 
 // The group's loads into (op kLoad) or stores from its register arrays (v<access><group_slot_>). A
-// persistent row's group lies inside its row: its element-by-element path needs no bounds (NVRTC of
-// layer_norm over rows of 4096 floats: 150 ms with bounds, 125 without, 113 without groups).
+// persistent row's group lies inside its row: its element-by-element path needs no bounds (NVRTC compiled
+// layer_norm over rows of 4096 floats faster without them, though not as fast as without groups;
+// benchmarks/RESULTS.md, session 8).
 void Printer::move_group(const std::string& g, const std::string& hi, const std::string& whole, const std::vector<std::string>& address,
                          ScalarOp op) {
   const bool inside = !group_slot_.empty();
@@ -172,9 +173,9 @@ bool Printer::in_vector_group(const Expr& e) const {
 
 // Persistent rows in groups: when a row's loops read or write buffers contiguously along their innermost
 // variable (constant, a multiple of the group), a thread's positions come in groups of group_ neighbours,
-// (thread + k * threads) * group_ + l, so that each such access moves 16 bytes at once. H100, rows of
-// 4096 floats (a standalone microbenchmark; benchmarks/RESULTS.md, session 8): softmax 0.0929 -> 0.0925
-// ms, layer_norm 0.0922 -> 0.0918.
+// (thread + k * threads) * group_ + l, so that each such access moves 16 bytes at once. On the H100,
+// softmax and layer_norm over rows of 4096 floats measured slightly faster so (a standalone
+// microbenchmark; benchmarks/RESULTS.md, session 8).
 void Printer::plan_persistent_groups() {
   std::vector<std::pair<int, std::vector<int>>> loops;  // (loop, its variables)
   if (!k_.inner_vars().empty()) loops.emplace_back(kElementLoop, k_.inner_vars());
@@ -226,8 +227,8 @@ void Printer::persistent_groups(int loop, const std::vector<int>& vars, const st
 // in two unrolled passes: every group's contiguous loads into its register arrays (at once
 // when aligned, as in vector_groups), then each group's positions and its stores. (Loads, arithmetic,
 // then the next group's loads: each group waits for its own loads, and (x*x).sum(1) of 8192x4096 floats
-// took 0.0470 ms instead of 0.0455 on the H100.) `row_lanes`: a persistent row's positions, whose
-// register arrays are indexed by k * group_ + l.
+// measured slower on the H100; benchmarks/RESULTS.md, session 8.) `row_lanes`: a persistent row's
+// positions, whose register arrays are indexed by k * group_ + l.
 void Printer::group_passes(const std::vector<int>& vars, int count, const std::string& origin, const std::string& end, bool row_lanes,
                            const std::function<void()>& body) {
   const std::string whole = fresh("whole");
@@ -283,8 +284,9 @@ void Printer::each_group(const std::vector<int>& vars, int count, const std::str
 
 // The partial pass's groups: each thread takes group_ consecutive positions of its slice (slices and
 // the innermost extent are multiples of group_, so a group is whole and inside one innermost run),
-// kPartialUnroll groups per step, their loads issued together. H100, (x*x).sum() of 8192x4096 floats
-// into 1024 slices (a standalone microbenchmark; RESULTS.md, session 8): one group per step 0.0475 ms, four 0.0461.
+// kPartialUnroll groups per step, their loads issued together. On the H100, (x*x).sum() of 8192x4096 floats
+// into 1024 slices measured faster with four groups per step than with one (a standalone microbenchmark;
+// benchmarks/RESULTS.md, session 8).
 void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo, const std::string& hi,
                              const std::function<void()>& body) {
   constexpr int kPartialUnroll = 4;
@@ -296,8 +298,9 @@ void Printer::partial_groups(const std::vector<int>& vars, const std::string& lo
 }
 
 // Plans partial_groups for reduction r's loop: its loads that step by one element along the loop's
-// innermost variable. (H100, (x*x).mean() of 8192x4096: 0.0663 ms with one element per step and the
-// loop unrolled 8 times, 0.0504 ms with groups of 4 floats: 68% -> 89% of the copy roofline.)
+// innermost variable. (On the H100, (x*x).mean() of 8192x4096 ran much closer to the copy roofline with
+// groups of 4 floats than with one element per step and the loop unrolled 8 times; benchmarks/RESULTS.md,
+// session 5.)
 void Printer::plan_partial_groups(int r, const std::vector<int>& vars) {
   vector_access_.clear();
   const int u = vars.back();

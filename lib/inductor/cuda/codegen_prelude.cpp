@@ -50,8 +50,8 @@ template <class T> __device__ __forceinline__ T pow_int(T base, T e) {
 template <class T> __device__ __forceinline__ T sign_of(T a) { return T((T(0) < a) - (a < T(0))); }
 // Every thread gets the combination of every thread's value: a butterfly of shuffles gives each lane its
 // warp's total, and every warp then combines the warps' totals the same way (not warp 0 alone, then a
-// broadcast through shared memory: no shuffles under a branch, one barrier less). H100 host, NVRTC of
-// x.var()'s partial pass 97 -> 77 ms (medians of 10), kernel times unchanged (benchmarks/RESULTS.md,
+// broadcast through shared memory: no shuffles under a branch, one barrier less). On the H100 host, NVRTC
+// compiled x.var()'s partial pass faster so, with kernel times unchanged (benchmarks/RESULTS.md,
 // session 10). Lanes combine in different orders, so a max over both +0 and -0 may return either sign.
 template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
   __shared__ T shared[32];
@@ -65,10 +65,10 @@ template <class T, class F> __device__ T block_reduce(T v, F f, T identity) {
   return v;
 }
 // sincos out of line: its slow path (the reduction of huge arguments) is large, and a vector group's
-// lanes would inline it once each. H100 host, cold NVRTC (no driver cache) of (sin+cos).relu: 110-119
-// ms inlined, 64-69 ms out of line, at the same speed (0.0493-0.0496 ms against 0.0491). The pair
-// returns by value: through pointers, a call that is not inlined puts its results in local memory
-// (0.0713 ms).
+// lanes would inline it once each. On the H100 host, cold NVRTC (no driver cache) of (sin+cos).relu was
+// much faster with it out of line, and the kernel ran at the same speed. The pair returns by value:
+// through pointers, a call that is not inlined puts its results in local memory, which measured much
+// slower (benchmarks/RESULTS.md, session 6).
 struct SinCos { float s, c; };
 struct SinCosD { double s, c; };
 __device__ __noinline__ SinCos sincos_out_of_line(float x) { SinCos r; sincosf(x, &r.s, &r.c); return r; }

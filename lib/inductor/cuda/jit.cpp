@@ -188,9 +188,9 @@ namespace {
 // --minimal (NVRTC 12.4+) leaves texture, cudadevrt, device-launch and runtime-API declarations out of
 // NVRTC's builtin header. Generated code uses none of them: the cubins are byte-identical with and
 // without it (softmax, layer_norm, sin+cos+relu, bias+GELU and their max-autotune variants, NVRTC 13.0),
-// and it only shortens compiles. On the H200 host, the driver initialized as under PyTorch, medians of 32
-// fresh compiles went 30 -> 25 ms for the prelude alone, 99 -> 76 softmax, 80 -> 63 layer_norm, 115 -> 83
-// bias+GELU, 260 -> 224 sin+cos+relu (per process: faster in 32 of 40 pairs).
+// and it only shortens compiles. On the H200 host, the driver initialized as under PyTorch, fresh compiles
+// of the prelude alone, softmax, layer_norm, bias+GELU and sin+cos+relu were faster with it, in medians
+// and in most per-process pairs (benchmarks/RESULTS.md).
 // Not used: --no-cache (NVRTC 13's cache is the driver's ~/.nv/ComputeCache; once PyTorch has run cuInit
 // a miss costs the same with or without it), -Xptxas -O<n> and --Ofast-compile (they change the code).
 std::vector<std::string> nvrtc_options(const std::string& arch, bool cubin) {

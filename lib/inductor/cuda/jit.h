@@ -74,9 +74,9 @@ void launch_cuda(void* function, int64_t grid, int block, void** args, void* str
 // Launches a kernel printed by inductor::emit_cuda: its parameters are the buffer pointers, the values of
 // up to 16 symbols and the tile count (one block per tile, up to 2^20 blocks in a grid-stride loop).
 // Not a grid sized to the device: capping it at 1, 2 or 4 times the blocks the H100 holds at once
-// (cuOccupancyMaxActiveBlocksPerMultiprocessor x SMs, tiles looped over) measured slower in session 5:
-// (sin+cos).relu 92% of the roofline -> 85 / 88 / 91%, softmax 95% -> 87 / 89 / 92%, x.sum(0) and
-// (x*x).mean() unchanged. A block per tile keeps more independent loads in flight.
+// (cuOccupancyMaxActiveBlocksPerMultiprocessor x SMs, tiles looped over) measured slower for (sin+cos).relu
+// and softmax, and no faster for x.sum(0) and (x*x).mean() (benchmarks/RESULTS.md, session 5). A block
+// per tile keeps more independent loads in flight.
 void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers, const int64_t* symbols,
                         int num_symbols, void* stream, const std::string& name, bool overlap_previous = false);
 

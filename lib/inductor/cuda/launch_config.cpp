@@ -111,10 +111,10 @@ bool has_arg_reduction(const Kernel& k) {
 }
 
 // Column kernels split over blocks (rows side by side, each block a slice of their reduced elements):
-// 1024 blocks of 256 threads, each reading 128 bytes of a row per step. H100, x.sum(0) of 8192x4096
-// floats (prof colsum microbenchmark, session 7): 32 columns, 256 threads, 8 slices 0.0481 ms; 64 columns,
-// 512 threads, 8 slices 0.0482; unsplit 16 columns, 1024 threads 0.0503; 16-byte loads of 4 columns per
-// thread gained under 1% more. Slices keep 16 positions or more per thread.
+// 1024 blocks of 256 threads, each reading 128 bytes of a row per step. On the H100, x.sum(0) of 8192x4096
+// floats (prof colsum microbenchmark) measured 32 columns of 256 threads in 8 slices level with 64 columns
+// of 512 threads and faster than unsplit 16 columns of 1024 threads; 16-byte loads of 4 columns per thread
+// gained little more (benchmarks/RESULTS.md, session 7). Slices keep 16 positions or more per thread.
 int column_split_count(const Kernel& k, int64_t rows, int64_t elements) {
   // The column printer has no Welford or arg-reduce partials.
   if (!welford_pairs(k).empty() || has_arg_reduction(k)) return 0;
@@ -138,7 +138,8 @@ int split_count(const Kernel& k) {
   }
   if (rows <= 0 || elements <= 0) return 0;
   if (column_width(k) > 0) return column_split_count(k, rows, elements);
-  // H100, (x*x).mean() of 8192x4096: 512 blocks 0.0671 ms, 1024 blocks 0.0665-0.0673, 4096 blocks 0.0718.
+  // On the H100, (x*x).mean() of 8192x4096 measured 512 and 1024 blocks level and 4096 slower
+  // (benchmarks/RESULTS.md).
   constexpr int64_t kMinSlice = 8192;  // elements per block: 16 per thread of 512, worth a second kernel
   const int64_t split = std::min(kSplitBlocks / rows, elements / kMinSlice);
   return split >= 2 ? static_cast<int>(split) : 0;
@@ -156,15 +157,15 @@ Schedule cuda_schedule(const CudaConfig& config) {
 CudaConfig default_cuda_config(const Kernel& kernel) {
   if (const int split = split_count(kernel))
     return column_width(kernel) > 0 ? CudaConfig{kColumnSplitThreads, 0, column_split_width(kernel), split} : CudaConfig{512, 0, 0, split};
-  // max-autotune's H100 timings of x.sum(0) on 8192x4096 floats: 1024 threads over 16 rows 0.0513 ms,
-  // 512 over 16 0.0547, 512 over 8 0.0554, 1024 over 8 0.0619, 256 over 8 0.0559, 256 over 16 0.0770.
+  // max-autotune's H100 timings of x.sum(0) on 8192x4096 floats put 1024 threads over 16 rows first,
+  // ahead of 512 and 256 threads and of 8 rows per block (benchmarks/RESULTS.md, session 4).
   if (const int columns = column_width(kernel)) return {1024, 0, columns};
   const int64_t elements = constant_row_elements(kernel);
   if (kernel.tile > 0) {
     // 128 threads over 1024-element tiles: 2-byte elements' groups by max-autotune's timings on the H100
     // (session 5), 4-byte ones' since a thread loads both its groups at once (groups_per_thread): hand-edited
-    // kernels of [4096, 4096] floats, (sin+cos).relu 0.0482-0.0485 ms against 0.0484-0.0491 with 512 threads over
-    // 4096 (tanh-GELU, x + 1: level). benchmarks/RESULTS.md, session 11.
+    // kernels of [4096, 4096] floats, (sin+cos).relu slightly faster than with 512 threads over 4096
+    // (tanh-GELU, x + 1: level). benchmarks/RESULTS.md, sessions 5 and 11.
     return CudaConfig{128, std::min<int64_t>(1024, kernel.tile)};
   }
   if (kernel.num_reduction_loops == 0) return {256};
