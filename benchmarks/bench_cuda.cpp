@@ -373,22 +373,22 @@ struct HostCosts {
 class EmptyKernel {
  public:
   EmptyKernel()
-      : module_(jitc::runtime::compile_cuda_module(jitc::inductor::cuda_prelude() +
+      : module_(jitc::inductor::cuda::compile_cuda_module(jitc::inductor::cuda_prelude() +
                                                        "struct Buffers { void* p[2]; };\n"
                                                        "extern \"C\" __global__ void empty_kernel(Buffers buffers, Symbols symbols, long long tiles) {}\n",
                                                    "empty_kernel", 0)),
         function_(module_->function("empty_kernel")),
-        stream_(jitc::runtime::current_cuda_stream(0)) {}
+        stream_(jitc::inductor::cuda::current_cuda_stream(0)) {}
 
   void launch(void* input, void* output, bool plain = false) const {
     static const int64_t no_symbols = 0;
     void* buffers[2] = {input, output};
-    jitc::runtime::launch_cuda_kernel(function_, 32, 1, buffers, 2, &no_symbols, 0, stream_, "empty_kernel",
-                                      !plain && jitc::runtime::supports_programmatic_launch(0));
+    jitc::inductor::cuda::launch_cuda_kernel(function_, 32, 1, buffers, 2, &no_symbols, 0, stream_, "empty_kernel",
+                                      !plain && jitc::inductor::cuda::supports_programmatic_launch(0));
   }
 
  private:
-  std::unique_ptr<jitc::runtime::CudaModule> module_;
+  std::unique_ptr<jitc::inductor::cuda::CudaModule> module_;
   void* function_;
   void* stream_;
 };

@@ -47,7 +47,7 @@ std::vector<SymExpr> constants(at::IntArrayRef values) {
 }
 
 // The kernel ABI: fn(buffers, symbols, tile_begin, tile_end) over every tile.
-void run(const jitc::runtime::CpuModule& module, const std::string& name, std::vector<at::Tensor> buffers,
+void run(const jitc::inductor::cpu::CpuModule& module, const std::string& name, std::vector<at::Tensor> buffers,
          std::vector<int64_t> symbols = {0}) {
   std::vector<void*> pointers;
   for (auto& t : buffers) pointers.push_back(t.data_ptr());
@@ -85,7 +85,7 @@ TEST_CASE("a fused pointwise kernel over strided and broadcast inputs matches ea
   for (int64_t tile : {0, 8}) {           // whole rows, or rows split into tiles of 8
     auto out = at::empty({5, 37});
     const auto kernel = fused_kernel(out, a, b, c, tile);
-    auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernel), kernel.name);
+    auto module = jitc::inductor::cpu::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernel), kernel.name);
     run(*module, kernel.name, {out, a, b, c});
     CHECK(at::equal(out.isnan(), at::relu(a * b + c).isnan()));
     CHECK(at::allclose(out.nan_to_num(), at::relu(a * b + c).nan_to_num(), 0, 0));
@@ -96,7 +96,7 @@ TEST_CASE("the inner loop of a contiguous kernel is vectorized", "[inductor][cpu
   const auto a = at::randn({64, 256}), b = at::randn({64, 256}), c = at::randn({256});
   auto out = at::empty({64, 256});
   const auto kernel = fused_kernel(out, a, b, c, 4096);
-  auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernel), kernel.name);
+  auto module = jitc::inductor::cpu::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernel), kernel.name);
   INFO(module->optimized_ir());
   CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
 }
@@ -113,7 +113,7 @@ TEST_CASE("a row reduction kernel with dynamic sizes serves every size", "[induc
   const int total = kb.reduce(ReduceKind::kSum, kb.binary(ScalarOp::kMul, v, v), loop);
   kb.store(out, i, total);
   const auto kernel = kb.take();
-  auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernel), kernel.name);
+  auto module = jitc::inductor::cpu::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernel), kernel.name);
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 5}, {7, 129}, {1, 1000}, {4, 0}}) {
     const auto in = at::randn({rows, cols});
     auto result = at::empty({rows});
@@ -133,7 +133,7 @@ TEST_CASE("kernel IR text names buffers, loops and expressions", "[inductor][cpu
 
 TEST_CASE("LLVM rejecting the IR is a CompileError with LLVM's message", "[inductor][cpu]") {
   try {
-    jitc::runtime::compile_cpu_module("define void @broken( {", "broken");
+    jitc::inductor::cpu::compile_cpu_module("define void @broken( {", "broken");
     FAIL("no error");
   } catch (const jitc::CompileError& e) {
     CHECK(std::string(e.what()).find("broken") != std::string::npos);

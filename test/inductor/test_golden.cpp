@@ -56,7 +56,7 @@ TEST_CASE("golden: a pointwise chain over a broadcast and a transposed input", "
   check_golden("pointwise_chain", text_of(kernels));
   // The inner loop vectorizes: the optimized IR works on vectors of floats.
   REQUIRE(kernels.size() == 1);
-  auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernels[0].kernel), "golden");
+  auto module = jitc::inductor::cpu::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernels[0].kernel), "golden");
   CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
 }
 
@@ -88,7 +88,7 @@ TEST_CASE("row kernels prefetch the next row during their second loop", "[induct
   for (size_t at = ir.find("call void @llvm.prefetch"); at != std::string::npos; at = ir.find("call void @llvm.prefetch", at + 1)) ++prefetches;
   CHECK(prefetches == 16);
   CHECK(ir.find("chunk.") != std::string::npos);
-  auto module = jitc::runtime::compile_cpu_module(ir, "prefetch");
+  auto module = jitc::inductor::cpu::compile_cpu_module(ir, "prefetch");
   CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
   CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find("@llvm.prefetch") == std::string::npos);
 }
@@ -106,7 +106,7 @@ TEST_CASE("row kernels run the next row's first loop inside the element loop", "
   CHECK(ir.find("pipe.pro") != std::string::npos);
   CHECK(ir.find("pchunk") != std::string::npos);
   CHECK(ir.find("@llvm.prefetch") == std::string::npos);
-  auto module = jitc::runtime::compile_cpu_module(ir, "pipelined");
+  auto module = jitc::inductor::cpu::compile_cpu_module(ir, "pipelined");
   CHECK(module->optimized_ir().find(" x float>") != std::string::npos);
   CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find("%carry") == std::string::npos);
 }
@@ -125,11 +125,11 @@ TEST_CASE("row kernels stage long output rows for streaming stores", "[inductor]
   CHECK(ir.find(".stream(ptr %sdst") != std::string::npos);
   CHECK(ir.find("store <16 x float> %line, ptr %to, align 64, !nontemporal") != std::string::npos);
   CHECK(ir.find("fence seq_cst") != std::string::npos);
-  auto module = jitc::runtime::compile_cpu_module(ir, "streaming");
+  auto module = jitc::inductor::cpu::compile_cpu_module(ir, "streaming");
   CHECK(module->optimized_ir().find("store <16 x float>") != std::string::npos);
   CHECK(module->optimized_ir().find("!nontemporal") != std::string::npos);
   CHECK(jitc::inductor::emit_llvm_ir(short_rows.at(0).kernel).find(".stream(") == std::string::npos);
-  auto small = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(few_rows.at(0).kernel), "small");
+  auto small = jitc::inductor::cpu::compile_cpu_module(jitc::inductor::emit_llvm_ir(few_rows.at(0).kernel), "small");
   CHECK(small->optimized_ir().find("!nontemporal") == std::string::npos);
 }
 
@@ -150,7 +150,7 @@ TEST_CASE("sin and cos of one value share a reduction and redo a tile through li
   CHECK(count("= alloca i1") == 1);  // the tile's flag
   CHECK(count("call float @llvm.sin.f32(") == 1);  // the second pass only
   CHECK(count("call float @llvm.cos.f32(") == 1);
-  auto module = jitc::runtime::compile_cpu_module(ir, "sincos");
+  auto module = jitc::inductor::cpu::compile_cpu_module(ir, "sincos");
   // Vectorized at the host's width: 16 floats with AVX-512, 8 with AVX2.
   CHECK(std::regex_search(module->optimized_ir(), std::regex(R"(@llvm\.fma\.v(8|16)f32)")));
 }
@@ -221,7 +221,7 @@ TEST_CASE("golden: var over the outer dim takes rows side by side", "[inductor][
   const auto kernels = kernels_of([](const at::Tensor& x) { return x.var(0); }, at::randn({16, 96}));
   check_golden("column_var", text_of(kernels));
   REQUIRE(kernels.size() == 1);
-  auto module = jitc::runtime::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernels[0].kernel), "golden");
+  auto module = jitc::inductor::cpu::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernels[0].kernel), "golden");
   // The lane loops vectorize across the block's rows: whole vectors of a step's columns are loaded.
   INFO(module->optimized_ir());
   CHECK(std::regex_search(module->optimized_ir(), std::regex("load <[0-9]+ x float>, ptr")));

@@ -64,7 +64,7 @@ std::string broken_source() {
 // The message of the CompileError NVRTC's rejection of broken_source() gives.
 std::string broken_compile_error(bool cubin) {
   try {
-    jitc::runtime::nvrtc_compile(broken_source(), "broken_graph", "sm_90", cubin);
+    jitc::inductor::cuda::nvrtc_compile(broken_source(), "broken_graph", "sm_90", cubin);
   } catch (const jitc::CompileError& e) {
     return e.what();
   }
@@ -104,7 +104,7 @@ int check_kernels_compile(const char* name, const Fn& fn, const std::vector<int6
     for (const auto& k : plan.kernels) source += all_variants(k.kernel, index32);
     INFO(name << " " << c10::toString(dtype) << " " << shape[1] << (index32 ? " 32-bit indices" : " 64-bit indices"));
     std::string ptx;
-    CHECK_NOTHROW(ptx = jitc::runtime::nvrtc_compile(source, "test", "sm_90", /*cubin=*/false));
+    CHECK_NOTHROW(ptx = jitc::inductor::cuda::nvrtc_compile(source, "test", "sm_90", /*cubin=*/false));
     CHECK(ptx.find(".entry") != std::string::npos);
   }
   if (kernels_out)
@@ -113,7 +113,7 @@ int check_kernels_compile(const char* name, const Fn& fn, const std::vector<int6
 }
 
 TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][nvrtc]") {
-  if (!jitc::runtime::nvrtc_available()) {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
     WARN("libnvrtc not found: skipped");
     return;
   }
@@ -127,7 +127,7 @@ TEST_CASE("kernels print as CUDA C that NVRTC compiles for sm_90", "[inductor][n
 }
 
 TEST_CASE("reductions of few long rows print as split kernels that NVRTC compiles", "[inductor][nvrtc]") {
-  if (!jitc::runtime::nvrtc_available()) {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
     WARN("libnvrtc not found: skipped");
     return;
   }
@@ -146,7 +146,7 @@ TEST_CASE("reductions of few long rows print as split kernels that NVRTC compile
 }
 
 TEST_CASE("column reductions of tall inputs print as split kernels that NVRTC compiles", "[inductor][nvrtc]") {
-  if (!jitc::runtime::nvrtc_available()) {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
     WARN("libnvrtc not found: skipped");
     return;
   }
@@ -247,9 +247,9 @@ TEST_CASE("pointwise kernels load all of a thread's whole groups before computin
   const std::string ragged = source_of(at::ones({3, 7}));
   CHECK_THAT(ragged, !Catch::Contains("][4];"));
   CHECK_THAT(ragged, Catch::Contains("blockDim.x"));
-  if (!jitc::runtime::nvrtc_available()) return;
+  if (!jitc::inductor::cuda::nvrtc_available()) return;
   for (const auto& source : {batched, ragged})
-    CHECK_NOTHROW(jitc::runtime::nvrtc_compile(jitc::inductor::cuda_prelude() + source, "test", "sm_90", /*cubin=*/false));
+    CHECK_NOTHROW(jitc::inductor::cuda::nvrtc_compile(jitc::inductor::cuda_prelude() + source, "test", "sm_90", /*cubin=*/false));
 }
 
 // Every kernel is launched to overlap the stream's previous one (programmatic dependent launch), so each
@@ -303,7 +303,7 @@ TEST_CASE("kernels loop over tiles only when they may outnumber a launch's block
 // A source NVRTC rejects: the CompileError names the program and carries NVRTC's own diagnostic (with
 // the line it points at), for the cubin and the PTX NVRTC is asked for.
 TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[inductor][nvrtc]") {
-  if (!jitc::runtime::nvrtc_available()) {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
     WARN("libnvrtc not found: skipped");
     return;
   }
@@ -322,7 +322,7 @@ TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[ind
 // With JITC_DEBUG_DIR set the rejected source is written where the graph's other dumps go, and the
 // message names that file between NVRTC's log and the source.
 TEST_CASE("a source NVRTC rejects is kept under JITC_DEBUG_DIR", "[inductor][nvrtc]") {
-  if (!jitc::runtime::nvrtc_available()) {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
     WARN("libnvrtc not found: skipped");
     return;
   }
@@ -340,7 +340,7 @@ TEST_CASE("a source NVRTC rejects is kept under JITC_DEBUG_DIR", "[inductor][nvr
 
 // The architecture compile_cuda_module asks NVRTC for, from the device's and the ones NVRTC lists.
 TEST_CASE("CUDA modules are compiled for the device's architecture, or as PTX for an older one", "[inductor][nvrtc]") {
-  using jitc::runtime::choose_cuda_target;
+  using jitc::inductor::cuda::choose_cuda_target;
   const std::vector<int> nvrtc13 = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
   auto h100 = choose_cuda_target("sm_90", nvrtc13);
   REQUIRE(h100);

@@ -23,7 +23,7 @@ namespace jitc::inductor {
 
 namespace {
 
-using runtime::CpuModule;
+using cpu::CpuModule;
 
 constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chunk (Inductor: 4096+ per thread)
 
@@ -126,11 +126,9 @@ class CpuBackend final : public Backend {
  public:
   const Target& target() const override { return target_; }
 
-  std::string unavailable() const override {
-    return runtime::cpu_jit_available() ? "" : "jitc was built without LLVM (JITC_WITH_LLVM=OFF)";
-  }
+  std::string unavailable() const override { return cpu::cpu_jit_available() ? "" : "jitc was built without LLVM (JITC_WITH_LLVM=OFF)"; }
 
-  std::string identity(const c10::Device&) const override { return runtime::cpu_codegen_identity(); }
+  std::string identity(const c10::Device&) const override { return cpu::cpu_codegen_identity(); }
 
   std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions&) const override {
     auto source = std::make_unique<CpuSource>();
@@ -145,9 +143,9 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<Binary> compile(const Source& source, const CompileOptions& options) const override {
-    runtime::CpuObject compiled;
+    cpu::CpuObject compiled;
     try {
-      compiled = runtime::compile_cpu_object(source.text, options.name, options.want_assembly);
+      compiled = cpu::compile_cpu_object(source.text, options.name, options.want_assembly);
     } catch (const CompileError& e) {
       throw CompileError(naming_kernels(static_cast<const CpuSource&>(source), e.what()));
     }
@@ -166,7 +164,7 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<LoadedKernels> load(const Binary& binary, const std::vector<const KernelLaunch*>& kernels,
                                       const CompileOptions& options) const override {
-    auto module = runtime::load_cpu_object(static_cast<const CpuBinary&>(binary).object, options.name);
+    auto module = cpu::load_cpu_object(static_cast<const CpuBinary&>(binary).object, options.name);
     return std::make_unique<CpuKernels>(std::move(module), kernels);
   }
 

@@ -1,8 +1,10 @@
-// Scalar expressions of the CPU code generator as LLVM IR (see cpu_printer.h): one instruction or a
+// Scalar expressions of the CPU code generator as LLVM IR (see printer.h): one instruction or a
 // short sequence per kernel IR expression, loads and stores with their dtype conversions, and the
 // identities and combiners of reductions.
 #include "inductor/cpu/printer.h"
 #include "inductor/kernel_builder.h"
+
+#include <jitc/detail/internal_assert.h>
 
 #include <fmt/format.h>
 
@@ -181,7 +183,7 @@ void Printer::expr(int i, const Expr& e) {
       break;
     }
     case ScalarOp::kCheck: check(v, a); break;
-    case ScalarOp::kReduce: throw std::logic_error("cpu codegen: reductions are emitted by reduction()");
+    case ScalarOp::kReduce: JITC_INTERNAL_ASSERT(false, "cpu codegen: reductions are emitted by reduction()"); break;
     default: return e.b >= 0 ? binary_expr(i, e) : unary_expr(i, e);
   }
 }
@@ -253,7 +255,7 @@ void Printer::unary_expr(int i, const Expr& e) {
     case ScalarOp::kBitNot: line(fmt::format("{} = xor {} {}, -1", v, ty, a)); break;
     case ScalarOp::kIsNan: line(fmt::format("{} = fcmp uno {} {}, {}", v, compute_type(at), a, a)); break;
     case ScalarOp::kSign: sign(v, t, a); break;
-    default: throw std::logic_error("cpu codegen: not a unary op");
+    default: JITC_INTERNAL_ASSERT(false, "cpu codegen: not a unary op");
   }
 }
 
@@ -307,7 +309,7 @@ void Printer::binary_expr(int i, const Expr& e) {
     case ScalarOp::kLe: compare(v, at, a, b, "ole", "sle", "ule"); break;
     case ScalarOp::kGt: compare(v, at, a, b, "ogt", "sgt", "ugt"); break;
     case ScalarOp::kGe: compare(v, at, a, b, "oge", "sge", "uge"); break;
-    default: throw std::logic_error("cpu codegen: not a binary op");
+    default: JITC_INTERNAL_ASSERT(false, "cpu codegen: not a binary op");
   }
 }
 

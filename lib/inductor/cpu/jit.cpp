@@ -27,7 +27,7 @@
 #include <mutex>
 #include <string_view>
 
-namespace jitc::runtime {
+namespace jitc::inductor::cpu {
 
 namespace {
 
@@ -270,4 +270,4 @@ std::string cpu_target_description() {
                      jit.machine->getTargetFeatureString().str());
 }
 
-}  // namespace jitc::runtime
+}  // namespace jitc::inductor::cpu

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-namespace jitc::runtime {
+namespace jitc::inductor::cpu {
 
 class CpuModule {
  public:
@@ -39,4 +39,4 @@ std::string cpu_target_description();
 // Everything the object code depends on besides the IR: LLVM's version, the target, the vector library.
 std::string cpu_codegen_identity();
 
-}  // namespace jitc::runtime
+}  // namespace jitc::inductor::cpu

@@ -4,7 +4,7 @@
 
 #include <jitc/errors.h>
 
-namespace jitc::runtime {
+namespace jitc::inductor::cpu {
 
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string&, const std::string& name, bool) {
   throw UnsupportedError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): no CPU code generator for " + name);
@@ -22,4 +22,4 @@ bool cpu_jit_available() { return false; }
 std::string cpu_target_description() { return "none (built without LLVM)"; }
 std::string cpu_codegen_identity() { return "none"; }
 
-}  // namespace jitc::runtime
+}  // namespace jitc::inductor::cpu

@@ -7,7 +7,7 @@
 #include <c10/core/Event.h>
 #include <c10/cuda/CUDAStream.h>
 
-namespace jitc::runtime {
+namespace jitc::inductor::cuda {
 
 namespace {
 
@@ -55,4 +55,4 @@ std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const 
   return ms;
 }
 
-}  // namespace jitc::runtime
+}  // namespace jitc::inductor::cuda

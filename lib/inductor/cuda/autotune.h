@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <vector>
 
-namespace jitc::runtime {
+namespace jitc::inductor::cuda {
 
 // Milliseconds per launch of each of `functions` (one per candidate, printed and launched with
 // `configs[i]`) for kernel `launch`, timed with CUDA events on zero-filled buffers.
 std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
                                     const std::vector<inductor::CudaConfig>& configs, const inductor::TuningShapes& shapes);
 
-}  // namespace jitc::runtime
+}  // namespace jitc::inductor::cuda

@@ -26,8 +26,8 @@ struct Candidates {
 };
 
 struct CudaSourceUnits final : Source {
-  std::vector<runtime::CudaSource> units;  // one NVRTC program per function, each after the prelude
-  std::vector<Candidates> candidates;      // per kernel
+  std::vector<cuda::CudaSource> units;  // one NVRTC program per function, each after the prelude
+  std::vector<Candidates> candidates;   // per kernel
 };
 
 struct CudaBinary final : Binary {
@@ -74,7 +74,7 @@ class CudaKernels final : public LoadedKernels {
     std::string final_name;          // its name in launch errors
   };
 
-  CudaKernels(std::unique_ptr<runtime::CudaModule> module, const CudaBinary& binary, const std::vector<const KernelLaunch*>& kernels)
+  CudaKernels(std::unique_ptr<cuda::CudaModule> module, const CudaBinary& binary, const std::vector<const KernelLaunch*>& kernels)
       : module_(std::move(module)) {
     for (size_t k = 0; k < kernels.size(); ++k) {
       Entry e{&kernels[k]->kernel, binary.candidates[k].configs.front(), module_->function(binary.candidates[k].names.front())};
@@ -100,8 +100,8 @@ class CudaKernels final : public LoadedKernels {
     const int64_t tiles = evaluate_tiles(*e.kernel, e.tiles, args.symbols);
     if (tiles <= 0) return;
     const int device = args.device.index();
-    runtime::launch_cuda_kernel(e.function, e.config.threads, tiles, args.buffers, args.num_buffers, args.symbols, args.num_symbols,
-                                runtime::current_cuda_stream(device), e.kernel->name, runtime::supports_programmatic_launch(device));
+    cuda::launch_cuda_kernel(e.function, e.config.threads, tiles, args.buffers, args.num_buffers, args.symbols, args.num_symbols,
+                             cuda::current_cuda_stream(device), e.kernel->name, cuda::supports_programmatic_launch(device));
   }
 
  private:
@@ -114,17 +114,17 @@ class CudaKernels final : public LoadedKernels {
     c10::SmallVector<void*, 16> buffers(args.buffers, args.buffers + args.num_buffers);
     buffers.push_back(workspace.data_ptr());
     const int device = args.device.index();
-    void* stream = runtime::current_cuda_stream(device);
-    const bool overlap = runtime::supports_programmatic_launch(device);
-    runtime::launch_cuda_kernel(e.function, e.config.threads, evaluate_tiles(*e.kernel, e.tiles, args.symbols), buffers.data(),
-                                buffers.size(), args.symbols, args.num_symbols, stream, e.kernel->name, overlap);
+    void* stream = cuda::current_cuda_stream(device);
+    const bool overlap = cuda::supports_programmatic_launch(device);
+    cuda::launch_cuda_kernel(e.function, e.config.threads, evaluate_tiles(*e.kernel, e.tiles, args.symbols), buffers.data(), buffers.size(),
+                             args.symbols, args.num_symbols, stream, e.kernel->name, overlap);
     // The final pass launches while the partial pass runs and waits for it inside (griddepcontrol.wait):
     // its launch latency hides behind the partial pass's last blocks.
-    runtime::launch_cuda_kernel(e.final_function, e.config.threads, evaluate_tiles(*e.kernel, e.final_tiles, args.symbols), buffers.data(),
-                                buffers.size(), args.symbols, args.num_symbols, stream, e.final_name, overlap);
+    cuda::launch_cuda_kernel(e.final_function, e.config.threads, evaluate_tiles(*e.kernel, e.final_tiles, args.symbols), buffers.data(),
+                             buffers.size(), args.symbols, args.num_symbols, stream, e.final_name, overlap);
   }
 
-  std::unique_ptr<runtime::CudaModule> module_;
+  std::unique_ptr<cuda::CudaModule> module_;
   std::vector<Entry> entries_;
 };
 
@@ -132,10 +132,10 @@ class CudaBackend final : public Backend {
  public:
   const Target& target() const override { return target_; }
 
-  std::string unavailable() const override { return runtime::nvrtc_available() ? "" : "NVRTC (libnvrtc) cannot be loaded"; }
+  std::string unavailable() const override { return cuda::nvrtc_available() ? "" : "NVRTC (libnvrtc) cannot be loaded"; }
 
   std::string identity(const c10::Device& device) const override {
-    return fmt::format("cuda {} nvrtc {}", runtime::cuda_arch(device.index()), runtime::nvrtc_version());
+    return fmt::format("cuda {} nvrtc {}", cuda::cuda_arch(device.index()), cuda::nvrtc_version());
   }
 
   // Each kernel in the heuristic's configuration, or with `tuning` every candidate under its own name.
@@ -163,7 +163,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Binary> compile(const Source& source, const CompileOptions& options) const override {
     const auto& units = static_cast<const CudaSourceUnits&>(source);
     auto binary = std::make_unique<CudaBinary>();
-    binary->images = runtime::compile_cuda_images(units.units, options.name, options.device.index());
+    binary->images = cuda::compile_cuda_images(units.units, options.name, options.device.index());
     binary->candidates = units.candidates;
     binary->schedules = units.schedules;
     return binary;
@@ -193,7 +193,7 @@ class CudaBackend final : public Backend {
                                       const CompileOptions& options) const override {
     const auto& b = static_cast<const CudaBinary&>(binary);
     if (b.candidates.size() != kernels.size()) return nullptr;
-    return std::make_unique<CudaKernels>(runtime::load_cuda_modules(b.images, options.name, options.device.index()), b, kernels);
+    return std::make_unique<CudaKernels>(cuda::load_cuda_modules(b.images, options.name, options.device.index()), b, kernels);
   }
 
   void tune(Binary& binary, const LoadedKernels& loaded, const std::vector<const KernelLaunch*>& kernels,
@@ -217,7 +217,7 @@ class CudaBackend final : public Backend {
     for (const auto& name : c.names) functions.push_back(loaded.function(name));
     std::vector<double> ms;
     try {
-      ms = runtime::time_candidates(launch, functions, c.configs, shapes);
+      ms = cuda::time_candidates(launch, functions, c.configs, shapes);
     } catch (const std::exception& e) {  // out of memory, for instance: the heuristic's choice stays
       runtime::warn(fmt::format("jitc: max-autotune could not time {}: {}", launch.kernel.name, e.what()));
       return;

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-namespace jitc::runtime {
+namespace jitc::inductor::cuda {
 
 namespace {
 
@@ -165,7 +165,7 @@ std::string cuda_arch(int device) {
 
 bool supports_programmatic_launch(int device) {
   // JITC_CUDA_PDL=0 launches every kernel plainly: a way out should a driver mishandle the overlap.
-  static const bool allowed = env_cuda_pdl();
+  static const bool allowed = runtime::env_cuda_pdl();
   // Per device: 0 unread, 1 no, 2 yes (compute capability 9.0+ and a driver with cuLaunchKernelEx).
   static std::array<std::atomic<int8_t>, 64> known{};
   if (!allowed || device < 0 || device >= static_cast<int>(known.size())) return false;
@@ -226,7 +226,7 @@ std::string program_image(Api& api, nvrtcProgram program, bool cubin) {
 // compiled graphs), so that the file(line) in NVRTC's log can be opened. "" when JITC_DEBUG_DIR is unset
 // or the file cannot be written: the error message carries the source either way.
 std::string keep_source(const std::string& source, const std::string& name) {
-  const std::string dir = env_debug_dir();
+  const std::string dir = runtime::env_debug_dir();
   if (dir.empty()) return "";
   const std::string folder = cache::files::join(dir, name), path = cache::files::join(folder, "kernels.cu");
   if (!cache::files::make_directories(folder).empty() || !cache::files::write(path, source).empty()) return "";
@@ -373,4 +373,4 @@ void launch_cuda(void* function, int64_t grid, int block, void** args, void* str
   if (r != CUDA_SUCCESS) throw RuntimeError(fmt::format("jitc: launching {} failed: {}", name, driver_error(r)));
 }
 
-}  // namespace jitc::runtime
+}  // namespace jitc::inductor::cuda

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace jitc::runtime {
+namespace jitc::inductor::cuda {
 
 // Loaded images (cubins or PTX), one driver module each; function() finds a function in any of them.
 class CudaModule {
@@ -80,4 +80,4 @@ void launch_cuda(void* function, int64_t grid, int block, void** args, void* str
 void launch_cuda_kernel(void* function, int threads, int64_t tiles, void* const* buffers, size_t num_buffers, const int64_t* symbols,
                         int num_symbols, void* stream, const std::string& name, bool overlap_previous = false);
 
-}  // namespace jitc::runtime
+}  // namespace jitc::inductor::cuda
