@@ -81,3 +81,22 @@ TEST_CASE("JITC_LOGS=schedule prints the plan: kernels, extern calls and release
   CHECK(relu < release);
   CHECK(release != std::string::npos);
 }
+
+TEST_CASE("JITC_LOGS=passes prints the graph after each pipeline stage that changed it", "[inductor][output]") {
+  jitc::testing::LogCapture logs("passes");
+  const auto w = at::randn({8, 3, 3, 3});
+  auto f = jitc::compile([&w](const at::Tensor& x) {
+    at::Tensor y = x.clone();
+    y.mul_(2);  // functionalized into a mul
+    return at::conv2d(y, w).relu();
+  });
+  const auto x = at::randn({2, 3, 16, 16});
+  f(x);
+  f(x);
+  const std::string text = logs.text();
+  INFO(text.substr(0, 3000));
+  CHECK(logs.lines_with("[__passes]").size() >= 2);
+  CHECK(text.find(" after functionalize:") != std::string::npos);
+  CHECK(text.find(" after channels-last convolutions:") != std::string::npos);  // CPU convolutions take channels-last operands
+  CHECK(text.find(" after group norm statistics:") == std::string::npos);       // no group_norm: the graph is unchanged
+}
