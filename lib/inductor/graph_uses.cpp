@@ -22,6 +22,23 @@ std::vector<ValueId> node_tensor_args(const graph::Node& n) {
   return out;
 }
 
+graph::SymShape without_ones(const graph::SymShape& s) {
+  graph::SymShape out;
+  for (const auto& e : s)
+    if (!e.is_one()) out.push_back(e);
+  return out;
+}
+
+bool has_no_elements(const graph::SymShape& s) {
+  return std::any_of(s.begin(), s.end(), [](const graph::SymExpr& e) { return e.is_constant() && e.offset == 0; });
+}
+
+bool supported_dtype(c10::ScalarType t) {
+  using c10::ScalarType;
+  return t == ScalarType::Float || t == ScalarType::Double || t == ScalarType::Half || t == ScalarType::BFloat16 || t == ScalarType::Long ||
+         t == ScalarType::Int || t == ScalarType::Short || t == ScalarType::Char || t == ScalarType::Byte || t == ScalarType::Bool;
+}
+
 uint64_t runtime_double_args(const graph::Node& n) {
   uint64_t mask = 0;
   for (size_t i = 0; i < n.args.size() && i < 64; ++i)

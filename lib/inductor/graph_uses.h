@@ -1,5 +1,6 @@
 // Where a graph's values are used, for the scheduler: the tensors a node reads and defines, whether a
-// value is read after a node, and the release steps that drop each intermediate after its last use.
+// value is read after a node, and the release steps that drop each intermediate after its last use; and
+// the shape and dtype facts the scheduler asks of values.
 #pragma once
 #include "graph/graph.h"
 #include "inductor/scheduler.h"
@@ -12,6 +13,13 @@ std::vector<graph::ValueId> node_outputs(const graph::Node& n);
 std::vector<graph::ValueId> node_tensor_args(const graph::Node& n);
 // Bit i: argument i of n is a double argument of the call, read at run time (see Operand::runtime_double).
 uint64_t runtime_double_args(const graph::Node& n);
+
+// Shape and dtype facts the scheduler asks of values: sizes without the 1s, whether a shape has no
+// elements (sizes 0 and 1 always specialize, so an empty tensor has a constant 0 among its sizes), and
+// whether the lowerings compute in a dtype.
+graph::SymShape without_ones(const graph::SymShape& s);
+bool has_no_elements(const graph::SymShape& s);
+bool supported_dtype(c10::ScalarType t);
 
 // Whether v is a graph output or an argument of a node after node i.
 bool read_after(const graph::Graph& g, graph::ValueId v, size_t i);

@@ -46,6 +46,14 @@ void LoweringContext::begin_kernel(int group) {
   inlined.clear();
 }
 
+void LoweringContext::begin_attempt() {
+  group.assign(group.size(), -1);
+  buffer_values.clear();
+  current_group = -1;
+  memo_.clear();
+  inlined.clear();
+}
+
 int LoweringContext::memoized(const std::string& key, const Index& index, const std::function<int()>& make) {
   auto it = memo_.find({key, index});
   if (it != memo_.end()) return it->second;

@@ -85,6 +85,9 @@ class LoweringContext {
 
   // Starts a kernel: clears the per-kernel memo, buffer table and inlined list.
   void begin_kernel(int group);
+  // Starts a scheduling attempt over the same lowered values: forgets which kernel group each stored
+  // value went to and the kernels' buffer tables (the loaders, views and row dims stay).
+  void begin_attempt();
   // Builds `make()` once per kernel for the same key and index (a reduction read twice in one kernel
   // is computed once).
   int memoized(const std::string& key, const Index& index, const std::function<int()>& make);

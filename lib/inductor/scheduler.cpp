@@ -24,23 +24,6 @@ using graph::SymExpr;
 using graph::SymShape;
 using graph::ValueId;
 
-SymShape without_ones(const SymShape& s) {
-  SymShape out;
-  for (const auto& e : s)
-    if (!e.is_one()) out.push_back(e);
-  return out;
-}
-
-// Sizes 0 and 1 always specialize, so an empty tensor has a constant 0 among its sizes.
-bool has_no_elements(const SymShape& s) {
-  return std::any_of(s.begin(), s.end(), [](const SymExpr& e) { return e.is_constant() && e.offset == 0; });
-}
-
-bool supported_dtype(ScalarType t) {
-  return t == ScalarType::Float || t == ScalarType::Double || t == ScalarType::Half || t == ScalarType::BFloat16 || t == ScalarType::Long ||
-         t == ScalarType::Int || t == ScalarType::Short || t == ScalarType::Char || t == ScalarType::Byte || t == ScalarType::Bool;
-}
-
 // The iteration space of a kernel: rows over `outer`, an element loop over `inner`. `dims` gives the
 // value dim of each loop, outer then inner, when the loops are not in dim order (empty: in order).
 struct Space {
@@ -78,7 +61,12 @@ class Scheduler {
         stored_(g.values.size(), 0),
         read_by_a_sibling_(g.values.size(), 0) {}
 
+  // Lowers every node once; each attempt then places the lowered values into kernels, and starts again
+  // when it decided to store a value or to run a node as an extern call.
   Plan run() {
+    ctx_ = std::make_unique<LoweringContext>(g_);
+    keep_break_inputs_eager();
+    lower_nodes();
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
       attempt_log_.clear();
       try {
@@ -98,6 +86,15 @@ class Scheduler {
   void make_extern(size_t i, std::string why) {
     extern_[i] = 1;
     reason_[i] = std::move(why);
+  }
+
+  // Node i runs as an extern call after it was lowered: its results are buffers from now on.
+  void unlower(size_t i) {
+    for (ValueId out : outputs_of(g_.nodes[i])) {
+      ctx_->loader[out] = nullptr;
+      ctx_->view_of[out] = graph::kNoValue;
+      ctx_->row_dims[out].clear();
+    }
   }
 
   std::vector<ValueId> outputs_of(const Node& n) const { return node_outputs(n); }
@@ -188,8 +185,9 @@ class Scheduler {
     if (ctx_->view_of[v] != graph::kNoValue && (!ctx_->loader[root] || stored_[root])) {
       const int producer = g_.values[v].producer;
       make_extern(static_cast<size_t>(producer), "a view of a tensor, needed as a tensor (kept as a real view)");
-      for (ValueId out : outputs_of(g_.nodes[producer])) ctx_->loader[out] = nullptr;
-      need(ctx_->view_of[v]);
+      const ValueId viewed = ctx_->view_of[v];
+      unlower(static_cast<size_t>(producer));
+      need(viewed);
       return;
     }
     stored_[v] = 1;
@@ -417,6 +415,7 @@ class Scheduler {
     if (deferred) absorb(*deferred, v);
     ctx_->group[v] = -1;
     make_extern(static_cast<size_t>(g_.values[v].producer), "no kernel can compute it: " + why);
+    unlower(static_cast<size_t>(g_.values[v].producer));
     log_decision(fmt::format("{} runs as an extern call: no kernel can compute it: {}", describe(v), why));
     throw Restart{};
   }
@@ -506,13 +505,11 @@ class Scheduler {
   }
 
   Plan assemble() {
-    ctx_ = std::make_unique<LoweringContext>(g_);
+    ctx_->begin_attempt();
     kernels_.clear();
     steps_.clear();
     members_.clear();
     group_id_ = 0;
-    keep_break_inputs_eager();
-    lower_nodes();
     mark_needs();
     for (size_t v = 0; v < g_.values.size(); ++v) ctx_->stored[v] = stored_[v] && ctx_->loader[v];
     placed_.assign(g_.values.size(), 0);
