@@ -140,14 +140,20 @@ std::vector<std::string> Printer::emit_with(const std::vector<int>& exprs, const
   return names;
 }
 
+Printer::ExprNames Printer::names_of(int i, const Expr& e) const {
+  return {name(i),
+          e.a >= 0 ? name(e.a) : "",
+          e.b >= 0 ? name(e.b) : "",
+          e.dtype,
+          e.a >= 0 ? k_.body[e.a].dtype : e.dtype,
+          compute_type(e.dtype),
+          is_float(e.dtype)};
+}
+
 // Leaves, memory, casts, selects and checks here; math in unary_expr and binary_expr.
 void Printer::expr(int i, const Expr& e) {
-  const std::string v = name(i);
-  const ScalarType t = e.dtype;
-  const char* ty = compute_type(t);
-  const bool f = is_float(t);
-  const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
-  const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
+  const ExprNames names = names_of(i, e);
+  const auto& [v, a, b, t, at, ty, f] = names;
   switch (e.op) {
     case ScalarOp::kVar: line(fmt::format("{} = add i64 {}, 0", v, var_value_.at(e.var))); break;
     case ScalarOp::kSym: {
@@ -184,17 +190,12 @@ void Printer::expr(int i, const Expr& e) {
     }
     case ScalarOp::kCheck: check(v, a); break;
     case ScalarOp::kReduce: JITC_INTERNAL_ASSERT(false, "cpu codegen: reductions are emitted by reduction()"); break;
-    default: return e.b >= 0 ? binary_expr(i, e) : unary_expr(i, e);
+    default: return e.b >= 0 ? binary_expr(e, names) : unary_expr(e, names);
   }
 }
 
-void Printer::unary_expr(int i, const Expr& e) {
-  const std::string v = name(i);
-  const ScalarType t = e.dtype;
-  const char* ty = compute_type(t);
-  const bool f = is_float(t);
-  const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
-  const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
+void Printer::unary_expr(const Expr& e, const ExprNames& names) {
+  const auto& [v, a, b, t, at, ty, f] = names;
   switch (e.op) {
     case ScalarOp::kNeg:
       if (f) line(fmt::format("{} = fneg {} {}", v, ty, a));
@@ -259,13 +260,8 @@ void Printer::unary_expr(int i, const Expr& e) {
   }
 }
 
-void Printer::binary_expr(int i, const Expr& e) {
-  const std::string v = name(i);
-  const ScalarType t = e.dtype;
-  const char* ty = compute_type(t);
-  const bool f = is_float(t);
-  const std::string a = e.a >= 0 ? name(e.a) : "", b = e.b >= 0 ? name(e.b) : "";
-  const ScalarType at = e.a >= 0 ? k_.body[e.a].dtype : t;
+void Printer::binary_expr(const Expr& e, const ExprNames& names) {
+  const auto& [v, a, b, t, at, ty, f] = names;
   auto bin = [&](const char* fop, const char* iop) { line(fmt::format("{} = {} {} {}, {}", v, f ? fop : iop, ty, a, b)); };
   switch (e.op) {
     case ScalarOp::kAdd: bin("fadd", "add"); break;

@@ -97,9 +97,18 @@ class Printer : private Emitter {
   // current loop's values stay as they are).
   std::vector<std::string> emit_with(const std::vector<int>& exprs, int var, const std::string& value);
   std::vector<std::string> emit_with(const std::vector<int>& exprs, const std::vector<std::pair<int, std::string>>& values);
+  // An expression's name, its operands' names, its dtype and its first operand's, its LLVM compute type
+  // and whether it is a float: named once per expression, shared by the three functions that print it.
+  struct ExprNames {
+    std::string v, a, b;
+    ScalarType t, at;
+    const char* ty;
+    bool f;
+  };
+  ExprNames names_of(int i, const Expr& e) const;
   void expr(int i, const Expr& e);
-  void unary_expr(int i, const Expr& e);   // math of one operand
-  void binary_expr(int i, const Expr& e);  // arithmetic, bitwise ops, comparisons
+  void unary_expr(const Expr& e, const ExprNames& names);   // math of one operand
+  void binary_expr(const Expr& e, const ExprNames& names);  // arithmetic, bitwise ops, comparisons
   std::string address(const Expr& e);
   void load(const std::string& v, const Expr& e);
   void store(const Expr& e);
