@@ -1,0 +1,78 @@
+// The scheduler's decisions, read from its log and its plan on meta tensors (the null backend: CUDA's
+// capabilities, no hardware): a value that must be stored first, a value that no kernel can compute, the
+// results of one node placed in the order they read each other. Each decision is made once; the log of
+// the attempt that succeeds follows the decisions that caused new attempts.
+#include "graph/passes.h"
+#include "inductor/scheduler.h"
+#include "support/trace_of.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+namespace {
+
+struct Scheduled {
+  jitc::inductor::Plan plan;
+  std::vector<std::string> log;
+  size_t lines_with(const std::string& text) const {
+    return static_cast<size_t>(
+        std::count_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; }));
+  }
+};
+
+template <class F, class... Args>
+Scheduled schedule_of(F fn, const Args&... args) {
+  auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(jitc::testing::trace_of(fn, args...).graph));
+  Scheduled s;
+  const std::function<void(const std::string&)> log = [&s](const std::string& line) { s.log.push_back(line); };
+  s.plan = jitc::inductor::schedule(g, "k", log);
+  return s;
+}
+
+at::Tensor meta(at::IntArrayRef sizes) { return at::empty(sizes, at::device(at::kMeta)); }
+
+}  // namespace
+
+TEST_CASE("scheduler: a reduction read at every element is stored by a kernel of its own, decided once", "[scheduler]") {
+  // x.sum(0) is one value per column, read by every row of x - sum: it cannot be computed per row.
+  const auto s = schedule_of([](const at::Tensor& x) { return x - x.sum(0, true); }, meta({64, 32}));
+  CHECK(s.plan.kernels.size() == 2);
+  CHECK(s.lines_with("is stored to a buffer: a reduction is read where the kernel's rows are not its output elements") == 1);
+  CHECK(s.plan.extern_reasons.empty());
+}
+
+TEST_CASE("scheduler: a value that no kernel can compute runs as an extern call, decided once", "[scheduler]") {
+  // Without normalization row kernels (CUDA's capabilities), a softmax over dim 0 reads its statistics
+  // at an index no kernel's rows match: it runs as ATen runs it, and the + 1 is a kernel of its own.
+  const auto s = schedule_of([](const at::Tensor& x) { return at::softmax(x, 0) + 1; }, meta({64, 32}));
+  REQUIRE(s.lines_with("runs as an extern call: no kernel can compute it") == 1);
+  REQUIRE(s.plan.extern_reasons.size() == 1);
+  CHECK(s.plan.extern_reasons[0].find("softmax") != std::string::npos);
+  CHECK(s.plan.kernels.size() == 1);
+}
+
+TEST_CASE("scheduler: layer_norm's statistics are placed before the output that reads them", "[scheduler]") {
+  // native_layer_norm's three results are returned: the output's kernel reads mean and rstd from their
+  // buffers, so the statistics are computed by a kernel before it.
+  const auto s = schedule_of(
+      [](const at::Tensor& x) {
+        auto [out, mean, rstd] = at::native_layer_norm(x, {32}, {}, {}, 1e-5);
+        return std::make_tuple(out, mean, rstd);
+      },
+      at::randn({64, 32}));  // (meta tensors have no native_layer_norm kernel in C++)
+  // rstd before the output, then mean before rstd (their kernel reads mean): two decisions, two kernels.
+  CHECK(s.lines_with("is placed before") == 2);
+  REQUIRE(s.plan.kernels.size() == 2);
+  CHECK(s.plan.kernels[0].outputs.size() == 2);
+  CHECK(s.plan.kernels[1].outputs.size() == 1);
+  CHECK(s.plan.extern_reasons.empty());
+}
+
+TEST_CASE("scheduler: values of another iteration space start a kernel of their own", "[scheduler]") {
+  const auto s = schedule_of([](const at::Tensor& x, const at::Tensor& y) { return std::make_tuple(x.sin() * 2, y.cos() + 1); },
+                             meta({64, 32}), meta({7, 5}));
+  CHECK(s.plan.kernels.size() == 2);
+  CHECK(s.lines_with("cannot fuse") == 1);
+  CHECK(s.lines_with("is stored to a buffer") == 0);
+}
