@@ -63,7 +63,7 @@ double double_arg(const Node& n, size_t i, double otherwise) {
 // A reduction is computed once per kernel row, so it may only be read where the kernel's rows are its
 // output elements, one to one; anywhere else it would be recomputed per row or per element, and its
 // owner must be stored to a buffer by a kernel of its own first.
-void require_row_aligned(KernelBuilder& kb, ValueId owner, const Index& out_index, const SymShape& out_sizes) {
+bool row_aligned(KernelBuilder& kb, const Index& out_index, const SymShape& out_sizes) {
   const uint64_t element_vars = kb.vars_of_kind(LoopVar::Kind::kInner) | kb.vars_of_kind(LoopVar::Kind::kReduction);
   std::vector<int> rows;
   for (int v : kb.kernel().outer_vars()) {
@@ -79,7 +79,11 @@ void require_row_aligned(KernelBuilder& kb, ValueId owner, const Index& out_inde
               kb.kernel().vars[rows[next]].extent == kb.extent(out_sizes[d]);
     ++next;
   }
-  if (!aligned || next != rows.size()) throw NeedsBuffer{owner, "a reduction is read where the kernel's rows are not its output elements"};
+  return aligned && next == rows.size();
+}
+
+BuildFailure needs_buffer(ValueId owner) {
+  return {BuildFailure::Kind::kNeedsBuffer, owner, "a reduction is read where the kernel's rows are not its output elements"};
 }
 
 struct Reduction {
@@ -167,7 +171,7 @@ Loader reduction_loader(LoweringContext& c, ValueId owner, std::string tag, std:
   const SymShape out_sizes = c.sizes(owner);
   const ScalarType result = compute_type_of(c.meta(owner).dtype);
   return [&c, owner, out_sizes, result, tag, compute](KernelBuilder& kb, const Index& index) {
-    require_row_aligned(kb, owner, index, out_sizes);
+    if (!row_aligned(kb, index, out_sizes)) return c.fail(kb, needs_buffer(owner), result);
     return c.memoized(fmt::format("{}%{}", tag, owner), index, [&] { return kb.cast(compute(kb, index), result); });
   };
 }
@@ -319,7 +323,7 @@ LowerFn softmax(bool log) {
     return {[&c, r, t, x, out, row_sizes, log](KernelBuilder& kb, const Index& index) {
       Index row = index;
       for (int64_t d : r.dims) row[d] = kb.index_constant(0);
-      require_row_aligned(kb, out, row, row_sizes);
+      if (!row_aligned(kb, row, row_sizes)) return c.fail(kb, needs_buffer(out), t);
       auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
       const int m = c.memoized(fmt::format("smax%{}", out), row, [&] { return reduce_at(kb, r, row, ReduceKind::kMax, element); });
       const int sum = c.memoized(fmt::format("ssum%{}", out), row, [&] {
@@ -415,7 +419,7 @@ LowerFn fused_normalization(bool rms) {
     c.row_dims[z.out] = z.r.dims;
     return {[&c, z, x](KernelBuilder& kb, const Index& index) {
       const Index row = row_of(kb, z.r, index);
-      require_row_aligned(kb, z.out, row, row_sizes(z.r));
+      if (!row_aligned(kb, row, row_sizes(z.r))) return c.fail(kb, needs_buffer(z.out), z.t);
       const std::string key = fmt::format("%{}", z.out);
       const int mean = z.rms ? -1 : c.memoized("mean" + key, row, [&] { return corrected_mean(kb, z.r, row, x, z.t); });
       const int rstd = c.memoized("rstd" + key, row, [&] {

@@ -32,15 +32,22 @@ std::optional<int> LoweringContext::load_view(KernelBuilder& kb, ValueId view, c
 }
 
 int LoweringContext::buffer(KernelBuilder& kb, ValueId v, bool written) {
-  if (!written && loader[v] && stored[v] && group[v] < 0) throw ReadsUnplaced{v};
+  if (!written && loader[v] && stored[v] && group[v] < 0)
+    fail(kb, {BuildFailure::Kind::kReadsUnplaced, v, "it reads the buffer of a value no kernel computes yet"}, meta(v).dtype);
   const int b = kb.buffer(fmt::format("buf{}", v), meta(v).dtype, written);
   auto& values = buffer_values.back();
   if (static_cast<size_t>(b) == values.size()) values.push_back(v);
   return b;
 }
 
+int LoweringContext::fail(KernelBuilder& kb, BuildFailure why, c10::ScalarType type) {
+  if (!failure) failure = std::move(why);
+  return kb.constant(0, compute_type_of(type));
+}
+
 void LoweringContext::begin_kernel(int group) {
   current_group = group;
+  failure.reset();
   memo_.clear();
   buffer_values.emplace_back();
   inlined.clear();
@@ -65,6 +72,7 @@ int LoweringContext::memoized(const std::string& key, const Index& index, const 
 int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
   // Eager stores every op's result in its dtype: an inlined half or bfloat16 value is rounded as that
   // store would round it, so no lowering has to remember to (rounding a rounded value is folded).
+  if (failure) return kb.constant(0, compute_type_of(meta(v).dtype));  // the kernel is discarded
   if (!is_buffer(v))
     return memoized(fmt::format("%{}", v), index, [&] {
       if (std::find(inlined.begin(), inlined.end(), v) == inlined.end()) inlined.push_back(v);

@@ -29,18 +29,18 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Thrown while a kernel is built: `value` must be stored to a buffer by an earlier kernel first (a
-// reduction read at an index that changes inside the element loop).
-struct NeedsBuffer {
-  graph::ValueId value;
+// Why the kernel being built cannot be completed, recorded by the first read that fails (the loaders
+// then return placeholders and the scheduler discards the kernel):
+// - kNeedsBuffer: `value` must be stored to a buffer by an earlier kernel first (a reduction read at an
+//   index that changes inside the element loop);
+// - kReadsUnplaced: the kernel reads the buffer of `value`, a stored value that no kernel computes yet
+//   (another result of the same node, such as native_layer_norm's statistics, which its output reads):
+//   the scheduler places `value` first.
+struct BuildFailure {
+  enum class Kind { kNeedsBuffer, kReadsUnplaced };
+  Kind kind = Kind::kNeedsBuffer;
+  graph::ValueId value = graph::kNoValue;
   std::string why;
-};
-
-// Thrown while a kernel is built: it reads the buffer of `value`, a stored value no kernel computes yet
-// (another result of the same node, such as native_layer_norm's statistics, which its output reads).
-// The scheduler places `value` first.
-struct ReadsUnplaced {
-  graph::ValueId value;
 };
 
 // A tensor argument or a number, as an op's operand.
@@ -83,7 +83,13 @@ class LoweringContext {
   // ATen's type promotion (at::result_type) over tensors and numbers.
   c10::ScalarType result_type(const std::vector<Operand>& operands) const;
 
-  // Starts a kernel: clears the per-kernel memo, buffer table and inlined list.
+  // The first failed read of the kernel being built; begin_kernel clears it.
+  std::optional<BuildFailure> failure;
+  // Records a failed read (the first one wins) and returns a placeholder of compute type `type` for the
+  // loader to return: nothing more of the kernel is inlined once it failed.
+  int fail(KernelBuilder& kb, BuildFailure why, c10::ScalarType type);
+
+  // Starts a kernel: clears the per-kernel memo, buffer table, inlined list and failure.
   void begin_kernel(int group);
   // Starts a scheduling attempt over the same lowered values: forgets which kernel group each stored
   // value went to and the kernels' buffer tables (the loaders, views and row dims stay).

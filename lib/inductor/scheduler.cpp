@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <variant>
 
 namespace jitc::inductor {
 
@@ -48,8 +49,6 @@ struct Built {
   std::vector<ValueId> inlined;
 };
 
-struct Restart {};  // the set of stored values or extern nodes grew: schedule again from the start
-
 class Scheduler {
  public:
   Scheduler(const graph::Graph& g, std::string prefix, const std::function<void(const std::string&)>& log)
@@ -61,22 +60,22 @@ class Scheduler {
         stored_(g.values.size(), 0),
         read_by_a_sibling_(g.values.size(), 0) {}
 
-  // Lowers every node once; each attempt then places the lowered values into kernels, and starts again
-  // when it decided to store a value or to run a node as an extern call.
+  // Lowers every node once; each attempt then places the lowered values into kernels, and ends early
+  // when it decided to store a value, to place one earlier or to run a node as an extern call: the next
+  // attempt starts over with that decision. Each decision is made once, so attempts are bounded.
   Plan run() {
     ctx_ = std::make_unique<LoweringContext>(g_);
     keep_break_inputs_eager();
     lower_nodes();
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
       attempt_log_.clear();
-      try {
-        Plan plan = assemble();
-        if (log_)
-          for (const auto* list : {&decisions_, &attempt_log_})
-            for (const auto& m : *list) log_(m);
-        return plan;
-      } catch (const Restart&) {
-      }
+      decided_ = false;
+      std::optional<Plan> plan = assemble();
+      if (!plan) continue;
+      if (log_)
+        for (const auto* list : {&decisions_, &attempt_log_})
+          for (const auto& m : *list) log_(m);
+      return std::move(*plan);
     }
     JITC_INTERNAL_ASSERT(false, "scheduler: no fixed point");
   }
@@ -259,7 +258,8 @@ class Scheduler {
     return index;
   }
 
-  Built build(const std::vector<ValueId>& members, const Space& s, int group_id) {
+  // The kernel computing `members` over space s, or why it cannot be built.
+  std::variant<Built, BuildFailure> build(const std::vector<ValueId>& members, const Space& s, int group_id) {
     ctx_->begin_kernel(group_id);
     KernelBuilder kb(fmt::format("{}_{}", prefix_, kernels_.size()));
     std::vector<int> outer, inner;
@@ -277,6 +277,7 @@ class Scheduler {
       const int value = kb.cast(ctx_->at(kb, v, index), compute_type_of(m.dtype));
       kb.store(ctx_->buffer(kb, v, true), kb.linear(index, m.strides), value);
     }
+    if (ctx_->failure) return *ctx_->failure;
     bool reduces = false;
     for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;
     if (!reduces && s.inner.size() == 1) kb.set_tile(kTile);
@@ -336,13 +337,19 @@ class Scheduler {
     return fmt::format("buf{} ({})", v, p >= 0 ? g_.nodes[p].name() : "input");
   }
 
-  // Handles a NeedsBuffer raised while v was being added. Returns true if v just does not fit here.
-  bool absorb(const NeedsBuffer& e, ValueId v) {
+  // True if the kernel failed only because v does not fit in it (v reads itself at another index, or a
+  // value this kernel stores); otherwise decides what the next attempt changes (decided_).
+  bool only_misfit(const BuildFailure& e, ValueId v) {
+    if (e.kind == BuildFailure::Kind::kReadsUnplaced) {
+      read_by_a_sibling_[e.value] = 1;
+      decide(fmt::format("{} is placed before {}, which reads its buffer", describe(e.value), describe(v)));
+      return false;
+    }
     if (e.value == v || (stored_[e.value] && ctx_->group[e.value] == group_id_)) return true;
     JITC_INTERNAL_ASSERT(!stored_[e.value], "scheduler: a stored value was needed again");
     stored_[e.value] = 1;
-    log_decision(fmt::format("{} is stored to a buffer: {}", describe(e.value), e.why));
-    throw Restart{};
+    decide(fmt::format("{} is stored to a buffer: {}", describe(e.value), e.why));
+    return false;
   }
 
   void place(ValueId v) {
@@ -357,7 +364,7 @@ class Scheduler {
           log(fmt::format("fused {} into {} (horizontal: same iteration space {})", describe(v), built_.kernel.name, space_.text()));
           return;
         }
-        absorb(*failed, v);
+        if (!only_misfit(*failed, v)) return;
         why = failed->why;
       }
       log(fmt::format("cannot fuse {} into {}: {}", describe(v), built_.kernel.name, why));
@@ -366,20 +373,17 @@ class Scheduler {
     start_group(v);
   }
 
-  // Rebuilds the kernel with v as one more stored value; the NeedsBuffer that stopped it otherwise.
-  std::optional<NeedsBuffer> try_join(ValueId v) {
+  // Rebuilds the kernel with v as one more stored value; why it could not otherwise.
+  std::optional<BuildFailure> try_join(ValueId v) {
     ctx_->group[v] = group_id_;
     auto members = members_;
     members.push_back(v);
-    try {
-      built_ = build(members, space_, group_id_);
-    } catch (const NeedsBuffer& e) {
+    auto built = build(members, space_, group_id_);
+    if (auto* failed = std::get_if<BuildFailure>(&built)) {
       ctx_->group[v] = -1;
-      return e;
-    } catch (const ReadsUnplaced&) {
-      ctx_->group[v] = -1;
-      throw;
+      return std::move(*failed);
     }
+    built_ = std::move(std::get<Built>(built));
     members_ = std::move(members);
     placed_[v] = 1;
     return std::nullopt;
@@ -390,34 +394,34 @@ class Scheduler {
     std::string why;
     std::vector<Space> spaces = {pointwise_space(v), reduction_space(v)};
     if (auto s = normalization_space(v)) spaces.push_back(*s);
-    std::optional<NeedsBuffer> deferred;
+    std::optional<BuildFailure> deferred;
     for (size_t k = 0; k < spaces.size(); ++k) {
-      try {
-        built_ = build({v}, spaces[k], group_id_);
+      auto built = build({v}, spaces[k], group_id_);
+      if (auto* kernel = std::get_if<Built>(&built)) {
+        built_ = std::move(*kernel);
         members_ = {v};
         placed_[v] = 1;
         space_ = spaces[k];
         device_ = g_.values[v].meta.device;
         return;
-      } catch (const NeedsBuffer& e) {
-        why = e.why;
-        // v reads a normalization elementwise (log_softmax(x, 0) * 2): try the normalization's own
-        // space, which computes both in one kernel, before storing the normalization.
-        auto shared = deferred ? std::nullopt : shared_normalization_space(e.value, v);
-        if (shared) {
-          deferred = e;
-          spaces.insert(spaces.begin() + static_cast<std::ptrdiff_t>(k) + 1, *shared);
-          continue;
-        }
-        absorb(e, v);
       }
+      const auto& e = std::get<BuildFailure>(built);
+      why = e.why;
+      // v reads a normalization elementwise (log_softmax(x, 0) * 2): try the normalization's own
+      // space, which computes both in one kernel, before storing the normalization.
+      auto shared = deferred || e.kind != BuildFailure::Kind::kNeedsBuffer ? std::nullopt : shared_normalization_space(e.value, v);
+      if (shared) {
+        deferred = e;
+        spaces.insert(spaces.begin() + static_cast<std::ptrdiff_t>(k) + 1, *shared);
+        continue;
+      }
+      if (!only_misfit(e, v)) return;
     }
-    if (deferred) absorb(*deferred, v);
+    if (deferred && !only_misfit(*deferred, v)) return;
     ctx_->group[v] = -1;
     make_extern(static_cast<size_t>(g_.values[v].producer), "no kernel can compute it: " + why);
     unlower(static_cast<size_t>(g_.values[v].producer));
-    log_decision(fmt::format("{} runs as an extern call: no kernel can compute it: {}", describe(v), why));
-    throw Restart{};
+    decide(fmt::format("{} runs as an extern call: no kernel can compute it: {}", describe(v), why));
   }
 
   std::optional<Space> shared_normalization_space(ValueId normalization, ValueId v) const {
@@ -469,12 +473,8 @@ class Scheduler {
       if (extern_[j]) continue;
       for (ValueId w : outputs_of(g_.nodes[j])) {
         if (!ctx_->stored[w] || placed_[w] || members_.size() >= kMaxFusedValues || !compatible(w, space_)) continue;
-        if (!ready(w) || !shares_a_source(w)) continue;
-        try {
-          if (try_join(w)) continue;
-        } catch (const ReadsUnplaced&) {  // its node's other results come first: it keeps its place
-          continue;
-        }
+        // One that fails (its node's other results come first, or it reads a value it cannot) keeps its place.
+        if (!ready(w) || !shares_a_source(w) || try_join(w)) continue;
         log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})", describe(w),
                         built_.kernel.name, space_.text(), position_));
       }
@@ -504,7 +504,8 @@ class Scheduler {
     return false;
   }
 
-  Plan assemble() {
+  // One attempt: the plan, or nullopt when a decision (decided_) asks for another attempt.
+  std::optional<Plan> assemble() {
     ctx_->begin_attempt();
     kernels_.clear();
     steps_.clear();
@@ -533,13 +534,8 @@ class Scheduler {
       std::stable_partition(outs.begin(), outs.end(), [&](ValueId v) { return read_by_a_sibling_[v]; });
       for (ValueId v : outs) {
         if (!ctx_->stored[v] || placed_[v]) continue;
-        try {
-          place(v);
-        } catch (const ReadsUnplaced& e) {
-          read_by_a_sibling_[e.value] = 1;
-          log_decision(fmt::format("{} is placed before {}, which reads its buffer", describe(e.value), describe(v)));
-          throw Restart{};
-        }
+        place(v);
+        if (decided_) return std::nullopt;
       }
     }
     position_ = static_cast<int>(g_.nodes.size());
@@ -558,7 +554,11 @@ class Scheduler {
 
   // Messages of the attempt that succeeds, after the decisions that caused restarts.
   void log(const std::string& message) { attempt_log_.push_back(message); }
-  void log_decision(const std::string& message) { decisions_.push_back(message); }
+  // A decision that changes what the next attempt does: stored values, extern nodes, placement order.
+  void decide(const std::string& message) {
+    decisions_.push_back(message);
+    decided_ = true;
+  }
 
   const graph::Graph& g_;
   std::string prefix_;
@@ -575,6 +575,7 @@ class Scheduler {
   Built built_;
   int group_id_ = 0;
   int position_ = 0;                           // the node being scheduled
+  bool decided_ = false;                       // this attempt made a decision: the next one starts over
   std::vector<char> placed_;                   // per stored value: in a kernel already
   std::vector<char> read_by_a_sibling_;        // results placed before the other results of their node
   std::vector<std::vector<ValueId>> sources_;  // memo of sources()
