@@ -51,6 +51,7 @@ class Rewrite {
       return false;
     for (size_t a : {0, 1})
       if (n.args[a].kind != graph::Arg::Kind::kValue || !static_float_4d_cpu(g_.values[n.args[a].value].meta)) return false;
+    if (!activations_outweigh_weights(n)) return false;
     const ValueId out = n.outputs[0].values[0];
     const graph::Value& v = g_.values[out];
     if (!static_float_4d_cpu(v.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), out) > 0) return false;
@@ -59,6 +60,19 @@ class Rewrite {
       const Node& user = g_.nodes[u];
       return !user.mutates && find_lowering(user) != nullptr && !is_view_lowering(user);
     });
+  }
+
+  // Chosen by cost: oneDNN is faster on channels-last operands where the activations are large next to
+  // the weight (early layers, large batches, depthwise convolutions), and slower where the weight
+  // dominates (late layers at small batches), where it reorders a channels-last weight on every call.
+  // The measured crossover lies between ratios 0.8 and 5 (benchmarks/RESULTS.md, session 20).
+  bool activations_outweigh_weights(const Node& n) const {
+    auto numel = [&](size_t a) {
+      int64_t count = 1;
+      for (const auto& e : g_.values[n.args[a].value].meta.sizes) count *= e.offset;
+      return count;
+    };
+    return numel(0) >= 2 * numel(1);
   }
 
   Graph run() {
@@ -70,11 +84,12 @@ class Rewrite {
     for (const Node& original : g_.nodes) {
       Node n = original;
       if (applies(original)) {
-        for (size_t a : {0, 1}) {
-          const ValueId v = n.args[a].value;
-          if (!converted.count(v)) converted[v] = clone_channels_last(r, v, next_storage++);
-          n.args[a].value = converted[v];
-        }
+        // The input only: a channels-last input makes oneDNN compute and return channels-last, and it
+        // reorders the weight into its own blocked layout on every call whatever the weight's layout, so
+        // a channels-last copy of the weight would be one more copy per call.
+        const ValueId v = n.args[0].value;
+        if (!converted.count(v)) converted[v] = clone_channels_last(r, v, next_storage++);
+        n.args[0].value = converted[v];
         TensorMeta& out = r.values[n.outputs[0].values[0]].meta;
         out.strides = channels_last_strides(out.sizes);
       }

@@ -1,17 +1,18 @@
-// Convolutions on channels-last operands, as Inductor's layout optimization does. oneDNN's CPU
-// convolution reorders NCHW operands on every call; on NHWC ones it runs directly (a [8, 64, 56, 56] 3x3
-// convolution on the 2-core machine measured faster so; benchmarks/RESULTS.md, Fused CPU kernels,
-// session 13). The pass converts each 2-D convolution's input and weight with a clone in channels-last
-// layout, which fuses into the kernel that produces the input, and takes the convolution's output in
-// channels-last layout, which the kernels that read it follow (loop_order.cpp).
+// Convolutions on channels-last operands, as Inductor's layout optimization does, where the cost says so
+// (oneDNN's CPU convolution is faster on NHWC activations when they are large next to the weight; slower
+// where the weight dominates: benchmarks/RESULTS.md, sessions 13 and 20). The pass converts each chosen
+// 2-D convolution's input with a clone in channels-last layout, which fuses into the kernel that produces
+// the input, and takes the convolution's output in channels-last layout, which the kernels that read it
+// follow (loop_order.cpp). The weight is left as it is: oneDNN reorders it into its own blocked layout
+// on every call whatever its layout, so a channels-last copy made per call would be one copy more.
 #pragma once
 #include "graph/graph.h"
 
 namespace jitc::inductor {
 
 // Applies to aten::conv2d nodes on static float32 CPU tensors when oneDNN is available and enabled, whose
-// output is not a graph output, shares its storage with nothing, and is read only by lowered ops that are
-// not views: their kernels read it through its strides, whatever they are. Returns g unchanged otherwise.
+// input has at least twice the weight's elements, whose output is not a graph output, shares its storage with nothing, and is read only by
+// lowered ops that are not views: their kernels read it through its strides, whatever they are. Returns g unchanged otherwise.
 graph::Graph convolutions_in_channels_last(const graph::Graph& g);
 
 }  // namespace jitc::inductor

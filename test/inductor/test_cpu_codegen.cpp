@@ -57,8 +57,7 @@ void run(const jitc::inductor::cpu::CpuModule& module, const std::string& name, 
 }
 
 // relu(a * b + c) over [rows, cols]: a contiguous, b transposed, c broadcast over rows.
-jitc::inductor::Kernel fused_kernel(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c,
-                                    int64_t tile) {
+jitc::inductor::Kernel fused_kernel(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, int64_t tile) {
   KernelBuilder kb("fused_mul_add_relu");
   const int i = kb.var(kb.outer_var(SymExpr::constant(out.size(0))));
   const int j = kb.var(kb.inner_var(SymExpr::constant(out.size(1))));
@@ -156,11 +155,15 @@ TEST_CASE("row-cached values match eager", "[inductor][cpu]") {
     const auto x = at::randn({3, 5, 7}, dtype);
     check_parity("softmax over two dims", softmax_2d, x);
     check_parity("exp reused by two reductions and the element loop", two_reductions, x);
-    check_parity("log_softmax", [](const at::Tensor& t) { return at::log_softmax(t, -1); }, x);
-    check_parity("two sums of exp over two dims", [](const at::Tensor& t) {
-      const auto e = at::exp(t - t.amax({1, 2}, true));
-      return e.sum({1, 2}) * (e * e).sum({1, 2});
-    }, x);
+    check_parity(
+        "log_softmax", [](const at::Tensor& t) { return at::log_softmax(t, -1); }, x);
+    check_parity(
+        "two sums of exp over two dims",
+        [](const at::Tensor& t) {
+          const auto e = at::exp(t - t.amax({1, 2}, true));
+          return e.sum({1, 2}) * (e * e).sum({1, 2});
+        },
+        x);
   }
 }
 
@@ -168,30 +171,56 @@ TEST_CASE("row-cached values match eager", "[inductor][cpu]") {
 TEST_CASE("pointwise kernels over merged and unmerged dims match eager", "[inductor][cpu]") {
   using jitc::testing::check_parity;
   const auto x = at::randn({2, 3, 5, 6}), w = at::randn({3}), b = at::randn({3}), m = at::randn({3}), v = at::rand({3}) + 0.5;
-  check_parity("batch_norm + relu", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& m,
-                                       const at::Tensor& v) { return at::relu(at::batch_norm(x, w, b, m, v, false, 0.1, 1e-5, true)); },
-               x, w, b, m, v);
-  check_parity("broadcast along w", [](const at::Tensor& x, const at::Tensor& y) { return x * y; }, x, at::randn({2, 3, 5, 1}));
-  check_parity("a sliced input", [](const at::Tensor& x) { return x.narrow(3, 1, 4).exp(); }, x);
-  check_parity("a transposed input", [](const at::Tensor& x, const at::Tensor& y) { return x + y.transpose(2, 3); }, x, at::randn({2, 3, 6, 5}));
-  check_parity("channels_last", [](const at::Tensor& x) { return x.relu() + 1; }, x.contiguous(at::MemoryFormat::ChannelsLast));
+  check_parity(
+      "batch_norm + relu",
+      [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& m, const at::Tensor& v) {
+        return at::relu(at::batch_norm(x, w, b, m, v, false, 0.1, 1e-5, true));
+      },
+      x, w, b, m, v);
+  check_parity(
+      "broadcast along w", [](const at::Tensor& x, const at::Tensor& y) { return x * y; }, x, at::randn({2, 3, 5, 1}));
+  check_parity(
+      "a sliced input", [](const at::Tensor& x) { return x.narrow(3, 1, 4).exp(); }, x);
+  check_parity(
+      "a transposed input", [](const at::Tensor& x, const at::Tensor& y) { return x + y.transpose(2, 3); }, x, at::randn({2, 3, 6, 5}));
+  check_parity(
+      "channels_last", [](const at::Tensor& x) { return x.relu() + 1; }, x.contiguous(at::MemoryFormat::ChannelsLast));
   // Kernels whose loops follow a channels-last or permuted output (loop_order.cpp).
   const auto cl = x.contiguous(at::MemoryFormat::ChannelsLast);
-  check_parity("channels_last batch_norm + relu", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& m,
-                                                     const at::Tensor& v) { return at::relu(at::batch_norm(x, w, b, m, v, false, 0.1, 1e-5, true)); },
-               cl, w, b, m, v);
-  check_parity("channels_last and contiguous operands", [](const at::Tensor& x, const at::Tensor& y) { return x * y - y; }, cl, x);
-  check_parity("contiguous and channels_last operands", [](const at::Tensor& x, const at::Tensor& y) { return x * y - y; }, x, cl);
-  check_parity("channels_last with a per-channel bias", [](const at::Tensor& x, const at::Tensor& y) { return (x + y).sigmoid(); }, cl, at::randn({1, 3, 1, 1}));
-  check_parity("channels_last double", [](const at::Tensor& x) { return x.exp() * 3; }, cl.to(at::kDouble));
-  check_parity("channels_last int", [](const at::Tensor& x) { return x * 3 + 1; }, (cl * 10).to(at::kInt));
-  check_parity("channels_last with size-1 dims", [](const at::Tensor& x) { return x.abs() + 1; },
-               at::randn({1, 4, 1, 7}).contiguous(at::MemoryFormat::ChannelsLast));
-  check_parity("a permuted input", [](const at::Tensor& x) { return x.tanh() * 2; }, at::randn({4, 5, 6}).permute({2, 0, 1}));
-  check_parity("a permuted input made contiguous", [](const at::Tensor& x) { return x.contiguous() + 1; }, at::randn({4, 5, 6}).permute({1, 2, 0}));
-  check_parity("a flipped input", [](const at::Tensor& x) { return x.flip({2}) + 1; }, cl);
-  check_parity("an index-dependent value", [](const at::Tensor& x) { return x + at::arange(6, x.options()); }, x);
-  check_parity("expanded rows", [](const at::Tensor& x, const at::Tensor& y) { return x + y.expand({2, 3, 5, 6}); }, x, at::randn({1, 3, 5, 6}));
+  check_parity(
+      "channels_last batch_norm + relu",
+      [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& m, const at::Tensor& v) {
+        return at::relu(at::batch_norm(x, w, b, m, v, false, 0.1, 1e-5, true));
+      },
+      cl, w, b, m, v);
+  check_parity(
+      "channels_last and contiguous operands", [](const at::Tensor& x, const at::Tensor& y) { return x * y - y; }, cl, x);
+  check_parity(
+      "contiguous and channels_last operands", [](const at::Tensor& x, const at::Tensor& y) { return x * y - y; }, x, cl);
+  check_parity(
+      "channels_last with a per-channel bias", [](const at::Tensor& x, const at::Tensor& y) { return (x + y).sigmoid(); }, cl,
+      at::randn({1, 3, 1, 1}));
+  check_parity(
+      "channels_last double", [](const at::Tensor& x) { return x.exp() * 3; }, cl.to(at::kDouble));
+  check_parity(
+      "channels_last int", [](const at::Tensor& x) { return x * 3 + 1; }, (cl * 10).to(at::kInt));
+  check_parity(
+      "channels_last with size-1 dims", [](const at::Tensor& x) { return x.abs() + 1; },
+      at::randn({1, 4, 1, 7}).contiguous(at::MemoryFormat::ChannelsLast));
+  check_parity(
+      "a permuted input", [](const at::Tensor& x) { return x.tanh() * 2; }, at::randn({4, 5, 6}).permute({2, 0, 1}));
+  check_parity(
+      "a permuted input made contiguous", [](const at::Tensor& x) { return x.contiguous() + 1; }, at::randn({4, 5, 6}).permute({1, 2, 0}));
+  check_parity(
+      "a flipped input", [](const at::Tensor& x) { return x.flip({2}) + 1; }, cl);
+  check_parity(
+      "an index-dependent value", [](const at::Tensor& x) { return x + at::arange(6, x.options()); }, x);
+  check_parity(
+      "expanded rows",
+      [](const at::Tensor& x, const at::Tensor& y) {
+        return x + y.expand({2, 3, 5, 6});
+      },
+      x, at::randn({1, 3, 5, 6}));
 }
 
 // Outputs of 8 MiB and more leave through streaming stores (cpu/codegen_streaming.cpp): rows and tiles
@@ -201,7 +230,8 @@ TEST_CASE("kernels with large outputs match eager through streaming stores", "[i
   using jitc::testing::compiled_vs_eager;
   const auto x = at::randn({2048, 1024}), b = at::randn({1024}), w = at::randn({1024});
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x, -1); }, x) == "");
-  CHECK(compiled_vs_eager([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {1024}, w, b); }, x, w, b) == "");
+  CHECK(compiled_vs_eager([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {1024}, w, b); }, x,
+                          w, b) == "");
   CHECK(compiled_vs_float64([](const at::Tensor& x, const at::Tensor& b) { return at::gelu(x + b); }, x, b) == "");
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); }, x.reshape({-1})) == "");
   CHECK(compiled_vs_eager([](const at::Tensor& x) { return at::softmax(x * 2, -1); }, at::randn({2100, 1001})) == "");
@@ -255,13 +285,18 @@ TEST_CASE("convolutions run on channels-last operands and match eager", "[induct
     return at::relu(at::batch_norm(at::conv2d(y, w2, {}, 1, 1), scale, shift, shift, scale, false, 0.1, 1e-5, true) + x);
   };
   check_parity("a ResNet basic block", block, x, w1, w2);
-  check_parity("a strided convolution with a bias, then a sum", [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-    return (at::conv2d(x, w, b, 2, 1) * 2).sum({2, 3});
-  }, x, w1, shift);
+  check_parity(
+      "a strided convolution with a bias, then a sum",
+      [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+        return (at::conv2d(x, w, b, 2, 1) * 2).sum({2, 3});
+      },
+      x, w1, shift);
   check_parity("a channels-last input", block, x.contiguous(at::MemoryFormat::ChannelsLast), w1, w2);
   // Left as traced: a convolution returned to the caller, or read by another extern op.
-  check_parity("a returned convolution", [](const at::Tensor& x, const at::Tensor& w) { return at::conv2d(x.relu(), w); }, x, w1);
-  check_parity("convolutions back to back", [](const at::Tensor& x, const at::Tensor& w) { return at::conv2d(at::conv2d(x, w), w).relu(); }, x, w1);
+  check_parity(
+      "a returned convolution", [](const at::Tensor& x, const at::Tensor& w) { return at::conv2d(x.relu(), w); }, x, w1);
+  check_parity(
+      "convolutions back to back", [](const at::Tensor& x, const at::Tensor& w) { return at::conv2d(at::conv2d(x, w), w).relu(); }, x, w1);
 
   auto traced = jitc::testing::trace_of(block, x, w1, w2);
   const auto rewritten = jitc::inductor::convolutions_in_channels_last(traced.graph);
@@ -269,10 +304,26 @@ TEST_CASE("convolutions run on channels-last operands and match eager", "[induct
   for (const auto& n : rewritten.nodes) {
     if (n.name() == "aten::clone") ++clones;
     if (n.name() != "aten::conv2d") continue;
-    for (jitc::graph::ValueId v : {n.args[0].value, n.args[1].value, n.outputs[0].values[0]})
-      CHECK(rewritten.values[v].meta.strides[1].offset == 1);  // channels-last: C has stride 1
+    for (jitc::graph::ValueId v : {n.args[0].value, n.outputs[0].values[0]})
+      CHECK(rewritten.values[v].meta.strides[1].offset == 1);              // channels-last: C has stride 1
+    CHECK(rewritten.values[n.args[1].value].meta.strides[1].offset == 9);  // the weight as it is
   }
-  CHECK(clones == 4);  // input and weight of each convolution
+  CHECK(clones == 2);  // the input of each convolution; no weight is copied on every call
+}
+
+TEST_CASE("channels-last layout is chosen by cost: not where the weight outweighs the activations", "[inductor][cpu]") {
+  // A late layer at batch 1 ([1, 64, 4, 4] through a 64x64x3x3 weight): oneDNN is faster on NCHW there.
+  auto late = [](const at::Tensor& x, const at::Tensor& w) { return at::conv2d(x.relu(), w, {}, 1, 1).relu(); };
+  const auto x = at::randn({1, 64, 4, 4}), w = at::randn({64, 64, 3, 3}) * 0.05;
+  auto traced = jitc::testing::trace_of(late, x, w);
+  const auto rewritten = jitc::inductor::convolutions_in_channels_last(traced.graph);
+  CHECK(rewritten.nodes.size() == traced.graph.nodes.size());
+  jitc::testing::check_parity("a late layer at batch 1", late, x, w);
+  // At batch 32 and 8x8 maps the activations are 3.6 times the weight: channels-last.
+  const auto batch = at::randn({32, 64, 8, 8});
+  CHECK(jitc::inductor::convolutions_in_channels_last(jitc::testing::trace_of(late, batch, w).graph).nodes.size() ==
+        traced.graph.nodes.size() + 1);
+  jitc::testing::check_parity("a late layer at batch 32", late, batch, w);
 }
 
 TEST_CASE("one compiled program runs with the thread count of each call", "[inductor][cpu]") {
