@@ -1,0 +1,184 @@
+// The model suite (issue 25) on the CPU: eager vs jitc per model of models.h, in one run, under
+// c10::InferenceMode and LibTorch's thread count (set OMP_NUM_THREADS / at::set_num_threads by the caller):
+//   eager / jitc ms   per call: two warm-up calls each, then rounds in which eager and jitc take turns (the
+//                     order reversed every other round), median over the rounds
+//   first call s      jitc's first call (trace + compile) with a fresh JITC_CACHE_DIR (a cold compile)
+//   max abs, rel L2   jitc's result against eager's on the same input, after the first call (a replay)
+//   peak MiB          bytes the CPU allocator handed out during one call, eager and jitc
+//   kernels, fallback the kernels jitc compiled and whether any call ran eagerly
+// torch.compile's columns come from peer_models.py's JSON (--peer). Prints a markdown table, writes JSON.
+//
+// Usage, from the repository root (threads: 2 on the developer machine, as the peer's torch.set_num_threads):
+//   ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_models.py benchmarks/models/peer_cpu.json
+//   ./build/benchmarks/bench_models benchmarks/models/models_cpu.json --peer benchmarks/models/peer_cpu.json [--only a,b] [--rounds N]
+#include "counting_allocator.h"
+#include "models/models.h"
+#include "peer_results.h"
+
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace jitc::bench {
+namespace {
+
+struct Args {
+  std::string out = "benchmarks/models/models_cpu.json", peer;
+  std::vector<std::string> only;
+  int rounds = 7;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--peer" && i + 1 < argc) {
+      args.peer = argv[++i];
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      args.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--only" && i + 1 < argc) {
+      std::stringstream names(argv[++i]);
+      for (std::string name; std::getline(names, name, ',');) args.only.push_back(name);
+    } else if (arg.rfind("--", 0) == 0) {
+      throw std::runtime_error("unknown flag " + arg + "; usage: bench_models [out.json] [--peer peer.json] [--only a,b] [--rounds N]");
+    } else {
+      args.out = arg;
+    }
+  }
+  return args;
+}
+
+double seconds_of(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Row {
+  std::string name, shapes;
+  double eager_ms = 0, jitc_ms = 0, first_call_s = 0, max_abs = 0, rel_l2 = 0;
+  double eager_peak_mib = 0, jitc_peak_mib = 0;
+  int64_t kernels = 0, fallbacks = 0, graphs = 0;
+  std::string error;
+};
+
+double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f) {
+  allocator.reset_peak();
+  const int64_t before = allocator.live_bytes();
+  f();
+  return static_cast<double>(allocator.peak_bytes() - before) / (1 << 20);
+}
+
+Row measure(const Model& model, int rounds, CountingAllocator& allocator) {
+  Row row{model.name, model.shapes};
+  const at::Tensor x = model.make_input();
+  auto compiled = jitc::compile(model.forward);
+  row.first_call_s = seconds_of([&] { compiled(x); });
+  const at::Tensor expected = model.forward(x), got = compiled(x);
+  const at::Tensor diff = (got.to(at::kDouble) - expected.to(at::kDouble));
+  row.max_abs = diff.abs().max().item<double>();
+  row.rel_l2 = (diff.norm() / expected.to(at::kDouble).norm().clamp_min(1e-300)).item<double>();
+  std::vector<double> eager, jitc;
+  for (int warm = 0; warm < 2; ++warm) model.forward(x), compiled(x);
+  for (int r = 0; r < rounds; ++r) {
+    auto time_eager = [&] { eager.push_back(seconds_of([&] { model.forward(x); })); };
+    auto time_jitc = [&] { jitc.push_back(seconds_of([&] { compiled(x); })); };
+    if (r % 2 == 0) time_eager(), time_jitc();
+    else time_jitc(), time_eager();
+  }
+  row.eager_ms = median(eager) * 1e3;
+  row.jitc_ms = median(jitc) * 1e3;
+  row.eager_peak_mib = peak_mib_of(allocator, [&] { model.forward(x); });
+  row.jitc_peak_mib = peak_mib_of(allocator, [&] { compiled(x); });
+  const auto stats = compiled.stats();
+  row.kernels = stats.kernels_compiled;
+  row.fallbacks = stats.eager_fallbacks;
+  row.graphs = stats.programs_compiled;
+  return row;
+}
+
+std::string json_of(const std::vector<Row>& rows, int threads) {
+  std::string s = fmt::format("{{\n \"threads\": {},\n \"models\": [\n", threads);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    s += fmt::format(
+        "  {{\"name\": \"{}\", \"eager_ms\": {}, \"jitc_ms\": {}, \"first_call_s\": {}, \"max_abs\": {}, \"rel_l2\": {}, "
+        "\"eager_peak_mib\": {}, \"jitc_peak_mib\": {}, \"kernels\": {}, \"programs\": {}, \"eager_fallbacks\": {}, \"error\": \"{}\"}}{}\n",
+        r.name, r.eager_ms, r.jitc_ms, r.first_call_s, r.max_abs, r.rel_l2, r.eager_peak_mib, r.jitc_peak_mib, r.kernels, r.graphs,
+        r.fallbacks, r.error, i + 1 < rows.size() ? "," : "");
+  }
+  return s + " ]\n}\n";
+}
+
+void print_table(const std::vector<Row>& rows, const PeerRun* peer) {
+  fmt::print("| model | eager ms | jitc ms | jitc/eager | torch.compile ms | jitc vs torch.compile | first call s (jitc / tc) | max abs | rel L2 "
+             "| peak MiB (eager / jitc) | kernels | programs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      fmt::print("| {} | error: {} |\n", r.name, r.error);
+      continue;
+    }
+    std::string tc = "-", vs = "-", tc_first = "-";
+    if (peer && peer->workloads.count(r.name)) {
+      const PeerResult& p = peer->workloads.at(r.name);
+      if (p.error.empty()) {
+        // Across languages the eager times differ a little: the ratio uses each side's own eager time.
+        tc = fmt::format("{:.2f}", p.compiled_us / 1e3);
+        vs = fmt::format("{:.2f}x", (p.eager_us / p.compiled_us) == 0 ? 0 : (r.eager_ms / r.jitc_ms) / (p.eager_us / p.compiled_us));
+        tc_first = fmt::format("{:.1f}", p.compile_s);
+      }
+    }
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f}x | {} | {} | {:.1f} / {} | {:.1e} | {:.1e} | {:.0f} / {:.0f} | {} | {} |\n", r.name, r.eager_ms,
+               r.jitc_ms, r.eager_ms / r.jitc_ms, tc, vs, r.first_call_s, tc_first, r.max_abs, r.rel_l2, r.eager_peak_mib, r.jitc_peak_mib,
+               r.kernels, r.graphs);
+  }
+}
+
+}  // namespace
+}  // namespace jitc::bench
+
+int main(int argc, char** argv) {
+  using namespace jitc::bench;
+  try {
+    const Args args = parse_args(argc, argv);
+    const std::string cache = (std::filesystem::temp_directory_path() / fmt::format("jitc_models_{}", getpid())).string();
+    if (!std::getenv("JITC_CACHE_DIR")) setenv("JITC_CACHE_DIR", cache.c_str(), 1);  // cold compiles
+    CountingAllocator& allocator = CountingAllocator::install();
+    c10::InferenceMode inference;
+    std::vector<Row> rows;
+    for (const Model& model : make_models(ModelScale::kBenchmark)) {
+      if (!args.only.empty() && std::find(args.only.begin(), args.only.end(), model.name) == args.only.end()) continue;
+      fmt::print(stderr, "{} ...\n", model.name);
+      try {
+        rows.push_back(measure(model, args.rounds, allocator));
+      } catch (const std::exception& e) {
+        rows.push_back({model.name, model.shapes});
+        rows.back().error = e.what();
+      }
+    }
+    std::optional<PeerRun> peer;
+    if (!args.peer.empty()) peer = read_peer_results(args.peer);
+    print_table(rows, peer ? &*peer : nullptr);
+    std::ofstream(args.out) << json_of(rows, at::get_num_threads());
+    std::filesystem::remove_all(cache);
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_models: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,30 @@
+// The model suite (issue 25): models as a C++ team writes them with torch::nn, random weights from a
+// fixed seed, in eval mode. benchmarks/models/peer_models.py builds the same models (names, shapes, ops)
+// in Python for torch.compile; change both together. bench_models times them; test/e2e/test_models.cpp
+// runs them at small shapes for parity.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace jitc::bench {
+
+struct Model {
+  std::string name;    // "resnet18_b1"
+  std::string shapes;  // for the table's legend
+  std::function<at::Tensor()> make_input;
+  // The module's forward: the callable jitc::compile takes (it holds the module; weights are captured).
+  std::function<at::Tensor(const at::Tensor&)> forward;
+};
+
+enum class ModelScale {
+  kBenchmark,  // the published configurations' shapes
+  kTest,       // small shapes with the same structure, for parity tests
+};
+
+// Every model of the suite, in table order. Call under c10::InferenceMode or NoGradGuard.
+std::vector<Model> make_models(ModelScale scale);
+
+}  // namespace jitc::bench
