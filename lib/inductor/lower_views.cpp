@@ -55,35 +55,71 @@ Loader view(LoweringContext& c, ValueId in, ValueId out, Remap remap) {
   };
 }
 
-// Reshape as row-major element order: the linear position in the output's shape, split over the input's
-// shape. Dims of size 1 inserted or removed need no division.
-Remap reshape(const SymShape& from, const SymShape& to) {
-  SymShape a, b;
-  for (const auto& e : from)
-    if (!e.is_one()) a.push_back(e);
-  for (const auto& e : to)
-    if (!e.is_one()) b.push_back(e);
-  return [from, to, same = a == b](KernelBuilder& kb, const Index& index) {
-    Index in(from.size());
-    if (same) {  // only size-1 dims differ: match the others in order
-      size_t j = 0;
-      for (size_t d = 0; d < from.size(); ++d) {
-        if (from[d].is_one()) {
-          in[d] = kb.index_constant(0);
-          continue;
-        }
-        while (to[j].is_one()) ++j;
-        in[d] = index[j++];
+// The dims of a reshape's input and output (size-1 dims left out) in groups of equal element count, in
+// order: a dim kept as it is is a group of one on each side; [C] -> [2, C/2] is one group. Empty when
+// the groups cannot be told apart (symbolic sizes that differ): the whole index is then one group.
+struct DimGroup {
+  std::vector<size_t> from, to;  // dims of the input and of the output
+};
+
+std::vector<DimGroup> dim_groups(const SymShape& from, const SymShape& to) {
+  std::vector<size_t> a, b;
+  for (size_t d = 0; d < from.size(); ++d)
+    if (!from[d].is_one()) a.push_back(d);
+  for (size_t d = 0; d < to.size(); ++d)
+    if (!to[d].is_one()) b.push_back(d);
+  std::vector<DimGroup> groups;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    DimGroup g{{a[i++]}, {b[j++]}};
+    if (from[g.from[0]] != to[g.to[0]]) {
+      if (!from[g.from[0]].is_constant() || !to[g.to[0]].is_constant()) return {};
+      int64_t in = from[g.from[0]].offset, out = to[g.to[0]].offset;
+      while (in != out) {
+        std::vector<size_t>& side = in < out ? g.from : g.to;
+        const std::vector<size_t>& dims = in < out ? a : b;
+        size_t& next = in < out ? i : j;
+        if (next == dims.size() || !(in < out ? from : to)[dims[next]].is_constant()) return {};
+        (in < out ? in : out) *= (in < out ? from : to)[dims[next]].offset;
+        side.push_back(dims[next++]);
       }
-      return in;
     }
-    int linear = kb.index_constant(0);
-    for (size_t d = 0; d < to.size(); ++d) linear = kb.add(kb.mul(linear, kb.extent(to[d])), index[d]);
-    for (size_t d = from.size(); d-- > 0;) {
-      const int extent = kb.extent(from[d]);
-      in[d] = kb.binary(ScalarOp::kRem, linear, extent);
-      linear = kb.binary(ScalarOp::kDiv, linear, extent);
-    }
+    groups.push_back(std::move(g));
+  }
+  if (i != a.size() || j != b.size()) return {};
+  return groups;
+}
+
+// One group of a reshape: the row-major position in the output's dims of the group, split over the
+// input's dims of the group (no division where the input has one dim: the position is its index).
+void remap_group(KernelBuilder& kb, const SymShape& from, const SymShape& to, const std::vector<size_t>& from_dims,
+                 const std::vector<size_t>& to_dims, const Index& index, Index& in) {
+  int linear = index[to_dims[0]];
+  for (size_t k = 1; k < to_dims.size(); ++k) linear = kb.add(kb.mul(linear, kb.extent(to[to_dims[k]])), index[to_dims[k]]);
+  for (size_t k = from_dims.size(); k-- > 1;) {
+    const int extent = kb.extent(from[from_dims[k]]);
+    in[from_dims[k]] = kb.binary(ScalarOp::kRem, linear, extent);
+    linear = kb.binary(ScalarOp::kDiv, linear, extent);
+  }
+  in[from_dims[0]] = linear;  // below its extent: the group's element count bounds the position
+}
+
+// Reshape as row-major element order, group by group (dim_groups): dims that keep their size pass their
+// index through, split or merged dims divide only within their group.
+Remap reshape(const SymShape& from, const SymShape& to) {
+  std::vector<DimGroup> groups = dim_groups(from, to);
+  if (groups.empty()) {  // one group of every non-1 dim (or nothing but size-1 dims)
+    DimGroup all;
+    for (size_t d = 0; d < from.size(); ++d)
+      if (!from[d].is_one()) all.from.push_back(d);
+    for (size_t d = 0; d < to.size(); ++d)
+      if (!to[d].is_one()) all.to.push_back(d);
+    if (!all.from.empty() && !all.to.empty()) groups.push_back(std::move(all));
+  }
+  return [from, to, groups](KernelBuilder& kb, const Index& index) {
+    Index in(from.size());
+    for (size_t d = 0; d < from.size(); ++d) in[d] = kb.index_constant(0);  // size-1 dims (and no elements)
+    for (const DimGroup& g : groups) remap_group(kb, from, to, g.from, g.to, index, in);
     return in;
   };
 }
