@@ -4,16 +4,17 @@
 //                                    after each in debug builds and under JITC_STRICT=1)
 //     1. functionalize              graph/functionalize.h    mutation -> values + a copy_ epilogue
 //     2. dead code, CSE             graph/passes.h
-//     3. group norm statistics      inductor/group_norm_stats.h
-//     4. channels-last convolutions inductor/channels_last.h
-//   5. cache lookup                 program_cache.h          memory, then disk: a hit skips 6-10
+//     3. loss decompositions        inductor/decompositions.h cross_entropy, nll_loss -> gather + row reduction
+//     4. group norm statistics      inductor/group_norm_stats.h
+//     5. channels-last convolutions inductor/channels_last.h
+//   6. cache lookup                 program_cache.h          memory, then disk: a hit skips 7-11
 //   kernel stages
-//     6. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls
-//     7. render                     Backend::render          per backend and device (inductor/backend.h)
-//     8. compile                    Backend::compile
-//     9. load                       Backend::load
-//    10. tune                       Backend::tune            mode=max-autotune, then load again
-//   11. keep                        program_cache.h          memory and disk
+//     7. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls
+//     8. render                     Backend::render          per backend and device (inductor/backend.h)
+//     9. compile                    Backend::compile
+//    10. load                       Backend::load
+//    11. tune                       Backend::tune            mode=max-autotune, then load again
+//   12. keep                        program_cache.h          memory and disk
 //
 // Each stage's time goes to CompileTimes (JITC_LOGS=compile_times, Stats::codegen_stages).
 #include "runtime/pipeline.h"
@@ -22,6 +23,7 @@
 #include "graph/passes.h"
 #include "inductor/backend.h"
 #include "inductor/channels_last.h"
+#include "inductor/decompositions.h"
 #include "inductor/group_norm_stats.h"
 #include "inductor/scheduler.h"
 #include "runtime/env.h"
@@ -92,6 +94,7 @@ graph::Graph graph_stage(const char* stage, const PipelineRequest& request, grap
 graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   const Entry& entry = *request.entry;
   graph::Graph g = graph_stage("functionalize", request, graph::Graph(), times, [&](graph::Graph) { return functional_graph(entry); });
+  g = graph_stage("loss decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_losses(x); });
   g = graph_stage("group norm statistics", request, std::move(g), times, [](graph::Graph x) { return inductor::group_norm_with_stats(x); });
   g = graph_stage("channels-last convolutions", request, std::move(g), times,
                   [](graph::Graph x) { return inductor::convolutions_in_channels_last(x); });

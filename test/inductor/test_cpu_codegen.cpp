@@ -318,12 +318,13 @@ TEST_CASE("channels-last layout is chosen by cost: not where the weight outweigh
   auto traced = jitc::testing::trace_of(late, x, w);
   const auto rewritten = jitc::inductor::convolutions_in_channels_last(traced.graph);
   CHECK(rewritten.nodes.size() == traced.graph.nodes.size());
-  jitc::testing::check_parity("a late layer at batch 1", late, x, w);
+  // Convolutions in another layout sum their 576 products in another order: the tolerance of such sums.
+  jitc::testing::check_parity_reducing("a late layer at batch 1", 64 * 9, late, x, w);
   // At batch 32 and 8x8 maps the activations are 3.6 times the weight: channels-last.
   const auto batch = at::randn({32, 64, 8, 8});
   CHECK(jitc::inductor::convolutions_in_channels_last(jitc::testing::trace_of(late, batch, w).graph).nodes.size() ==
         traced.graph.nodes.size() + 1);
-  jitc::testing::check_parity("a late layer at batch 32", late, batch, w);
+  jitc::testing::check_parity_reducing("a late layer at batch 32", 64 * 9, late, batch, w);
 }
 
 TEST_CASE("one compiled program runs with the thread count of each call", "[inductor][cpu]") {

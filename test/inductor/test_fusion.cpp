@@ -37,9 +37,19 @@ TEST_CASE("softmax over a leading dim and layer_norm over two dims are one kerne
   CHECK(kernels_for([](const at::Tensor& x) { return at::layer_norm(x, {8, 30}) + 1; }, at::randn({4, 8, 30})) == 1);
 }
 
+TEST_CASE("cross-entropy reads its logits in one row kernel, then sums the rows' losses", "[inductor][fusion]") {
+  // Eager writes the log-probabilities ([N, C]) and reads them back; the decomposition (logsumexp and a
+  // gather per row) writes one loss per row.
+  const auto x = at::randn({64, 1000}), t = at::randint(1000, {64});
+  CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t); }, x, t) == 2);
+  CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t, {}, at::Reduction::None); }, x, t) ==
+        1);
+}
+
 TEST_CASE("layer_norm is one kernel", "[inductor][fusion]") {
   const auto x = at::randn({32, 256}), w = at::randn({256}), b = at::randn({256});
-  CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {256}, w, b); }, x, w, b) == 1);
+  CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {256}, w, b); }, x, w,
+                    b) == 1);
 }
 
 TEST_CASE("a chain of 10 pointwise ops is one kernel", "[inductor][fusion]") {

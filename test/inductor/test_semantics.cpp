@@ -57,11 +57,16 @@ std::string eager_error(F fn, const T&... args) {
 
 // Compiles fn, runs it on `good` twice (trace, then the compiled program) and checks the program's
 // result; then runs it on `bad`, which must raise what eager raises, then on `good` again.
+// The compiled program gives eager's result on `good` (bit for bit, or close when `rounded`) and raises
+// eager's error on `bad`, then goes on giving eager's result.
 template <class E, class F, class Args>
-void check_raises_as_eager(const std::string& name, F fn, const Args& good, const Args& bad) {
+void check_raises_as_eager(const std::string& name, F fn, const Args& good, const Args& bad, bool rounded = false) {
   INFO(name);
   auto compiled = jitc::compile(fn);
   auto run = [](auto& f, const Args& args) { return std::apply(f, args); };
+  auto identical = [rounded](const at::Tensor& a, const at::Tensor& b) {
+    return rounded ? at::allclose(a, b, 1e-5, 1e-6, /*equal_nan=*/true) : ::identical(a, b);
+  };
   run(compiled, good);
   CHECK(identical(run(compiled, good), run(fn, good)));
   REQUIRE(compiled.stats().programs_compiled == 1);
@@ -143,6 +148,25 @@ TEST_CASE("indices out of range raise eager's IndexError from compiled programs"
   }
 }
 
+TEST_CASE("cross_entropy and nll_loss match eager, ignored targets included, and raise eager's error for a target out of range",
+          "[inductor][semantics]") {
+  const auto x = at::randn({6, 9}), targets = longs({0, 8, -100, 3, 3, 1});
+  for (int64_t reduction : {at::Reduction::None, at::Reduction::Mean, at::Reduction::Sum})
+    for (auto dtype : {at::kFloat, at::kDouble}) {
+      const std::string tag = " reduction " + std::to_string(reduction) + " " + c10::toString(dtype);
+      auto cross_entropy = [reduction](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t, {}, reduction); };
+      auto nll = [reduction](const at::Tensor& x, const at::Tensor& t) { return at::nll_loss(at::log_softmax(x, 1), t, {}, reduction, 3); };
+      check_close("cross_entropy" + tag, cross_entropy, x.to(dtype), targets);
+      check_close("nll_loss over log_softmax, ignore_index 3" + tag, nll, x.to(dtype), longs({0, 8, 3, 3, 5, 1}));
+      check_close("cross_entropy, every target ignored (mean: nan as eager)" + tag, cross_entropy, x.to(dtype),
+                  at::full({6}, -100, at::kLong));
+      for (int64_t bad : {9, -1, 100})
+        check_raises_as_eager<c10::Error>("cross_entropy target " + std::to_string(bad) + tag, cross_entropy,
+                                          std::make_tuple(x.to(dtype), targets),
+                                          std::make_tuple(x.to(dtype), longs({0, 8, -100, bad, 3, 1})), /*rounded=*/true);
+    }
+}
+
 TEST_CASE("integer division and remainder by zero raise eager's ZeroDivisionError from compiled programs", "[inductor][semantics]") {
   using Op = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
   const std::vector<std::pair<const char*, Op>> ops = {
@@ -155,7 +179,8 @@ TEST_CASE("integer division and remainder by zero raise eager's ZeroDivisionErro
   for (auto dtype : {at::kInt, at::kLong, at::kByte, at::kShort})
     for (const auto& [name, op] : ops) {
       const auto a = at::arange(1, 7, dtype), b = at::tensor({1, 2, 3, 1, 2, 3}).to(dtype), zero = at::tensor({1, 2, 0, 1, 2, 3}).to(dtype);
-      check_raises_as_eager<c10::Error>(std::string(name) + " " + c10::toString(dtype), op, std::make_tuple(a, b), std::make_tuple(a, zero));
+      check_raises_as_eager<c10::Error>(std::string(name) + " " + c10::toString(dtype), op, std::make_tuple(a, b),
+                                        std::make_tuple(a, zero));
     }
 }
 
@@ -185,7 +210,8 @@ TEST_CASE("fmod remainder and floor division of floats match eager at exact mult
     check_identical_to_scalar_loop("floor_divide by a number " + t, floor_divide_number, x);
   }
   const auto one = at::ones({1});
-  check_identical("1.0 // 0.1 is 9 as in eager", [](const at::Tensor& x) { return at::floor_divide(x, 0.1); }, one);
+  check_identical(
+      "1.0 // 0.1 is 9 as in eager", [](const at::Tensor& x) { return at::floor_divide(x, 0.1); }, one);
 }
 
 TEST_CASE("shifts by negative amounts and by the width or more match eager", "[inductor][semantics]") {
@@ -195,8 +221,10 @@ TEST_CASE("shifts by negative amounts and by the width or more match eager", "[i
     const auto n = static_cast<int64_t>(amounts.size());
     const auto x = (at::arange(n, at::kLong) * 37 - 1000).to(dtype), s = longs(amounts).to(dtype);
     const std::string t = c10::toString(dtype);
-    check_identical("left " + t, [](const at::Tensor& x, const at::Tensor& s) { return at::bitwise_left_shift(x, s); }, x, s);
-    check_identical("right " + t, [](const at::Tensor& x, const at::Tensor& s) { return at::bitwise_right_shift(x, s); }, x, s);
+    check_identical(
+        "left " + t, [](const at::Tensor& x, const at::Tensor& s) { return at::bitwise_left_shift(x, s); }, x, s);
+    check_identical(
+        "right " + t, [](const at::Tensor& x, const at::Tensor& s) { return at::bitwise_right_shift(x, s); }, x, s);
   }
 }
 
@@ -215,29 +243,44 @@ TEST_CASE("float32 var and std are finite where eager's are (ATen accumulates in
 TEST_CASE("integer max and min over extreme values match eager", "[inductor][semantics]") {
   const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
   const auto x = longs({lo, lo, lo, hi, hi, hi}).view({2, 3});
-  check_identical("amax", [](const at::Tensor& x) { return x.amax(-1); }, x);
-  check_identical("amin", [](const at::Tensor& x) { return x.amin(-1); }, x);
-  check_identical("argmax", [](const at::Tensor& x) { return x.argmax(-1); }, x);
-  check_identical("max over dim 0", [](const at::Tensor& x) { return x.amax(0); }, x);
+  check_identical(
+      "amax", [](const at::Tensor& x) { return x.amax(-1); }, x);
+  check_identical(
+      "amin", [](const at::Tensor& x) { return x.amin(-1); }, x);
+  check_identical(
+      "argmax", [](const at::Tensor& x) { return x.argmax(-1); }, x);
+  check_identical(
+      "max over dim 0", [](const at::Tensor& x) { return x.amax(0); }, x);
 }
 
-TEST_CASE("numbers meet half and bfloat16 tensors as in eager: rounded to the tensor's dtype, except in mul and div", "[inductor][semantics]") {
+TEST_CASE("numbers meet half and bfloat16 tensors as in eager: rounded to the tensor's dtype, except in mul and div",
+          "[inductor][semantics]") {
   for (auto dtype : {at::kHalf, at::kBFloat16}) {
     const auto x = (at::randn({4096}, at::TensorOptions().dtype(dtype)) * 50).contiguous();
     const auto tenth = at::full({64}, 0.1).to(dtype);  // the dtype's nearest value to 0.1: equal to the number 0.1 in eager
     const std::string t = c10::toString(dtype);
-    check_identical("eq " + t, [](const at::Tensor& x) { return x == 0.1; }, tenth);
-    check_identical("lt " + t, [](const at::Tensor& x) { return x < 0.1; }, tenth);
-    check_identical("ge " + t, [](const at::Tensor& x) { return x >= 0.1; }, tenth);
+    check_identical(
+        "eq " + t, [](const at::Tensor& x) { return x == 0.1; }, tenth);
+    check_identical(
+        "lt " + t, [](const at::Tensor& x) { return x < 0.1; }, tenth);
+    check_identical(
+        "ge " + t, [](const at::Tensor& x) { return x >= 0.1; }, tenth);
     for (double v : {0.1, 1.0 / 3, 0.7777, 2.3456}) {
       const std::string tag = " " + std::to_string(v) + " " + t;
-      check_identical("add" + tag, [v](const at::Tensor& x) { return x + v; }, x);
-      check_identical("rsub" + tag, [v](const at::Tensor& x) { return v - x; }, x);
-      check_identical("mul" + tag, [v](const at::Tensor& x) { return x * v; }, x);
-      check_identical("div" + tag, [v](const at::Tensor& x) { return x / v; }, x);
-      check_identical("add alpha" + tag, [v](const at::Tensor& x) { return at::add(x, x, v); }, x);
-      check_identical("pow" + tag, [v](const at::Tensor& x) { return at::pow(x.abs(), v); }, x);
-      check_identical("clamp" + tag, [v](const at::Tensor& x) { return x.clamp(-v, v); }, x);
+      check_identical(
+          "add" + tag, [v](const at::Tensor& x) { return x + v; }, x);
+      check_identical(
+          "rsub" + tag, [v](const at::Tensor& x) { return v - x; }, x);
+      check_identical(
+          "mul" + tag, [v](const at::Tensor& x) { return x * v; }, x);
+      check_identical(
+          "div" + tag, [v](const at::Tensor& x) { return x / v; }, x);
+      check_identical(
+          "add alpha" + tag, [v](const at::Tensor& x) { return at::add(x, x, v); }, x);
+      check_identical(
+          "pow" + tag, [v](const at::Tensor& x) { return at::pow(x.abs(), v); }, x);
+      check_identical(
+          "clamp" + tag, [v](const at::Tensor& x) { return x.clamp(-v, v); }, x);
     }
   }
 }
@@ -246,34 +289,67 @@ TEST_CASE("float to integer casts out of range, of NaN and of infinities match e
   // x86-64 eager: int64 and int32 get the truncated value or the type's minimum; int16 and int8 go
   // through int32, uint8 through int64, keeping the low bits (int8(300.0) == 44, uint8(-1.0) == 255).
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> values = {1e10, -1e10, nan, inf, -inf, 300.0, -1.0, -129.5, 70000.0, 3e9, -3e9, 1e19, -1e19, -0.0,
-                                      3000000005.0, 5e9 + 7, 1099511627779.0, -1099511627779.0, 196615.0, -70000.0, 2147483647.0,
-                                      -2147483648.0, 2147483648.0, 9.2233720368547758e18, -9.2233720368547758e18, 255.9, -0.9};
+  const std::vector<double> values = {1e10,
+                                      -1e10,
+                                      nan,
+                                      inf,
+                                      -inf,
+                                      300.0,
+                                      -1.0,
+                                      -129.5,
+                                      70000.0,
+                                      3e9,
+                                      -3e9,
+                                      1e19,
+                                      -1e19,
+                                      -0.0,
+                                      3000000005.0,
+                                      5e9 + 7,
+                                      1099511627779.0,
+                                      -1099511627779.0,
+                                      196615.0,
+                                      -70000.0,
+                                      2147483647.0,
+                                      -2147483648.0,
+                                      2147483648.0,
+                                      9.2233720368547758e18,
+                                      -9.2233720368547758e18,
+                                      255.9,
+                                      -0.9};
   std::vector<double> many;
   for (int i = 0; i < 8; ++i) many.insert(many.end(), values.begin(), values.end());  // vectorized loops too
   for (auto from : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
     const auto x = at::tensor(many, at::kDouble).to(from);
     for (auto to : {at::kLong, at::kInt, at::kShort, at::kChar, at::kByte, at::kBool}) {
       const std::string name = std::string(c10::toString(from)) + " to " + c10::toString(to);
-      check_identical(name, [to](const at::Tensor& x) { return x.to(to); }, x);
-      check_identical(name + " after math", [to](const at::Tensor& x) { return (x * 2).to(to) + 1; }, x);
+      check_identical(
+          name, [to](const at::Tensor& x) { return x.to(to); }, x);
+      check_identical(
+          name + " after math", [to](const at::Tensor& x) { return (x * 2).to(to) + 1; }, x);
     }
   }
 }
 
 TEST_CASE("the signed minimum divided by -1 gives eager's results, not a trap", "[inductor][semantics]") {
   for (auto dtype : {at::kChar, at::kShort, at::kInt, at::kLong}) {
-    const int64_t lo = dtype == at::kChar ? -128 : dtype == at::kShort ? -32768 : dtype == at::kInt ? std::numeric_limits<int32_t>::min()
-                                                                                                 : std::numeric_limits<int64_t>::min();
+    const int64_t lo = dtype == at::kChar    ? -128
+                       : dtype == at::kShort ? -32768
+                       : dtype == at::kInt   ? std::numeric_limits<int32_t>::min()
+                                             : std::numeric_limits<int64_t>::min();
     const auto a = longs({lo, lo, 7, -7, lo, lo + 1}).to(dtype).repeat({8}), b = longs({-1, 1, -1, -1, 2, -1}).to(dtype).repeat({8});
     const std::string t = c10::toString(dtype);
-    check_identical("floor_divide " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
-    check_identical("div floor " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
-    check_identical("remainder " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
-    check_identical("fmod " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::fmod(a, b); }, a, b);
+    check_identical(
+        "floor_divide " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
+    check_identical(
+        "div floor " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
+    check_identical(
+        "remainder " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
+    check_identical(
+        "fmod " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::fmod(a, b); }, a, b);
     // eager's own trunc division traps (SIGFPE) on int32 and int64 here; int8 and int16 divide in int
     if (dtype == at::kChar || dtype == at::kShort)
-      check_identical("div trunc " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "trunc"); }, a, b);
+      check_identical(
+          "div trunc " + t, [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "trunc"); }, a, b);
   }
 }
 
@@ -310,12 +386,18 @@ TEST_CASE("the constant -0.0 keeps its sign in compiled kernels", "[inductor][se
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
     const auto x = at::tensor(values, at::kDouble).to(dtype).repeat({4});
     const std::string t = c10::toString(dtype);
-    check_identical("mul -0.0 " + t, [](const at::Tensor& x) { return x * -0.0; }, x);
-    check_identical("add -0.0 " + t, [](const at::Tensor& x) { return x + -0.0; }, x);
-    check_identical("div -0.0 " + t, [](const at::Tensor& x) { return x / -0.0; }, x);
-    check_identical("floor_divide -0.0 " + t, [](const at::Tensor& x) { return at::floor_divide(x, -0.0); }, x);
-    check_identical("where -0.0 " + t, [](const at::Tensor& x) { return at::where(x > 0, x, -0.0); }, x);
-    check_identical("full -0.0 " + t, [](const at::Tensor& x) { return at::full_like(x, -0.0) - 0.0; }, x);
+    check_identical(
+        "mul -0.0 " + t, [](const at::Tensor& x) { return x * -0.0; }, x);
+    check_identical(
+        "add -0.0 " + t, [](const at::Tensor& x) { return x + -0.0; }, x);
+    check_identical(
+        "div -0.0 " + t, [](const at::Tensor& x) { return x / -0.0; }, x);
+    check_identical(
+        "floor_divide -0.0 " + t, [](const at::Tensor& x) { return at::floor_divide(x, -0.0); }, x);
+    check_identical(
+        "where -0.0 " + t, [](const at::Tensor& x) { return at::where(x > 0, x, -0.0); }, x);
+    check_identical(
+        "full -0.0 " + t, [](const at::Tensor& x) { return at::full_like(x, -0.0) - 0.0; }, x);
   }
 }
 
@@ -327,9 +409,7 @@ TEST_CASE("views of an argument view written in place read the written values", 
     x.remainder_(y);
     return std::make_tuple(at::hardtanh(x.reshape({4, 1}), -0.5, 2.0), x.bitwise_not());
   };
-  auto args = [] {
-    return std::make_tuple(at::tensor({9, 8, -128, 127, -5, 6}, at::kChar).slice(0, 2, 6), at::tensor({100}, at::kChar));
-  };
+  auto args = [] { return std::make_tuple(at::tensor({9, 8, -128, 127, -5, 6}, at::kChar).slice(0, 2, 6), at::tensor({100}, at::kChar)); };
   auto compiled = jitc::compile(fn);
   std::apply(compiled, args());
   const auto got = args(), want = args();
@@ -361,12 +441,18 @@ TEST_CASE("a 0-dim float tensor meets half and bfloat16 tensors rounded to their
     for (float v : {1e-40f, 0.1f, 0.0f, 2.3456f, 1e-8f}) {
       const auto s = at::scalar_tensor(v, at::kFloat);
       const std::string tag = " " + std::to_string(v) + " " + t;
-      check_identical("logical_or" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_or(x, s); }, x, s);
-      check_identical("logical_and" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_and(s, x); }, x, s);
-      check_identical("logical_xor" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_xor(x, s); }, x, s);
-      check_identical("add" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x + s; }, x, s);
-      check_identical("eq" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x == s; }, x, s);
-      check_identical("maximum" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::maximum(x, s) + 0; }, x, s);
+      check_identical(
+          "logical_or" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_or(x, s); }, x, s);
+      check_identical(
+          "logical_and" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_and(s, x); }, x, s);
+      check_identical(
+          "logical_xor" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::logical_xor(x, s); }, x, s);
+      check_identical(
+          "add" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x + s; }, x, s);
+      check_identical(
+          "eq" + tag, [](const at::Tensor& x, const at::Tensor& s) { return x == s; }, x, s);
+      check_identical(
+          "maximum" + tag, [](const at::Tensor& x, const at::Tensor& s) { return at::maximum(x, s) + 0; }, x, s);
     }
   }
 }
@@ -377,12 +463,18 @@ TEST_CASE("clamp, hardtanh and relu6 keep -0.0 at a bound of 0 as eager does", "
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
     const auto x = at::tensor({-0.0, 0.0, -1.0, 2.0, inf, -inf, nan, 6.0, -0.0}, at::kDouble).to(dtype).repeat({5});
     const std::string t = c10::toString(dtype);
-    check_identical("clamp_min 0 " + t, [](const at::Tensor& x) { return x.clamp_min(0); }, x);
-    check_identical("clamp_min -0.0 " + t, [](const at::Tensor& x) { return x.clamp_min(-0.0); }, x);
-    check_identical("clamp_max 0 " + t, [](const at::Tensor& x) { return x.clamp_max(0.0); }, x);
-    check_identical("clamp -0.0 0 " + t, [](const at::Tensor& x) { return x.clamp(-0.0, 0.0); }, x);
-    check_identical("relu6 " + t, [](const at::Tensor& x) { return at::relu6(x); }, x);
-    check_identical("hardtanh " + t, [](const at::Tensor& x) { return at::hardtanh(x, 0.0, 6.0); }, x);
+    check_identical(
+        "clamp_min 0 " + t, [](const at::Tensor& x) { return x.clamp_min(0); }, x);
+    check_identical(
+        "clamp_min -0.0 " + t, [](const at::Tensor& x) { return x.clamp_min(-0.0); }, x);
+    check_identical(
+        "clamp_max 0 " + t, [](const at::Tensor& x) { return x.clamp_max(0.0); }, x);
+    check_identical(
+        "clamp -0.0 0 " + t, [](const at::Tensor& x) { return x.clamp(-0.0, 0.0); }, x);
+    check_identical(
+        "relu6 " + t, [](const at::Tensor& x) { return at::relu6(x); }, x);
+    check_identical(
+        "hardtanh " + t, [](const at::Tensor& x) { return at::hardtanh(x, 0.0, 6.0); }, x);
   }
 }
 
@@ -393,37 +485,53 @@ TEST_CASE("NaN bounds of clamp give what eager gives: x with one bound, NaN with
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
     const auto x = at::tensor({7.0, -0.5, -0.0, nan, inf}, at::kDouble).to(dtype).repeat({6});
     const std::string t = c10::toString(dtype);
-    check_identical("clamp(min=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(nan); }, x);
-    check_identical("clamp(max=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(std::nullopt, nan); }, x);
-    check_identical("clamp_(nan) on an argument " + t, [nan](const at::Tensor& x) { return x.clone().clamp_(nan) * 2; }, x);
-    check_identical("clamp(nan, 5) " + t, [nan](const at::Tensor& x) { return x.clamp(nan, 5.0); }, x);
-    check_identical("clamp_min(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_min(nan); }, x);
-    check_identical("clamp_max(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_max(nan); }, x);
+    check_identical(
+        "clamp(min=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(nan); }, x);
+    check_identical(
+        "clamp(max=nan) " + t, [nan](const at::Tensor& x) { return x.clamp(std::nullopt, nan); }, x);
+    check_identical(
+        "clamp_(nan) on an argument " + t, [nan](const at::Tensor& x) { return x.clone().clamp_(nan) * 2; }, x);
+    check_identical(
+        "clamp(nan, 5) " + t, [nan](const at::Tensor& x) { return x.clamp(nan, 5.0); }, x);
+    check_identical(
+        "clamp_min(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_min(nan); }, x);
+    check_identical(
+        "clamp_max(nan) " + t, [nan](const at::Tensor& x) { return x.clamp_max(nan); }, x);
   }
 }
 
 TEST_CASE("addcmul and addcdiv multiply by value first, as ATen's CPU kernel does", "[inductor][semantics]") {
   // self + value * t1 / t2 left to right: 2 * 3e38 overflows before the division (edge fuzzer, seed 1164)
-  const auto a = at::tensor({1.0f, 0.0f, -2.0f, 3e38f, 1e-30f, 5.0f}).repeat({8}), b = at::tensor({3e38f, 2e38f, -3e38f, 1.0f, 1e-30f, 3.0f}).repeat({8});
+  const auto a = at::tensor({1.0f, 0.0f, -2.0f, 3e38f, 1e-30f, 5.0f}).repeat({8}),
+             b = at::tensor({3e38f, 2e38f, -3e38f, 1.0f, 1e-30f, 3.0f}).repeat({8});
   const auto c = at::tensor({2.0f, 4.0f, 3e38f, 3e-39f, 7.0f, 0.1f}).repeat({8});
-  check_identical("addcdiv", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcdiv(a, b, c, 2); }, a, b, c);
-  check_identical("addcmul", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 3); }, a, b, c);
+  check_identical(
+      "addcdiv", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcdiv(a, b, c, 2); }, a, b, c);
+  check_identical(
+      "addcmul", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 3); }, a, b, c);
 }
 
 TEST_CASE("a fractional number becomes true in a bool tensor, as in eager", "[inductor][semantics]") {
   // The bool constant of 0.1 was int64(0.1) == 0: false (edge fuzzer, seed 2160).
   const auto flags = at::tensor({1, 0, 1, 0}).to(at::kBool).repeat({4});
-  check_identical("full_like 0.1", [](const at::Tensor& b) { return at::full_like(b, 0.1).to(at::kFloat) + 1; }, flags);
-  check_identical("full_like -0.5", [](const at::Tensor& b) { return at::full_like(b, -0.5) ^ b; }, flags);
-  check_identical("masked_fill 0.25", [](const at::Tensor& b) { return b.masked_fill(b.logical_not(), 0.25) * 3; }, flags);
+  check_identical(
+      "full_like 0.1", [](const at::Tensor& b) { return at::full_like(b, 0.1).to(at::kFloat) + 1; }, flags);
+  check_identical(
+      "full_like -0.5", [](const at::Tensor& b) { return at::full_like(b, -0.5) ^ b; }, flags);
+  check_identical(
+      "masked_fill 0.25", [](const at::Tensor& b) { return b.masked_fill(b.logical_not(), 0.25) * 3; }, flags);
 }
 
 TEST_CASE("uint8 floor division and remainder of values past 127 match eager (no sign)", "[inductor][semantics]") {
   const auto a = at::tensor({200, 255, 128, 7, 0, 250}, at::kByte), b = at::tensor({3, 7, 255, 200, 9, 1}, at::kByte);
-  check_identical("floor_divide uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
-  check_identical("div floor uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
-  check_identical("remainder uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
-  check_identical("sign uint8", [](const at::Tensor& a) { return at::sign(a); }, a);
+  check_identical(
+      "floor_divide uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b); }, a, b);
+  check_identical(
+      "div floor uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::div(a, b, "floor"); }, a, b);
+  check_identical(
+      "remainder uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b); }, a, b);
+  check_identical(
+      "sign uint8", [](const at::Tensor& a) { return at::sign(a); }, a);
 }
 
 TEST_CASE("pow of half (std::pow) and bfloat16 (sqrt) by 0.5 and -0.5 at -inf and -0 matches eager", "[inductor][semantics]") {
@@ -431,16 +539,20 @@ TEST_CASE("pow of half (std::pow) and bfloat16 (sqrt) by 0.5 and -0.5 at -inf an
   for (auto dtype : {at::kHalf, at::kBFloat16}) {
     const auto x = at::tensor({-inf, -0.0, 0.0, 4.0, inf, 2.0}, at::kDouble).to(dtype);
     const std::string t = c10::toString(dtype);
-    check_identical("pow 0.5 " + t, [](const at::Tensor& x) { return at::pow(x, 0.5); }, x);
-    check_identical("pow -0.5 " + t, [](const at::Tensor& x) { return at::pow(x, -0.5); }, x);
+    check_identical(
+        "pow 0.5 " + t, [](const at::Tensor& x) { return at::pow(x, 0.5); }, x);
+    check_identical(
+        "pow -0.5 " + t, [](const at::Tensor& x) { return at::pow(x, -0.5); }, x);
   }
 }
 
 TEST_CASE("a reduction kept to one element then expanded to no elements matches eager", "[inductor][semantics]") {
   const auto x = at::randn({5}, at::kDouble);
-  check_identical("mean expand 0", [](const at::Tensor& x) { return x.mean(0, true).expand({0}); }, x);
+  check_identical(
+      "mean expand 0", [](const at::Tensor& x) { return x.mean(0, true).expand({0}); }, x);
   const auto y = at::randint(0, 9, {1, 6}, at::kLong);
-  check_identical("max indices expand 0", [](const at::Tensor& y) { return std::get<1>(y.max(-1)).expand({0}); }, y);
+  check_identical(
+      "max indices expand 0", [](const at::Tensor& y) { return std::get<1>(y.max(-1)).expand({0}); }, y);
 }
 
 TEST_CASE("float addcmul and every lerp round once, as ATen's FMA kernels do", "[inductor][semantics]") {
@@ -449,13 +561,17 @@ TEST_CASE("float addcmul and every lerp round once, as ATen's FMA kernels do", "
   at::manual_seed(23);
   const auto a = at::cat({at::tensor({2.2e38f, -1.0f}), at::randn({254})}), b = at::cat({at::tensor({-3e38f, 1.0f}), at::randn({254})});
   const auto c = at::cat({at::tensor({1.4f, 2.0f}), at::randn({254})});
-  check_identical("addcmul fma", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 0.5); }, a, b, c);
+  check_identical(
+      "addcmul fma", [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(a, b, c, 0.5); }, a, b, c);
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
     const auto x = at::randn({256}).to(dtype), y = at::randn({256}).to(dtype), w = at::rand({256}).to(dtype);
     const std::string t = c10::toString(dtype);
-    check_identical("lerp 0.3 " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::lerp(x, y, 0.3); }, x, y);
-    check_identical("lerp 0.7 " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::lerp(x, y, 0.7); }, x, y);
-    check_identical("lerp tensor " + t, [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& w) { return at::lerp(x, y, w); }, x, y, w);
+    check_identical(
+        "lerp 0.3 " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::lerp(x, y, 0.3); }, x, y);
+    check_identical(
+        "lerp 0.7 " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::lerp(x, y, 0.7); }, x, y);
+    check_identical(
+        "lerp tensor " + t, [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& w) { return at::lerp(x, y, w); }, x, y, w);
   }
 }
 
@@ -463,24 +579,31 @@ TEST_CASE("sin of -0 is -0 in compiled float and half kernels", "[inductor][sema
   // The fast sin's range reduction fma(-0, -pi/2, -0) gave +0 (edge fuzzer, seed 307612).
   for (auto dtype : {at::kFloat, at::kHalf}) {
     const auto x = at::tensor({-0.0, 0.0, -1e-7, 1e-30, -0.0, -3e-30, -0.0, 0.0}, at::kDouble).repeat({4}).to(dtype);
-    check_identical("sin " + std::string(c10::toString(dtype)), [](const at::Tensor& x) { return x.sin(); }, x);
-    check_identical("sin and cos " + std::string(c10::toString(dtype)), [](const at::Tensor& x) { return x.sin() * x.cos(); }, x);
+    check_identical(
+        "sin " + std::string(c10::toString(dtype)), [](const at::Tensor& x) { return x.sin(); }, x);
+    check_identical(
+        "sin and cos " + std::string(c10::toString(dtype)), [](const at::Tensor& x) { return x.sin() * x.cos(); }, x);
   }
 }
 
 TEST_CASE("integer constants wrap to their dtype as eager converts them", "[inductor][semantics]") {
   // full_like(uint8, -1) holds 255: its folded cast to float gave -1 (edge fuzzer, seed 308170).
   const auto u = at::tensor({3, 200, 0}, at::kByte);
-  check_identical("full_like uint8 -1 log10", [](const at::Tensor& u) { return at::log10(at::full_like(u, -1)); }, u);
-  check_identical("full_like uint8 -1 to float", [](const at::Tensor& u) { return at::full_like(u, -1).to(at::kFloat) + u; }, u);
+  check_identical(
+      "full_like uint8 -1 log10", [](const at::Tensor& u) { return at::log10(at::full_like(u, -1)); }, u);
+  check_identical(
+      "full_like uint8 -1 to float", [](const at::Tensor& u) { return at::full_like(u, -1).to(at::kFloat) + u; }, u);
   const auto i8 = at::tensor({3, -100, 0}, at::kChar);
-  check_identical("full_like int8 -1 to int", [](const at::Tensor& i) { return at::full_like(i, -1).to(at::kInt) * i; }, i8);
+  check_identical(
+      "full_like int8 -1 to int", [](const at::Tensor& i) { return at::full_like(i, -1).to(at::kInt) * i; }, i8);
 }
 
 TEST_CASE("pow of uint8 by exponents past 127 matches eager (every bit, no sign)", "[inductor][semantics]") {
   // An exponent of 135 was read as negative: 0 (edge fuzzer, seed 309327).
-  const auto a = at::arange(0, 256, 7, at::kLong).slice(0, 0, 29).to(at::kByte), b = at::arange(0, 256, 9, at::kLong).slice(0, 0, 29).to(at::kByte);
-  check_identical("pow uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::pow(a, b); }, a, b);
+  const auto a = at::arange(0, 256, 7, at::kLong).slice(0, 0, 29).to(at::kByte),
+             b = at::arange(0, 256, 9, at::kLong).slice(0, 0, 29).to(at::kByte);
+  check_identical(
+      "pow uint8", [](const at::Tensor& a, const at::Tensor& b) { return at::pow(a, b); }, a, b);
 }
 
 TEST_CASE("add and sub with alpha, and double addcmul, are one FMA as in ATen's kernels", "[inductor][semantics]") {
@@ -489,35 +612,46 @@ TEST_CASE("add and sub with alpha, and double addcmul, are one FMA as in ATen's 
   for (auto dtype : {at::kFloat, at::kDouble, at::kHalf}) {
     const std::string t = c10::toString(dtype);
     const auto x = at::randn({256}).to(dtype), y = at::randn({256}).to(dtype);
-    check_identical("add alpha " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::add(x, y, 0.1); }, x, y);
-    check_identical("sub alpha " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::sub(x, y, 2.7); }, x, y);
+    check_identical(
+        "add alpha " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::add(x, y, 0.1); }, x, y);
+    check_identical(
+        "sub alpha " + t, [](const at::Tensor& x, const at::Tensor& y) { return at::sub(x, y, 2.7); }, x, y);
   }
   const auto inf = at::full({32}, -std::numeric_limits<float>::infinity()), huge = at::full({32}, 3e38f);
-  check_identical("add alpha overflow", [](const at::Tensor& x, const at::Tensor& y) { return at::add(x, y, 3); }, inf, huge);
+  check_identical(
+      "add alpha overflow", [](const at::Tensor& x, const at::Tensor& y) { return at::add(x, y, 3); }, inf, huge);
   const auto a = at::cat({at::full({8}, -1.7976931348623157e308, at::kDouble), at::randn({24}, at::kDouble)});
   const auto b = at::cat({at::full({8}, -2.2031, at::kDouble), at::randn({24}, at::kDouble)});
-  check_identical("addcmul double", [](const at::Tensor& a, const at::Tensor& b) { return at::addcmul(a, a, b, 0.5); }, a, b);
+  check_identical(
+      "addcmul double", [](const at::Tensor& a, const at::Tensor& b) { return at::addcmul(a, a, b, 0.5); }, a, b);
 }
 
 TEST_CASE("a product or sum over values computed in the loop is not reassociated into them", "[inductor][semantics]") {
   // `fmul reassoc` let LLVM turn prod(x / x) into prod(x) / prod(x): 0 for tiny x (fuzzer seed 336199)
   const auto x = at::tensor({0.78125f, 9.9999e-41f, -3.0002e-42f, 2.f}).view({4, 1}).expand({4, 6}).contiguous();
-  check_identical("prod of x / x over rows", [](const at::Tensor& x) { return (x / x).prod(1); }, x);
-  check_identical("prod of x / x over columns", [](const at::Tensor& x) { return (x / x).prod(0); }, x);
+  check_identical(
+      "prod of x / x over rows", [](const at::Tensor& x) { return (x / x).prod(1); }, x);
+  check_identical(
+      "prod of x / x over columns", [](const at::Tensor& x) { return (x / x).prod(0); }, x);
   // prod(pow(x, c)) became pow(prod(x), c) through a freeze: inf where eager has 0 * inf = NaN (seed 809077)
   const auto z = at::tensor({1.5f, 0.0f, 0.1f});
-  check_identical("prod of pow", [](const at::Tensor& z) { return at::pow(at::log2(z), 1e10).prod(-1, true); }, z);
+  check_identical(
+      "prod of pow", [](const at::Tensor& z) { return at::pow(at::log2(z), 1e10).prod(-1, true); }, z);
   const auto y = at::tensor({3e38f, -3e38f, 1.f, 2.f}).view({4, 1}).expand({4, 6}).contiguous();
-  check_identical("sum of (x + x) - x", [](const at::Tensor& y) { return ((y + y) - y).sum(1); }, y);
+  check_identical(
+      "sum of (x + x) - x", [](const at::Tensor& y) { return ((y + y) - y).sum(1); }, y);
 }
 
 TEST_CASE("an integer tensor meeting a half one in mul or div is rounded to half first, as in eager", "[inductor][semantics]") {
   // 2^31 - 1 becomes inf in half, and inf * 0 is NaN (fuzzer seed 328934); a 0-dim operand is not rounded
   const auto h = at::tensor({0.0, 1e-4, 2.0, -0.0}, at::kDouble).to(at::kHalf).repeat({8});
   const auto big = at::tensor({2147483647, 1}, at::kInt).view({2, 1});
-  check_identical("mul by int tensor", [](const at::Tensor& h, const at::Tensor& i) { return h * i; }, h, big);
-  check_identical("div by int tensor", [](const at::Tensor& h, const at::Tensor& i) { return h / i; }, h, big);
-  check_identical("mul by 0-dim float", [](const at::Tensor& h) { return h * at::scalar_tensor(1e5); }, h);
+  check_identical(
+      "mul by int tensor", [](const at::Tensor& h, const at::Tensor& i) { return h * i; }, h, big);
+  check_identical(
+      "div by int tensor", [](const at::Tensor& h, const at::Tensor& i) { return h / i; }, h, big);
+  check_identical(
+      "mul by 0-dim float", [](const at::Tensor& h) { return h * at::scalar_tensor(1e5); }, h);
 }
 
 TEST_CASE("a softmax of an empty integer tensor runs as eager does", "[inductor][semantics]") {

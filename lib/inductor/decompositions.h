@@ -1,0 +1,17 @@
+// Ops rewritten into ops that fuse, as Inductor's decomposition table does: a loss over class scores
+// becomes a row reduction and a gather (cross_entropy_loss: logsumexp(x) - x[target], never the full
+// log-probability tensor that eager writes and reads back), then a sum. The rewritten graph computes what
+// eager computes: an out-of-range target fails the gather's run-time check, and the call then runs the
+// traced op eagerly, which raises eager's error.
+#pragma once
+#include "graph/graph.h"
+
+namespace jitc::inductor {
+
+// Rewrites, on static sizes:
+//   cross_entropy_loss(x [N, C], target [N] int64, weight None, reduction, ignore_index, label_smoothing 0)
+//   nll_loss / nll_loss_nd(x [N, C], target [N] int64, weight None, reduction, ignore_index)
+// for float32 and float64 x. Returns g unchanged where there is no such node.
+graph::Graph decompose_losses(const graph::Graph& g);
+
+}  // namespace jitc::inductor
