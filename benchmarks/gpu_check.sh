@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Build jitc on the GPU host and run its CUDA tests (and, with `bench`, the CUDA benchmarks).
-#   run (device tool): bash benchmarks/gpu_check.sh [bench|bench-only]   with carry = ["gpu-deps"]
+#   run (device tool): bash benchmarks/gpu_check.sh [bench|bench-only|models]   with carry = ["gpu-deps"]
 # bench: the tests, then torch.compile on the CUDA workloads (peer_torch_compile.py --device cuda, modes
 # default and reduce-overhead, $OUT/peer_cuda.json), then bench_cuda --peer (eager, jitc default and
 # reduce-overhead, the torch.compile columns from the peer file; $OUT/cuda_bench.{json,log}).
 # bench-only: the same without the tests.
+# models <mode> [peer.json]: the model suite (benchmarks/models) through jitc in bf16 on the GPU, mode default
+# or reduce-overhead, with torch.compile's columns from peer.json; $OUT/models_jitc_<mode>.{json,log}. Make
+# peer.json first (no build needed), in a call of its own (each takes minutes):
+#   OUT=... /opt/torch/.venv/bin/python3 benchmarks/models/peer_models.py $OUT/models_peer_default.json \
+#     --device cuda --dtype bf16 --mode default --rounds 20
 # The host has LibTorch in /opt/torch/.venv and the CUDA toolkit, but no LLVM, fmt package or Catch2:
 # the CPU JIT is switched off (JITC_WITH_LLVM=OFF) and Catch2 comes from gpu-deps/ (copied from Debian's
 # catch2 package: include/catch2, lib/cmake/Catch2). Logs go to $OUT.
@@ -19,9 +24,21 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 start=$(date +%s)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITC_WITH_LLVM=OFF \
   -DCMAKE_PREFIX_PATH="$PREFIX;$PWD/gpu-deps" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build build-gpu -j16 --target test_cuda bench_cuda > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
+targets=(test_cuda bench_cuda)
+[ "${1:-}" = models ] && targets=(bench_models)
+cmake --build build-gpu -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 status=0
+if [ "${1:-}" = models ]; then
+  mode=${2:-default}
+  peer=()
+  [ -n "${3:-}" ] && [ -s "$3" ] && peer=(--peer "$3")
+  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_models "$OUT/models_jitc_$mode.json" --device cuda --dtype bf16 --mode $mode --rounds 20 ${peer[@]+"${peer[@]}"} > "$OUT/models_jitc_$mode.log" 2>&1
+  echo "bench_models $mode: exit $? after $(( $(date +%s) - start )) s"
+  grep -v "^|" "$OUT/models_jitc_$mode.log" | tail -5
+  grep "^|" "$OUT/models_jitc_$mode.log"
+  exit 0
+fi
 if [ "${1:-}" != bench-only ]; then
   # [nvrtc] (every kernel variant through NVRTC) runs in CI; here only what needs the GPU.
   ./build-gpu/test/test_cuda "[cuda]" --durations yes > "$OUT/test_cuda.log" 2>&1

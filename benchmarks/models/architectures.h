@@ -9,15 +9,21 @@ namespace jitc::bench {
 
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
 
+// Where a model's weights live and in which floating-point dtype.
+struct Placement {
+  c10::Device device = c10::kCPU;
+  c10::ScalarType dtype = c10::kFloat;
+};
+
 // models_cnn.cpp
-Forward resnet(int depth, int64_t width, int64_t classes);  // depth 18 or 50; width 64 as published
-Forward mobilenet_v2(int64_t divisor, int64_t classes);     // divisor 1: the published widths
-Forward shufflenet_v2(int64_t divisor, int64_t classes);    // x1.0 at divisor 1
-Forward unet(int64_t width, int64_t depth);                 // 2 convolutions per level, nearest upsampling
+Forward resnet(const Placement& place, int depth, int64_t width, int64_t classes);  // depth 18 or 50; width 64 as published
+Forward mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes);     // divisor 1: the published widths
+Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes);    // x1.0 at divisor 1
+Forward unet(const Placement& place, int64_t width, int64_t depth);                 // 2 convolutions per level, nearest upsampling
 
 // models_text.cpp
-Forward gpt(int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context);  // token ids in, logits out
-Forward llama(int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab);  // RMSNorm, rotary, SwiGLU, GQA
+Forward gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context);  // token ids in, logits out
+Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab);  // RMSNorm, rotary, SwiGLU, GQA
 Forward cross_entropy(const at::Tensor& targets);  // logits in, mean loss out
 
 }  // namespace jitc::bench

@@ -6,10 +6,14 @@
 //                     and runs it) with a fresh JITC_CACHE_DIR (cold compiles); compile s: of that, the
 //                     time spent tracing and generating code (stats().compile_seconds)
 //   max abs, rel L2   jitc's result against eager's on the same input, after the first call (a replay)
-//   peak MiB          bytes the CPU allocator handed out during one call, eager and jitc
+//   peak MiB          bytes allocated during one call beyond what was live before it, eager and jitc (the
+//                     CPU allocator, counted; on CUDA the caching allocator's peak statistic)
 //   kernels, fallback the kernels jitc compiled and whether any call ran eagerly
 // torch.compile's columns come from peer_models.py's JSON (--peer). Prints a markdown table, writes JSON.
 //
+// --mode sets jitc's mode (default, reduce-overhead, max-autotune), as --mode of peer_models.py sets
+// torch.compile's. --device cuda times on the GPU (a synchronize closes each timed call), --dtype bf16|half|float sets the
+// weights' and inputs' dtype (float by default).
 // Usage, from the repository root (threads: 2 on the developer machine, as the peer's torch.set_num_threads):
 //   ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_models.py benchmarks/models/peer_cpu.json
 //   ./build/benchmarks/bench_models benchmarks/models/models_cpu.json --peer benchmarks/models/peer_cpu.json [--only a,b] [--rounds N]
@@ -22,6 +26,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,7 +44,24 @@ struct Args {
   std::string out = "benchmarks/models/models_cpu.json", peer;
   std::vector<std::string> only;
   int rounds = 7;
+  c10::Device device = c10::kCPU;
+  c10::ScalarType dtype = c10::kFloat;
+  jitc::Options options;  // --mode
 };
+
+jitc::Mode mode_named(const std::string& name) {
+  if (name == "default") return jitc::Mode::kDefault;
+  if (name == "reduce-overhead") return jitc::Mode::kReduceOverhead;
+  if (name == "max-autotune") return jitc::Mode::kMaxAutotune;
+  throw std::runtime_error("unknown --mode " + name + " (default, reduce-overhead or max-autotune)");
+}
+
+c10::ScalarType dtype_named(const std::string& name) {
+  if (name == "bf16" || name == "bfloat16") return c10::kBFloat16;
+  if (name == "half" || name == "fp16") return c10::kHalf;
+  if (name == "float" || name == "fp32") return c10::kFloat;
+  throw std::runtime_error("unknown --dtype " + name + " (bf16, half or float)");
+}
 
 Args parse_args(int argc, char** argv) {
   Args args;
@@ -46,13 +69,19 @@ Args parse_args(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--peer" && i + 1 < argc) {
       args.peer = argv[++i];
+    } else if (arg == "--device" && i + 1 < argc) {
+      args.device = c10::Device(argv[++i]);
+    } else if (arg == "--mode" && i + 1 < argc) {
+      args.options.mode = mode_named(argv[++i]);
+    } else if (arg == "--dtype" && i + 1 < argc) {
+      args.dtype = dtype_named(argv[++i]);
     } else if (arg == "--rounds" && i + 1 < argc) {
       args.rounds = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--only" && i + 1 < argc) {
       std::stringstream names(argv[++i]);
       for (std::string name; std::getline(names, name, ',');) args.only.push_back(name);
     } else if (arg.rfind("--", 0) == 0) {
-      throw std::runtime_error("unknown flag " + arg + "; usage: bench_models [out.json] [--peer peer.json] [--only a,b] [--rounds N]");
+      throw std::runtime_error("unknown flag " + arg + "; usage: bench_models [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] [--dtype bf16] [--mode reduce-overhead]");
     } else {
       args.out = arg;
     }
@@ -60,9 +89,17 @@ Args parse_args(int argc, char** argv) {
   return args;
 }
 
+bool on_gpu = false;  // set by main: timed calls end with a synchronize
+
+void synchronize() {
+  if (on_gpu) c10::cuda::device_synchronize();
+}
+
 double seconds_of(const std::function<void()>& f) {
+  synchronize();
   const auto start = std::chrono::steady_clock::now();
   f();
+  synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -80,25 +117,34 @@ struct Row {
 };
 
 double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f) {
+  if (on_gpu) {
+    namespace cache = c10::cuda::CUDACachingAllocator;
+    synchronize();
+    cache::resetPeakStats(0);
+    const int64_t before = cache::getDeviceStats(0).allocated_bytes[0].current;
+    f();
+    synchronize();
+    return static_cast<double>(cache::getDeviceStats(0).allocated_bytes[0].peak - before) / (1 << 20);
+  }
   allocator.reset_peak();
   const int64_t before = allocator.live_bytes();
   f();
   return static_cast<double>(allocator.peak_bytes() - before) / (1 << 20);
 }
 
-Row measure(const Model& model, int rounds, CountingAllocator& allocator) {
+Row measure(const Model& model, const Args& args, CountingAllocator& allocator) {
   Row row{model.name, model.shapes};
   const at::Tensor x = model.make_input();
-  auto compiled = jitc::compile(model.forward);
+  auto compiled = jitc::compile(model.forward, args.options);
   row.first_call_s = seconds_of([&] { compiled(x), compiled(x); });
   row.compile_s = compiled.stats().compile_seconds;
   const at::Tensor expected = model.forward(x), got = compiled(x);
-  const at::Tensor diff = (got.to(at::kDouble) - expected.to(at::kDouble));
+  const at::Tensor diff = (got.to(at::kDouble) - expected.to(at::kDouble)).cpu();
   row.max_abs = diff.abs().max().item<double>();
-  row.rel_l2 = (diff.norm() / expected.to(at::kDouble).norm().clamp_min(1e-300)).item<double>();
+  row.rel_l2 = (diff.norm() / expected.to(at::kDouble).cpu().norm().clamp_min(1e-300)).item<double>();
   std::vector<double> eager, jitc;
   for (int warm = 0; warm < 2; ++warm) model.forward(x), compiled(x);
-  for (int r = 0; r < rounds; ++r) {
+  for (int r = 0; r < args.rounds; ++r) {
     auto time_eager = [&] { eager.push_back(seconds_of([&] { model.forward(x); })); };
     auto time_jitc = [&] { jitc.push_back(seconds_of([&] { compiled(x); })); };
     if (r % 2 == 0) time_eager(), time_jitc();
@@ -129,7 +175,7 @@ std::string json_of(const std::vector<Row>& rows, int threads) {
 }
 
 void print_table(const std::vector<Row>& rows, const PeerRun* peer) {
-  fmt::print("| model | eager ms | jitc ms | jitc/eager | torch.compile ms | jitc vs torch.compile | first calls s (jitc / tc) | jitc compile s | max abs | rel L2 "
+  fmt::print("| model | eager ms | jitc ms | jitc/eager | torch.compile ms (its eager) | jitc vs torch.compile | first calls s (jitc / tc) | jitc compile s | max abs | rel L2 "
              "| peak MiB (eager / jitc) | kernels | programs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
     if (!r.error.empty()) {
@@ -140,9 +186,10 @@ void print_table(const std::vector<Row>& rows, const PeerRun* peer) {
     if (peer && peer->workloads.count(r.name)) {
       const PeerResult& p = peer->workloads.at(r.name);
       if (p.error.empty()) {
-        // Across languages the eager times differ a little: the ratio uses each side's own eager time.
-        tc = fmt::format("{:.2f}", p.compiled_us / 1e3);
-        vs = fmt::format("{:.2f}x", (p.eager_us / p.compiled_us) == 0 ? 0 : (r.eager_ms / r.jitc_ms) / (p.eager_us / p.compiled_us));
+        // Times of two processes on one machine, one after the other (> 1: jitc is faster). The eager
+        // columns of both runs show how far the machine moved between them.
+        tc = fmt::format("{:.2f} (eager {:.2f})", p.compiled_us / 1e3, p.eager_us / 1e3);
+        vs = fmt::format("{:.2f}x", p.compiled_us / 1e3 / r.jitc_ms);
         tc_first = fmt::format("{:.1f}", p.compile_s);
       }
     }
@@ -164,11 +211,12 @@ int main(int argc, char** argv) {
     CountingAllocator& allocator = CountingAllocator::install();
     c10::InferenceMode inference;
     std::vector<Row> rows;
-    for (const Model& model : make_models(ModelScale::kBenchmark)) {
+    on_gpu = args.device.is_cuda();
+    for (const Model& model : make_models(ModelScale::kBenchmark, args.device, args.dtype)) {
       if (!args.only.empty() && std::find(args.only.begin(), args.only.end(), model.name) == args.only.end()) continue;
       fmt::print(stderr, "{} ...\n", model.name);
       try {
-        rows.push_back(measure(model, args.rounds, allocator));
+        rows.push_back(measure(model, args, allocator));
       } catch (const std::exception& e) {
         rows.push_back({model.name, model.shapes});
         rows.back().error = e.what();

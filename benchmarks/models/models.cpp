@@ -9,47 +9,53 @@
 namespace jitc::bench {
 namespace {
 
-std::function<at::Tensor()> images(int64_t batch, int64_t size) {
-  return [=] { return at::randn({batch, 3, size, size}); };
+std::function<at::Tensor()> images(const Placement& place, int64_t batch, int64_t size) {
+  return [=] { return at::randn({batch, 3, size, size}, at::device(place.device).dtype(place.dtype)); };
 }
-std::function<at::Tensor()> token_ids(int64_t batch, int64_t length, int64_t vocab) {
-  return [=] { return at::randint(vocab, {batch, length}); };
+std::function<at::Tensor()> scores(const Placement& place, int64_t rows, int64_t classes) {
+  return [=] { return at::randn({rows, classes}, at::device(place.device).dtype(place.dtype)); };
+}
+std::function<at::Tensor()> token_ids(const Placement& place, int64_t batch, int64_t length, int64_t vocab) {
+  return [=] { return at::randint(vocab, {batch, length}, at::device(place.device).dtype(at::kLong)); };
 }
 
-std::vector<Model> benchmark_models() {
+std::vector<Model> benchmark_models(const Placement& place) {
   at::manual_seed(0);
-  const at::Tensor targets = at::randint(32000, {256});
+  const at::Tensor targets = at::randint(32000, {256}, at::device(place.device).dtype(at::kLong));
   return {
-      {"resnet18_b1", "ResNet-18, [1, 3, 224, 224]", images(1, 224), resnet(18, 64, 1000)},
-      {"resnet18_b32", "ResNet-18, [32, 3, 224, 224]", images(32, 224), resnet(18, 64, 1000)},
-      {"resnet50_b1", "ResNet-50, [1, 3, 224, 224]", images(1, 224), resnet(50, 64, 1000)},
-      {"mobilenet_v2_b1", "MobileNetV2, [1, 3, 224, 224]", images(1, 224), mobilenet_v2(1, 1000)},
-      {"shufflenet_v2_b1", "ShuffleNetV2 x1.0, [1, 3, 224, 224]", images(1, 224), shufflenet_v2(1, 1000)},
-      {"unet_b1", "UNet (4 levels, width 32), [1, 3, 256, 256]", images(1, 256), unet(32, 3)},
-      {"gpt2_prefill_b1", "GPT-2 small (12 x 768, explicit attention), [1, 256] tokens", token_ids(1, 256, 50257), gpt(12, 768, 12, 50257, 1024)},
-      {"llama_prefill_b1", "LLaMA-style (4 x 512, 8 heads, 2 kv heads, SDPA), [1, 256] tokens", token_ids(1, 256, 32000),
-       llama(4, 512, 8, 2, 32000)},
-      {"cross_entropy", "cross-entropy, [256, 32000] logits", [] { return at::randn({256, 32000}); }, cross_entropy(targets)},
+      {"resnet18_b1", "ResNet-18, [1, 3, 224, 224]", images(place, 1, 224), resnet(place, 18, 64, 1000)},
+      {"resnet18_b32", "ResNet-18, [32, 3, 224, 224]", images(place, 32, 224), resnet(place, 18, 64, 1000)},
+      {"resnet50_b1", "ResNet-50, [1, 3, 224, 224]", images(place, 1, 224), resnet(place, 50, 64, 1000)},
+      {"mobilenet_v2_b1", "MobileNetV2, [1, 3, 224, 224]", images(place, 1, 224), mobilenet_v2(place, 1, 1000)},
+      {"shufflenet_v2_b1", "ShuffleNetV2 x1.0, [1, 3, 224, 224]", images(place, 1, 224), shufflenet_v2(place, 1, 1000)},
+      {"unet_b1", "UNet (4 levels, width 32), [1, 3, 256, 256]", images(place, 1, 256), unet(place, 32, 3)},
+      {"gpt2_prefill_b1", "GPT-2 small (12 x 768, explicit attention), [1, 256] tokens", token_ids(place, 1, 256, 50257), gpt(place, 12, 768, 12, 50257, 1024)},
+      {"llama_prefill_b1", "LLaMA-style (4 x 512, 8 heads, 2 kv heads, SDPA), [1, 256] tokens", token_ids(place, 1, 256, 32000),
+       llama(place, 4, 512, 8, 2, 32000)},
+      {"cross_entropy", "cross-entropy, [256, 32000] logits", scores(place, 256, 32000), cross_entropy(targets)},
   };
 }
 
-std::vector<Model> test_models() {
+std::vector<Model> test_models(const Placement& place) {
   at::manual_seed(0);
-  const at::Tensor targets = at::randint(100, {12});
+  const at::Tensor targets = at::randint(100, {12}, at::device(place.device).dtype(at::kLong));
   return {
-      {"resnet18", "", images(2, 32), resnet(18, 8, 10)},
-      {"resnet50", "", images(1, 32), resnet(50, 4, 10)},
-      {"mobilenet_v2", "", images(1, 32), mobilenet_v2(4, 10)},
-      {"shufflenet_v2", "", images(1, 64), shufflenet_v2(4, 10)},
-      {"unet", "", images(1, 32), unet(4, 2)},
-      {"gpt", "", token_ids(2, 16, 97), gpt(2, 32, 4, 97, 64)},
-      {"llama", "", token_ids(2, 16, 97), llama(2, 32, 4, 2, 97)},
-      {"cross_entropy", "", [] { return at::randn({12, 100}); }, cross_entropy(targets)},
+      {"resnet18", "", images(place, 2, 32), resnet(place, 18, 8, 10)},
+      {"resnet50", "", images(place, 1, 32), resnet(place, 50, 4, 10)},
+      {"mobilenet_v2", "", images(place, 1, 32), mobilenet_v2(place, 4, 10)},
+      {"shufflenet_v2", "", images(place, 1, 64), shufflenet_v2(place, 4, 10)},
+      {"unet", "", images(place, 1, 32), unet(place, 4, 2)},
+      {"gpt", "", token_ids(place, 2, 16, 97), gpt(place, 2, 32, 4, 97, 64)},
+      {"llama", "", token_ids(place, 2, 16, 97), llama(place, 2, 32, 4, 2, 97)},
+      {"cross_entropy", "", scores(place, 12, 100), cross_entropy(targets)},
   };
 }
 
 }  // namespace
 
-std::vector<Model> make_models(ModelScale scale) { return scale == ModelScale::kBenchmark ? benchmark_models() : test_models(); }
+std::vector<Model> make_models(ModelScale scale, c10::Device device, c10::ScalarType dtype) {
+  const Placement place{device, dtype};
+  return scale == ModelScale::kBenchmark ? benchmark_models(place) : test_models(place);
+}
 
 }  // namespace jitc::bench

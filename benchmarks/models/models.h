@@ -24,7 +24,8 @@ enum class ModelScale {
   kTest,       // small shapes with the same structure, for parity tests
 };
 
-// Every model of the suite, in table order. Call under c10::InferenceMode or NoGradGuard.
-std::vector<Model> make_models(ModelScale scale);
+// Every model of the suite, in table order, its weights and inputs on `device` in `dtype` (floating-point
+// tensors only: token ids and targets stay int64). Call under c10::InferenceMode or NoGradGuard.
+std::vector<Model> make_models(ModelScale scale, c10::Device device = c10::kCPU, c10::ScalarType dtype = c10::kFloat);
 
 }  // namespace jitc::bench

@@ -209,19 +209,20 @@ struct UNetImpl : nn::Module {
 TORCH_MODULE(UNet);
 
 template <class M>
-Forward forward_of(M module) {
+Forward forward_of(M module, const Placement& place) {
   module->eval();
+  module->to(place.device, place.dtype);
   return [impl = module.ptr()](const at::Tensor& x) { return impl->forward(x); };
 }
 
 }  // namespace
 
-Forward resnet(int depth, int64_t width, int64_t classes) {
-  return depth == 50 ? forward_of(ResNet(std::vector<int64_t>{3, 4, 6, 3}, true, width, classes))
-                     : forward_of(ResNet(std::vector<int64_t>{2, 2, 2, 2}, false, width, classes));
+Forward resnet(const Placement& place, int depth, int64_t width, int64_t classes) {
+  return depth == 50 ? forward_of(ResNet(std::vector<int64_t>{3, 4, 6, 3}, true, width, classes), place)
+                     : forward_of(ResNet(std::vector<int64_t>{2, 2, 2, 2}, false, width, classes), place);
 }
-Forward mobilenet_v2(int64_t divisor, int64_t classes) { return forward_of(MobileNetV2(divisor, classes)); }
-Forward shufflenet_v2(int64_t divisor, int64_t classes) { return forward_of(ShuffleNetV2(divisor, classes)); }
-Forward unet(int64_t width, int64_t depth) { return forward_of(UNet(width, depth)); }
+Forward mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes) { return forward_of(MobileNetV2(divisor, classes), place); }
+Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes) { return forward_of(ShuffleNetV2(divisor, classes), place); }
+Forward unet(const Placement& place, int64_t width, int64_t depth) { return forward_of(UNet(width, depth), place); }
 
 }  // namespace jitc::bench

@@ -118,10 +118,11 @@ struct LlamaImpl : nn::Module {
     norm = register_parameter("norm", at::ones({width}));
   }
   at::Tensor forward(const at::Tensor& ids) {
-    const at::Tensor inverse = at::pow(10000.0, -at::arange(0, head_dim, 2, at::kFloat) / static_cast<double>(head_dim));
-    const at::Tensor angles = at::outer(at::arange(ids.size(1), at::kFloat), inverse);
+    const auto options = norm.options();  // the weights' device and dtype
+    const at::Tensor inverse = at::pow(10000.0, -at::arange(0, head_dim, 2, options.dtype(at::kFloat)) / static_cast<double>(head_dim));
+    const at::Tensor angles = at::outer(at::arange(ids.size(1), options.dtype(at::kFloat)), inverse);
     const at::Tensor both = at::cat({angles, angles}, -1);
-    const at::Tensor cos = both.cos(), sin = both.sin();
+    const at::Tensor cos = both.cos().to(options.dtype()), sin = both.sin().to(options.dtype());
     at::Tensor x = tokens->forward(ids);
     for (const auto& block : *blocks) x = block->as<LlamaBlock>()->forward(x, cos, sin);
     return head->forward(rms_norm(x, norm));
@@ -135,18 +136,19 @@ struct LlamaImpl : nn::Module {
 TORCH_MODULE(Llama);
 
 template <class M>
-Forward forward_of(M module) {
+Forward forward_of(M module, const Placement& place) {
   module->eval();
+  module->to(place.device, place.dtype);
   return [impl = module.ptr()](const at::Tensor& x) { return impl->forward(x); };
 }
 
 }  // namespace
 
-Forward gpt(int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context) {
-  return forward_of(Gpt(layers, width, heads, vocab, context));
+Forward gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context) {
+  return forward_of(Gpt(layers, width, heads, vocab, context), place);
 }
-Forward llama(int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab) {
-  return forward_of(Llama(layers, width, heads, kv_heads, vocab));
+Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab) {
+  return forward_of(Llama(layers, width, heads, kv_heads, vocab), place);
 }
 Forward cross_entropy(const at::Tensor& targets) {
   return [targets](const at::Tensor& logits) { return at::cross_entropy_loss(logits, targets); };
