@@ -21,9 +21,19 @@ Forward mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes); 
 Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes);    // x1.0 at divisor 1
 Forward unet(const Placement& place, int64_t width, int64_t depth);                 // 2 convolutions per level, nearest upsampling
 
+// A model with state between calls (a KV cache) and how to bring it back to its initial state.
+struct Stateful {
+  Forward forward;
+  std::function<void()> reset;
+};
+
 // models_text.cpp
-Forward gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context);  // token ids in, logits out
-Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab);  // RMSNorm, rotary, SwiGLU, GQA
+Forward gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab,
+            int64_t context);  // token ids in, logits out
+Stateful gpt_decoder(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context,
+                     int64_t batch);  // one token per call, static KV cache updated in place, greedy next token
+Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads,
+              int64_t vocab);                      // RMSNorm, rotary, SwiGLU, GQA
 Forward cross_entropy(const at::Tensor& targets);  // logits in, mean loss out
 
 }  // namespace jitc::bench

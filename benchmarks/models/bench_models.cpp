@@ -81,7 +81,9 @@ Args parse_args(int argc, char** argv) {
       std::stringstream names(argv[++i]);
       for (std::string name; std::getline(names, name, ',');) args.only.push_back(name);
     } else if (arg.rfind("--", 0) == 0) {
-      throw std::runtime_error("unknown flag " + arg + "; usage: bench_models [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] [--dtype bf16] [--mode reduce-overhead]");
+      throw std::runtime_error("unknown flag " + arg +
+                               "; usage: bench_models [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] [--dtype "
+                               "bf16] [--mode reduce-overhead]");
     } else {
       args.out = arg;
     }
@@ -138,7 +140,9 @@ Row measure(const Model& model, const Args& args, CountingAllocator& allocator) 
   auto compiled = jitc::compile(model.forward, args.options);
   row.first_call_s = seconds_of([&] { compiled(x), compiled(x); });
   row.compile_s = compiled.stats().compile_seconds;
-  const at::Tensor expected = model.forward(x), got = compiled(x);
+  const at::Tensor expected = results_from_start(model, model.forward, x);
+  const at::Tensor got = results_from_start(
+      model, [&](const at::Tensor& input) { return compiled(input); }, x);
   const at::Tensor diff = (got.to(at::kDouble) - expected.to(at::kDouble)).cpu();
   row.max_abs = diff.abs().max().item<double>();
   row.rel_l2 = (diff.norm() / expected.to(at::kDouble).cpu().norm().clamp_min(1e-300)).item<double>();
@@ -166,17 +170,21 @@ std::string json_of(const std::vector<Row>& rows, int threads) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     s += fmt::format(
-        "  {{\"name\": \"{}\", \"eager_ms\": {}, \"jitc_ms\": {}, \"first_calls_s\": {}, \"compile_s\": {}, \"max_abs\": {}, \"rel_l2\": {}, "
-        "\"eager_peak_mib\": {}, \"jitc_peak_mib\": {}, \"kernels\": {}, \"programs\": {}, \"eager_fallbacks\": {}, \"error\": \"{}\"}}{}\n",
-        r.name, r.eager_ms, r.jitc_ms, r.first_call_s, r.compile_s, r.max_abs, r.rel_l2, r.eager_peak_mib, r.jitc_peak_mib, r.kernels, r.graphs,
-        r.fallbacks, r.error, i + 1 < rows.size() ? "," : "");
+        "  {{\"name\": \"{}\", \"eager_ms\": {}, \"jitc_ms\": {}, \"first_calls_s\": {}, \"compile_s\": {}, \"max_abs\": {}, \"rel_l2\": "
+        "{}, "
+        "\"eager_peak_mib\": {}, \"jitc_peak_mib\": {}, \"kernels\": {}, \"programs\": {}, \"eager_fallbacks\": {}, \"error\": "
+        "\"{}\"}}{}\n",
+        r.name, r.eager_ms, r.jitc_ms, r.first_call_s, r.compile_s, r.max_abs, r.rel_l2, r.eager_peak_mib, r.jitc_peak_mib, r.kernels,
+        r.graphs, r.fallbacks, r.error, i + 1 < rows.size() ? "," : "");
   }
   return s + " ]\n}\n";
 }
 
 void print_table(const std::vector<Row>& rows, const PeerRun* peer) {
-  fmt::print("| model | eager ms | jitc ms | jitc/eager | torch.compile ms (its eager) | jitc vs torch.compile | first calls s (jitc / tc) | jitc compile s | max abs | rel L2 "
-             "| peak MiB (eager / jitc) | kernels | programs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  fmt::print(
+      "| model | eager ms | jitc ms | jitc/eager | torch.compile ms (its eager) | jitc vs torch.compile | first calls s (jitc / tc) | jitc "
+      "compile s | max abs | rel L2 "
+      "| peak MiB (eager / jitc) | kernels | programs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
     if (!r.error.empty()) {
       fmt::print("| {} | error: {} |\n", r.name, r.error);
@@ -193,9 +201,9 @@ void print_table(const std::vector<Row>& rows, const PeerRun* peer) {
         tc_first = fmt::format("{:.1f}", p.compile_s);
       }
     }
-    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f}x | {} | {} | {:.1f} / {} | {:.1f} | {:.1e} | {:.1e} | {:.0f} / {:.0f} | {} | {} |\n", r.name, r.eager_ms,
-               r.jitc_ms, r.eager_ms / r.jitc_ms, tc, vs, r.first_call_s, tc_first, r.compile_s, r.max_abs, r.rel_l2, r.eager_peak_mib, r.jitc_peak_mib,
-               r.kernels, r.graphs);
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f}x | {} | {} | {:.1f} / {} | {:.1f} | {:.1e} | {:.1e} | {:.0f} / {:.0f} | {} | {} |\n",
+               r.name, r.eager_ms, r.jitc_ms, r.eager_ms / r.jitc_ms, tc, vs, r.first_call_s, tc_first, r.compile_s, r.max_abs, r.rel_l2,
+               r.eager_peak_mib, r.jitc_peak_mib, r.kernels, r.graphs);
   }
 }
 

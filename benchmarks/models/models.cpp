@@ -19,6 +19,10 @@ std::function<at::Tensor()> token_ids(const Placement& place, int64_t batch, int
   return [=] { return at::randint(vocab, {batch, length}, at::device(place.device).dtype(at::kLong)); };
 }
 
+Model decode(std::string name, std::string shapes, std::function<at::Tensor()> input, Stateful model) {
+  return {std::move(name), std::move(shapes), std::move(input), std::move(model.forward), std::move(model.reset)};
+}
+
 std::vector<Model> benchmark_models(const Placement& place) {
   at::manual_seed(0);
   const at::Tensor targets = at::randint(32000, {256}, at::device(place.device).dtype(at::kLong));
@@ -29,7 +33,12 @@ std::vector<Model> benchmark_models(const Placement& place) {
       {"mobilenet_v2_b1", "MobileNetV2, [1, 3, 224, 224]", images(place, 1, 224), mobilenet_v2(place, 1, 1000)},
       {"shufflenet_v2_b1", "ShuffleNetV2 x1.0, [1, 3, 224, 224]", images(place, 1, 224), shufflenet_v2(place, 1, 1000)},
       {"unet_b1", "UNet (4 levels, width 32), [1, 3, 256, 256]", images(place, 1, 256), unet(place, 32, 3)},
-      {"gpt2_prefill_b1", "GPT-2 small (12 x 768, explicit attention), [1, 256] tokens", token_ids(place, 1, 256, 50257), gpt(place, 12, 768, 12, 50257, 1024)},
+      {"gpt2_prefill_b1", "GPT-2 small (12 x 768, explicit attention), [1, 256] tokens", token_ids(place, 1, 256, 50257),
+       gpt(place, 12, 768, 12, 50257, 1024)},
+      decode("gpt2_decode_b1", "GPT-2 small decoding, 1 token per call, static KV cache of 1024", token_ids(place, 1, 1, 50257),
+             gpt_decoder(place, 12, 768, 12, 50257, 1024, 1)),
+      decode("gpt2_decode_b8", "GPT-2 small decoding, 8 sequences, static KV cache of 1024", token_ids(place, 8, 1, 50257),
+             gpt_decoder(place, 12, 768, 12, 50257, 1024, 8)),
       {"llama_prefill_b1", "LLaMA-style (4 x 512, 8 heads, 2 kv heads, SDPA), [1, 256] tokens", token_ids(place, 1, 256, 32000),
        llama(place, 4, 512, 8, 2, 32000)},
       {"cross_entropy", "cross-entropy, [256, 32000] logits", scores(place, 256, 32000), cross_entropy(targets)},
@@ -46,12 +55,22 @@ std::vector<Model> test_models(const Placement& place) {
       {"shufflenet_v2", "", images(place, 1, 64), shufflenet_v2(place, 4, 10)},
       {"unet", "", images(place, 1, 32), unet(place, 4, 2)},
       {"gpt", "", token_ids(place, 2, 16, 97), gpt(place, 2, 32, 4, 97, 64)},
+      decode("gpt_decode", "", token_ids(place, 2, 1, 97), gpt_decoder(place, 2, 32, 4, 97, 16, 2)),
       {"llama", "", token_ids(place, 2, 16, 97), llama(place, 2, 32, 4, 2, 97)},
       {"cross_entropy", "", scores(place, 12, 100), cross_entropy(targets)},
   };
 }
 
 }  // namespace
+
+at::Tensor results_from_start(const Model& model, const std::function<at::Tensor(const at::Tensor&)>& call, const at::Tensor& x,
+                              int steps) {
+  if (!model.reset) return call(x);
+  model.reset();
+  std::vector<at::Tensor> results;
+  for (int s = 0; s < steps; ++s) results.push_back(call(x).clone());
+  return at::stack(results);
+}
 
 std::vector<Model> make_models(ModelScale scale, c10::Device device, c10::ScalarType dtype) {
   const Placement place{device, dtype};

@@ -3,6 +3,7 @@
 // the published ones (ResNet-18/50, MobileNetV2, ShuffleNetV2 x1.0, a UNet); a divisor narrows every
 // width for the test scale.
 #include "models/architectures.h"
+#include "models/module_forward.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -102,7 +103,8 @@ TORCH_MODULE(InvertedResidual);
 
 struct MobileNetV2Impl : nn::Module {
   MobileNetV2Impl(int64_t divisor, int64_t classes) {
-    const int64_t settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+    const int64_t settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                                    {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
     int64_t in = 32 / divisor;
     features->push_back(ConvBn(3, in, 3, 2, Act::kRelu6));
     for (const auto& s : settings)
@@ -132,8 +134,9 @@ struct ShuffleUnitImpl : nn::Module {
     if (stride > 1)
       branch1 = register_module("branch1", nn::Sequential(ConvBn(in, in, 3, stride, Act::kNone, in), ConvBn(in, branch, 1, 1, Act::kRelu)));
     const int64_t in2 = stride > 1 ? in : branch;
-    branch2 = register_module("branch2", nn::Sequential(ConvBn(in2, branch, 1, 1, Act::kRelu), ConvBn(branch, branch, 3, stride, Act::kNone, branch),
-                                                        ConvBn(branch, branch, 1, 1, Act::kRelu)));
+    branch2 = register_module("branch2",
+                              nn::Sequential(ConvBn(in2, branch, 1, 1, Act::kRelu), ConvBn(branch, branch, 3, stride, Act::kNone, branch),
+                                             ConvBn(branch, branch, 1, 1, Act::kRelu)));
   }
   at::Tensor forward(const at::Tensor& x) {
     if (stride == 1) {
@@ -188,7 +191,9 @@ struct UNetImpl : nn::Module {
     register_module("up", up);
     out = register_module("out", nn::Conv2d(nn::Conv2dOptions(in, 1, 1)));
   }
-  static nn::Sequential block(int64_t in, int64_t out) { return nn::Sequential(ConvBn(in, out, 3, 1, Act::kRelu), ConvBn(out, out, 3, 1, Act::kRelu)); }
+  static nn::Sequential block(int64_t in, int64_t out) {
+    return nn::Sequential(ConvBn(in, out, 3, 1, Act::kRelu), ConvBn(out, out, 3, 1, Act::kRelu));
+  }
   at::Tensor forward(const at::Tensor& x) {
     std::vector<at::Tensor> skips;
     at::Tensor y = x;
@@ -208,13 +213,6 @@ struct UNetImpl : nn::Module {
 };
 TORCH_MODULE(UNet);
 
-template <class M>
-Forward forward_of(M module, const Placement& place) {
-  module->eval();
-  module->to(place.device, place.dtype);
-  return [impl = module.ptr()](const at::Tensor& x) { return impl->forward(x); };
-}
-
 }  // namespace
 
 Forward resnet(const Placement& place, int depth, int64_t width, int64_t classes) {
@@ -222,7 +220,9 @@ Forward resnet(const Placement& place, int depth, int64_t width, int64_t classes
                      : forward_of(ResNet(std::vector<int64_t>{2, 2, 2, 2}, false, width, classes), place);
 }
 Forward mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes) { return forward_of(MobileNetV2(divisor, classes), place); }
-Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes) { return forward_of(ShuffleNetV2(divisor, classes), place); }
+Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes) {
+  return forward_of(ShuffleNetV2(divisor, classes), place);
+}
 Forward unet(const Placement& place, int64_t width, int64_t depth) { return forward_of(UNet(width, depth), place); }
 
 }  // namespace jitc::bench

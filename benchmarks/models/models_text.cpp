@@ -3,6 +3,7 @@
 // rotate_half and cat, SwiGLU, grouped-query attention through scaled_dot_product_attention), and
 // cross-entropy over a vocabulary.
 #include "models/architectures.h"
+#include "models/module_forward.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -12,6 +13,8 @@
 #include <torch/nn/modules/normalization.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace jitc::bench {
 namespace {
@@ -67,6 +70,60 @@ struct GptImpl : nn::Module {
   nn::ModuleList blocks;
 };
 TORCH_MODULE(Gpt);
+
+// ---- GPT-2 decoding with a static KV cache -----------------------------------------------------------
+// One token per call through GPT blocks. Each block's keys and values are kept in a static cache [B, H, T,
+// D] written in place at the current position (an int64 buffer, advanced in place); attention runs over
+// the whole cache with the positions not yet written masked, so the shapes never change, as in a
+// static-cache serving loop. Returns each sequence's greedy next token.
+struct DecoderImpl : nn::Module {
+  DecoderImpl(int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context, int64_t batch)
+      : heads(heads),
+        tokens(register_module("tokens", nn::Embedding(vocab, width))),
+        positions(register_module("positions", nn::Embedding(context, width))),
+        ln(register_module("ln", nn::LayerNorm(nn::LayerNormOptions({width})))) {
+    for (int64_t l = 0; l < layers; ++l) {
+      blocks->push_back(GptBlock(width, heads));
+      keys.push_back(register_buffer("keys" + std::to_string(l), at::zeros({batch, heads, context, width / heads})));
+      values.push_back(register_buffer("values" + std::to_string(l), at::zeros({batch, heads, context, width / heads})));
+    }
+    register_module("blocks", blocks);
+    pos = register_buffer("pos", at::zeros({1}, at::kLong));
+  }
+  at::Tensor attention(GptBlockImpl& block, size_t l, const at::Tensor& x) {
+    const int64_t batch = x.size(0), c = x.size(2), d = c / heads;
+    auto parts = block.qkv->forward(x).split(c, 2);
+    auto heads_of = [&](const at::Tensor& p) { return p.view({batch, 1, heads, d}).transpose(1, 2); };
+    keys[l].index_copy_(2, pos, heads_of(parts[1]));
+    values[l].index_copy_(2, pos, heads_of(parts[2]));
+    at::Tensor scores = at::matmul(heads_of(parts[0]), keys[l].transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));
+    const at::Tensor unwritten = at::arange(keys[l].size(2), pos.options()) > pos;
+    at::Tensor y = at::matmul(at::softmax(scores.masked_fill(unwritten, -INFINITY), -1), values[l]);
+    return block.proj->forward(y.transpose(1, 2).reshape({batch, 1, c}));
+  }
+  at::Tensor forward(const at::Tensor& ids) {
+    at::Tensor x = tokens->forward(ids) + positions->forward(pos);
+    for (size_t l = 0; l < blocks->size(); ++l) {
+      auto& block = *blocks[l]->as<GptBlock>();
+      x = x + attention(block, l, block.ln1->forward(x));
+      x = x + block.out->forward(at::gelu(block.fc->forward(block.ln2->forward(x)), "tanh"));
+    }
+    at::Tensor next = at::linear(ln->forward(x), tokens->weight).argmax(-1);
+    pos.add_(1).remainder_(keys[0].size(2));  // wraps around: a benchmark runs more steps than the context
+    return next;
+  }
+  void reset() {
+    for (size_t l = 0; l < keys.size(); ++l) keys[l].zero_(), values[l].zero_();
+    pos.zero_();
+  }
+  int64_t heads;
+  nn::Embedding tokens, positions;
+  nn::LayerNorm ln;
+  nn::ModuleList blocks;
+  std::vector<at::Tensor> keys, values;
+  at::Tensor pos;
+};
+TORCH_MODULE(Decoder);
 
 // ---- LLaMA ------------------------------------------------------------------------------------------
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight) { return x * at::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * weight; }
@@ -135,17 +192,18 @@ struct LlamaImpl : nn::Module {
 };
 TORCH_MODULE(Llama);
 
-template <class M>
-Forward forward_of(M module, const Placement& place) {
-  module->eval();
-  module->to(place.device, place.dtype);
-  return [impl = module.ptr()](const at::Tensor& x) { return impl->forward(x); };
-}
-
 }  // namespace
 
 Forward gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context) {
   return forward_of(Gpt(layers, width, heads, vocab, context), place);
+}
+Stateful gpt_decoder(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context, int64_t batch) {
+  Decoder decoder(layers, width, heads, vocab, context, batch);
+  Forward forward = forward_of(decoder, place);
+  return {forward, [impl = decoder.ptr()] {
+            at::NoGradGuard no_grad;
+            impl->reset();
+          }};
 }
 Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab) {
   return forward_of(Llama(layers, width, heads, kv_heads, vocab), place);

@@ -207,6 +207,42 @@ class Gpt(nn.Module):
         return F.linear(self.ln(x), self.tokens.weight)
 
 
+class Decoder(nn.Module):
+    """models_text.cpp's Decoder: one token per call, static KV cache written in place at `pos`."""
+
+    def __init__(self, layers, width, heads, vocab, context, batch):
+        super().__init__()
+        self.heads = heads
+        self.tokens, self.positions = nn.Embedding(vocab, width), nn.Embedding(context, width)
+        self.blocks = nn.ModuleList(GptBlock(width, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(width)
+        for l in range(layers):
+            self.register_buffer(f"keys{l}", torch.zeros(batch, heads, context, width // heads))
+            self.register_buffer(f"values{l}", torch.zeros(batch, heads, context, width // heads))
+        self.register_buffer("pos", torch.zeros(1, dtype=torch.long))
+
+    def attention(self, block, l, x):
+        b, _, c = x.shape
+        d = c // self.heads
+        q, k, v = (p.view(b, 1, self.heads, d).transpose(1, 2) for p in block.qkv(x).split(c, 2))
+        keys, values = getattr(self, f"keys{l}"), getattr(self, f"values{l}")
+        keys.index_copy_(2, self.pos, k)
+        values.index_copy_(2, self.pos, v)
+        scores = (q @ keys.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+        unwritten = torch.arange(keys.shape[2], device=self.pos.device) > self.pos
+        y = torch.softmax(scores.masked_fill(unwritten, float("-inf")), -1) @ values
+        return block.proj(y.transpose(1, 2).reshape(b, 1, c))
+
+    def forward(self, ids):
+        x = self.tokens(ids) + self.positions(self.pos)
+        for l, block in enumerate(self.blocks):
+            x = x + self.attention(block, l, block.ln1(x))
+            x = x + block.out(F.gelu(block.fc(block.ln2(x)), approximate="tanh"))
+        nxt = F.linear(self.ln(x), self.tokens.weight).argmax(-1)
+        self.pos.add_(1).remainder_(self.keys0.shape[2])
+        return nxt
+
+
 def rms_norm(x, weight):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
 
@@ -277,6 +313,8 @@ def models(device, dtype):
         ("shufflenet_v2_b1", images(1, 224), ShuffleNetV2(1, 1000)),
         ("unet_b1", images(1, 256), UNet(32, 3)),
         ("gpt2_prefill_b1", tokens(1, 256, 50257), Gpt(12, 768, 12, 50257, 1024)),
+        ("gpt2_decode_b1", tokens(1, 1, 50257), Decoder(12, 768, 12, 50257, 1024, 1)),
+        ("gpt2_decode_b8", tokens(8, 1, 50257), Decoder(12, 768, 12, 50257, 1024, 8)),
         ("llama_prefill_b1", tokens(1, 256, 32000), Llama(4, 512, 8, 2, 32000)),
         ("cross_entropy", lambda: torch.randn(256, 32000, device=device, dtype=dtype), lambda logits: F.cross_entropy(logits, targets)),
     ]
@@ -310,7 +348,7 @@ def measure(name, make_input, model, rounds, mode, device, dtype):
         return inner(x)
     compile_s = timed(lambda: compiled(x))
     expected, got = model(x), compiled(x).clone()  # a CUDA graph overwrites its outputs on the next replay
-    diff = (got.double() - expected.double()).abs().max().item()
+    diff = (got.double() - expected.double()).abs().max().item()  # for a decoder: one step further than eager
     for _ in range(2):
         model(x), compiled(x)
     eager, comp = [], []

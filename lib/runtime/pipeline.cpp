@@ -4,23 +4,25 @@
 //                                    after each in debug builds and under JITC_STRICT=1)
 //     1. functionalize              graph/functionalize.h    mutation -> values + a copy_ epilogue
 //     2. dead code, CSE             graph/passes.h
-//     3. loss decompositions        inductor/decompositions.h cross_entropy, nll_loss -> gather + row reduction
-//     4. group norm statistics      inductor/group_norm_stats.h
-//     5. channels-last convolutions inductor/channels_last.h
-//   6. cache lookup                 program_cache.h          memory, then disk: a hit skips 7-11
+//     3. updates of inputs in place graph/reinplace.h        index_copy(cache) + write-back -> index_copy_
+//     4. loss decompositions        inductor/decompositions.h cross_entropy, nll_loss -> gather + row reduction
+//     5. group norm statistics      inductor/group_norm_stats.h
+//     6. channels-last convolutions inductor/channels_last.h
+//   7. cache lookup                 program_cache.h          memory, then disk: a hit skips 8-12
 //   kernel stages
-//     7. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls
-//     8. render                     Backend::render          per backend and device (inductor/backend.h)
-//     9. compile                    Backend::compile
-//    10. load                       Backend::load
-//    11. tune                       Backend::tune            mode=max-autotune, then load again
-//   12. keep                        program_cache.h          memory and disk
+//     8. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls
+//     9. render                     Backend::render          per backend and device (inductor/backend.h)
+//    10. compile                    Backend::compile
+//    11. load                       Backend::load
+//    12. tune                       Backend::tune            mode=max-autotune, then load again
+//   13. keep                        program_cache.h          memory and disk
 //
 // Each stage's time goes to CompileTimes (JITC_LOGS=compile_times, Stats::codegen_stages).
 #include "runtime/pipeline.h"
 
 #include "graph/functionalize.h"
 #include "graph/passes.h"
+#include "graph/reinplace.h"
 #include "inductor/backend.h"
 #include "inductor/channels_last.h"
 #include "inductor/decompositions.h"
@@ -94,6 +96,8 @@ graph::Graph graph_stage(const char* stage, const PipelineRequest& request, grap
 graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   const Entry& entry = *request.entry;
   graph::Graph g = graph_stage("functionalize", request, graph::Graph(), times, [&](graph::Graph) { return functional_graph(entry); });
+  g = graph_stage("updates of inputs in place", request, std::move(g), times,
+                  [](graph::Graph x) { return graph::reinplace_input_updates(x); });
   g = graph_stage("loss decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_losses(x); });
   g = graph_stage("group norm statistics", request, std::move(g), times, [](graph::Graph x) { return inductor::group_norm_with_stats(x); });
   g = graph_stage("channels-last convolutions", request, std::move(g), times,
