@@ -5,7 +5,7 @@
 # default and reduce-overhead, $OUT/peer_cuda.json), then bench_cuda --peer (eager, jitc default and
 # reduce-overhead, the torch.compile columns from the peer file; $OUT/cuda_bench.{json,log}).
 # bench-only: the same without the tests.
-# models <mode> [peer.json]: the model suite (benchmarks/models) through jitc in bf16 on the GPU, mode default
+# models <mode> [peer.json] [name,name]: the model suite (benchmarks/models) through jitc in bf16 on the GPU, mode default
 # or reduce-overhead, with torch.compile's columns from peer.json; $OUT/models_jitc_<mode>.{json,log}. Make
 # peer.json first (no build needed), in a call of its own (each takes minutes):
 #   OUT=... /opt/torch/.venv/bin/python3 benchmarks/models/peer_models.py $OUT/models_peer_default.json \
@@ -33,7 +33,7 @@ if [ "${1:-}" = models ]; then
   mode=${2:-default}
   peer=()
   [ -n "${3:-}" ] && [ -s "$3" ] && peer=(--peer "$3")
-  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_models "$OUT/models_jitc_$mode.json" --device cuda --dtype bf16 --mode $mode --rounds 20 ${peer[@]+"${peer[@]}"} > "$OUT/models_jitc_$mode.log" 2>&1
+  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_models "$OUT/models_jitc_$mode.json" --device cuda --dtype bf16 --mode $mode --rounds 20 ${peer[@]+"${peer[@]}"} ${4:+--only "$4"} > "$OUT/models_jitc_$mode.log" 2>&1
   echo "bench_models $mode: exit $? after $(( $(date +%s) - start )) s"
   grep -v "^|" "$OUT/models_jitc_$mode.log" | tail -5
   grep "^|" "$OUT/models_jitc_$mode.log"
