@@ -11,6 +11,9 @@
 //   kernels, fallback the kernels jitc compiled and whether any call ran eagerly
 // torch.compile's columns come from peer_models.py's JSON (--peer). Prints a markdown table, writes JSON.
 //
+// --profile DIR writes DIR/<model>_{eager,jitc}.trace (LibTorch's profiler, chrome://tracing format) of one
+// call each after the timing: ATen ops, and jitc's kernels and extern calls (jitc records them as regions);
+// benchmarks/models/trace_summary.py sums them by name.
 // --mode sets jitc's mode (default, reduce-overhead, max-autotune), as --mode of peer_models.py sets
 // torch.compile's. --device cuda times on the GPU (a synchronize closes each timed call), --dtype bf16|half|float sets the
 // weights' and inputs' dtype (float by default).
@@ -28,6 +31,7 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,6 +51,7 @@ struct Args {
   c10::Device device = c10::kCPU;
   c10::ScalarType dtype = c10::kFloat;
   jitc::Options options;  // --mode
+  std::string profile_dir;  // --profile: one eager and one jitc call per model, as chrome traces
 };
 
 jitc::Mode mode_named(const std::string& name) {
@@ -71,6 +76,8 @@ Args parse_args(int argc, char** argv) {
       args.peer = argv[++i];
     } else if (arg == "--device" && i + 1 < argc) {
       args.device = c10::Device(argv[++i]);
+    } else if (arg == "--profile" && i + 1 < argc) {
+      args.profile_dir = argv[++i];
     } else if (arg == "--mode" && i + 1 < argc) {
       args.options.mode = mode_named(argv[++i]);
     } else if (arg == "--dtype" && i + 1 < argc) {
@@ -83,7 +90,7 @@ Args parse_args(int argc, char** argv) {
     } else if (arg.rfind("--", 0) == 0) {
       throw std::runtime_error("unknown flag " + arg +
                                "; usage: bench_models [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] [--dtype "
-                               "bf16] [--mode reduce-overhead]");
+                               "bf16] [--mode reduce-overhead] [--profile dir]");
     } else {
       args.out = arg;
     }
@@ -158,6 +165,15 @@ Row measure(const Model& model, const Args& args, CountingAllocator& allocator) 
   row.jitc_ms = median(jitc) * 1e3;
   row.eager_peak_mib = peak_mib_of(allocator, [&] { model.forward(x); });
   row.jitc_peak_mib = peak_mib_of(allocator, [&] { compiled(x); });
+  if (!args.profile_dir.empty()) {
+    std::filesystem::create_directories(args.profile_dir);
+    {
+      torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + model.name + "_eager.trace");
+      model.forward(x);
+    }
+    torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + model.name + "_jitc.trace");
+    compiled(x);
+  }
   const auto stats = compiled.stats();
   row.kernels = stats.kernels_compiled;
   row.fallbacks = stats.eager_fallbacks;
