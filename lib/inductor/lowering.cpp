@@ -197,6 +197,7 @@ const Registry& registry() {
     register_pointwise(r);
     register_reductions(r);
     register_views(r);
+    register_windows(r);
     return r;
   }();
   return r;

@@ -136,5 +136,6 @@ using Registry = std::unordered_map<std::string, LowerFn>;
 void register_pointwise(Registry& r);   // lower_pointwise.cpp
 void register_reductions(Registry& r);  // lower_reduction.cpp
 void register_views(Registry& r);       // lower_views.cpp (views, cat, pad, indexing, factories)
+void register_windows(Registry& r);     // lower_windows.cpp (max_pool2d, upsample_nearest2d)
 
 }  // namespace jitc::inductor

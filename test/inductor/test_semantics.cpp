@@ -5,6 +5,8 @@
 #include "support/log_capture.h"
 #include "support/parity.h"
 
+#include <fmt/ranges.h>
+
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -663,4 +665,51 @@ TEST_CASE("a softmax of an empty integer tensor runs as eager does", "[inductor]
   compiled(x);
   const at::Tensor got = compiled(x);
   CHECK(identical(got, f(x)));
+}
+
+TEST_CASE("max_pool2d and upsample_nearest2d fused give eager's values bit for bit: NaN, infinities, signed zeros, padding",
+          "[inductor][semantics]") {
+  at::Tensor x = at::randn({2, 3, 9, 8});
+  x.index_put_({0, 0, 0, 0}, NAN);
+  x.index_put_({0, 1, 2, 2}, -INFINITY);
+  x.index_put_({1, 2, 4, 4}, INFINITY);
+  x.index_put_({1, 0}, 0.0);  // ties of +0 and -0 in a channel of zeros
+  x.index_put_({1, 0, 3, 3}, -0.0);
+  x.index_put_({1, 0, 3, 4}, -0.0);
+  struct Case {
+    std::vector<int64_t> kernel, stride, padding, dilation;
+    bool ceil;
+  };
+  const std::vector<Case> cases = {{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+                                   {{2, 2}, {}, {0, 0}, {1, 1}, false},
+                                   {{3, 2}, {1, 2}, {1, 0}, {1, 1}, true},
+                                   {{3, 3}, {2, 2}, {1, 1}, {2, 2}, false},
+                                   {{2}, {3}, {1}, {1}, true}};
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16})
+    for (const auto& k : cases) {
+      const std::string tag = fmt::format("kernel {} stride {} padding {} dilation {} ceil {} {}", k.kernel, k.stride, k.padding,
+                                          k.dilation, k.ceil, c10::toString(dtype));
+      check_identical(
+          "max_pool2d " + tag,
+          [k](const at::Tensor& x) { return at::max_pool2d(x, k.kernel, k.stride, k.padding, k.dilation, k.ceil) + 0.0; }, x.to(dtype));
+    }
+  for (auto dtype : {at::kFloat, at::kHalf})
+    for (int64_t factor : {1, 2, 4}) {
+      const std::string tag = fmt::format("factor {} {}", factor, c10::toString(dtype));
+      INFO("upsample_nearest2d " << tag);
+      auto with_skip = [factor](const at::Tensor& x) {
+        return at::cat(
+                   {at::upsample_nearest2d(x, {x.size(2) * factor, x.size(3) * factor}), at::zeros_like(x).repeat({1, 1, factor, factor})},
+                   1) *
+               1;
+      };
+      CHECK(identical(compiled_result(with_skip, x.to(dtype)), with_skip(x.to(dtype))));
+      auto with_scales = [factor](const at::Tensor& x) {
+        return at::upsample_nearest2d(x, {x.size(2) * factor, x.size(3) * factor}, double(factor), double(factor)) - 1;
+      };
+      CHECK(identical(compiled_result(with_scales, x.to(dtype)), with_scales(x.to(dtype))));
+    }
+  // Factors that are not powers of two (ATen's float index formula) run as extern calls, still eager's.
+  auto by_three = [](const at::Tensor& x) { return at::upsample_nearest2d(x, {27, 24}) + 0.0; };
+  CHECK(identical(compiled_result(by_three, x), by_three(x)));
 }
