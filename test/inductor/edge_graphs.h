@@ -217,6 +217,15 @@ inline const std::vector<OpInfo>& ops() {
       view("pad", [](T x, const Step& s) { return at::constant_pad_nd(x, {s.start, s.length}, s.scalar); }),
       OpInfo{"cat", Kind::kView, [](const Step& s, Pool& p) { return at::cat({p[s.a], p[s.b]}, s.dim); }},
       OpInfo{"stack", Kind::kView, [](const Step& s, Pool& p) { return at::stack({p[s.a], p[s.b]}, s.dim); }},
+      OpInfo{"max_pool2d", Kind::kView, [](const Step& s, Pool& p) {
+               const int64_t kh = 1 + s.start, kw = 1 + s.length;  // windows of 1 to 3, padding up to half of them
+               return at::max_pool2d(p[s.a], {kh, kw}, {1 + s.length % 2, 1 + s.start % 2}, {s.flag ? kh / 2 : 0, kw / 2}, {1, 1}, s.keepdim);
+             }},
+      OpInfo{"upsample_nearest2d", Kind::kView, [](const Step& s, Pool& p) {
+               const at::Tensor x = p[s.a].dim() == 3 ? p[s.a].unsqueeze(0) : p[s.a];
+               const int64_t factor = s.start == 2 ? 3 : 1 + s.start;  // 3: ATen's float formula, run as an extern call
+               return at::upsample_nearest2d(x, {x.size(2) * factor, x.size(3) * (s.flag ? factor : 1)});
+             }},
       OpInfo{"index_select", Kind::kIndex, [](const Step& s, Pool& p) {
                const at::Tensor& x = p[s.a];
                const int64_t n = x.size(s.dim);
@@ -633,6 +642,13 @@ class Generator {
       }
       case Kind::kView:
         break;
+    }
+    if (name == "max_pool2d" || name == "upsample_nearest2d") {
+      s.start = uniform(0, 2);
+      s.length = uniform(0, 2);
+      s.flag = chance(0.5);
+      s.keepdim = chance(0.3);  // max_pool2d's ceil_mode
+      return rank >= 3 && at::isFloatingType(x.scalar_type());
     }
     if (name == "cat" || name == "stack") {
       if (rank == 0 && name == "cat") return false;
