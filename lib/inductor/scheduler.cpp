@@ -6,6 +6,7 @@
 #include "inductor/graph_uses.h"
 #include "inductor/injected_failure.h"
 #include "inductor/loop_order.h"
+#include "inductor/shared_chains.h"
 #include "inductor/lowering.h"
 
 #include <jitc/detail/internal_assert.h>
@@ -67,6 +68,12 @@ class Scheduler {
     ctx_ = std::make_unique<LoweringContext>(g_);
     keep_break_inputs_eager();
     lower_nodes();
+    for (ValueId v : shared_chains(
+             g_, [&](ValueId x) { return ctx_->loader[x] != nullptr; }, [&](ValueId x) { return ctx_->view_of[x] != graph::kNoValue; })) {
+      stored_[v] = 1;
+      decisions_.push_back(fmt::format("{} is stored to a buffer: read by several nodes, computed from {} buffers or more", describe(v),
+                                       kSharedChainSources));
+    }
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
       attempt_log_.clear();
       decided_ = false;

@@ -76,3 +76,20 @@ TEST_CASE("scheduler: values of another iteration space start a kernel of their 
   CHECK(s.lines_with("cannot fuse") == 1);
   CHECK(s.lines_with("is stored to a buffer") == 0);
 }
+
+TEST_CASE("scheduler: a value read by several nodes and computed from many buffers is stored once", "[scheduler]") {
+  // A residual stream: each sum is read by the next sum and by a layer's own op. Inlined everywhere, the
+  // last consumers would read every earlier buffer again.
+  auto residual = [](const at::Tensor& x, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+    const at::Tensor r1 = x + a, r2 = r1 + b, r3 = r2 + c;
+    return std::make_tuple(r1.sin(), r2.cos(), r3.exp(), r3.tanh());
+  };
+  const auto s = schedule_of(residual, meta({64, 32}), meta({64, 32}), meta({64, 32}), meta({64, 32}));
+  CHECK(s.lines_with("read by several nodes, computed from 4 buffers or more") == 1);  // r3 (x, a, b, c)
+  // Two or three sources: inlined into each consumer, as before.
+  auto short_chain = [](const at::Tensor& x, const at::Tensor& a) {
+    const at::Tensor r = x + a;
+    return std::make_tuple(r.sin(), r.cos());
+  };
+  CHECK(schedule_of(short_chain, meta({64, 32}), meta({64, 32})).lines_with("read by several nodes") == 0);
+}

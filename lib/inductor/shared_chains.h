@@ -1,0 +1,23 @@
+// Values worth storing although no consumer requires a buffer. A value read by several nodes is inlined
+// into each of their kernels; when computing it reads many buffers (a transformer's residual stream: the
+// embedding plus every block's output so far), every consumer reads them all again and the work grows
+// with the depth of the chain (GPT-2's last layer_norm kernel read 26 buffers). Such a value is stored
+// once, as Inductor realizes a buffer that is read more than once and whose expression reads 4 buffers or
+// more (its realize_reads_threshold).
+#pragma once
+#include "graph/graph.h"
+
+#include <functional>
+#include <vector>
+
+namespace jitc::inductor {
+
+inline constexpr size_t kSharedChainSources = 4;
+
+// In node order: lowered, non-view values read by two nodes or more whose computation reads at least
+// kSharedChainSources distinct buffers (graph inputs, outputs of extern nodes, values already chosen).
+// `computed(v)`: v has a loader (nodes that run as extern calls give buffers); `view(v)`: v is a lowered view.
+std::vector<graph::ValueId> shared_chains(const graph::Graph& g, const std::function<bool(graph::ValueId)>& computed,
+                                          const std::function<bool(graph::ValueId)>& view);
+
+}  // namespace jitc::inductor
