@@ -1,5 +1,5 @@
 // Lowerings of views (index arithmetic, never copies), of ops that assemble tensors (cat, stack,
-// constant_pad_nd), of indexing (embedding, index_select, gather) and of factories (arange, full, zeros,
+// constant_pad_nd, tril/triu), of indexing (embedding, index_select, gather) and of factories (arange, full, zeros,
 // ones and their _like forms). A view of a buffer loads straight from it through the view's strides; a
 // view of a computed value remaps the index and inlines the value.
 //
@@ -242,6 +242,27 @@ int clamp_index(KernelBuilder& kb, int i, int extent) {
   return kb.binary(ScalarOp::kMax, kb.binary(ScalarOp::kMin, i, hi), kb.index_constant(0));
 }
 
+void register_triangles(Registry& r) {
+  // tril / triu: an element of the last two dims (i, j) is kept where j - i <= diagonal (tril) or >=
+  // diagonal (triu), zero elsewhere: a causal mask fuses into the kernel that applies it.
+  auto triangle = [](bool lower) {
+    return [lower](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+      const ValueId in = c.tensor_arg(n, 0);
+      if (c.sizes(in).size() < 2) throw Unsupported("tril/triu of fewer than 2 dims");
+      const int64_t diagonal = n.args.size() > 1 ? int_arg(n, 1) : 0;
+      const ScalarType t = compute_type_of(c.meta(output(n)).dtype);
+      return {[&c, in, diagonal, lower, t](KernelBuilder& kb, const Index& index) {
+        const size_t rank = index.size();
+        const int offset = kb.binary(ScalarOp::kSub, index[rank - 1], index[rank - 2]);
+        const int kept = kb.binary(lower ? ScalarOp::kLe : ScalarOp::kGe, offset, kb.index_constant(diagonal));
+        return kb.where(kept, kb.cast(c.at(kb, in, index), t), kb.constant(0, t));
+      }};
+    };
+  };
+  r["aten::tril"] = triangle(true);
+  r["aten::triu"] = triangle(false);
+}
+
 void register_assembly(Registry& r) {
   r["aten::cat"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const auto& list = n.args.at(0);
@@ -422,6 +443,7 @@ void register_views(Registry& r) {
   register_view_ops(r);
   register_part_views(r);
   register_assembly(r);
+  register_triangles(r);
   register_indexing(r);
   register_factories(r);
 }

@@ -95,7 +95,8 @@ graph::Graph graph_stage(const char* stage, const PipelineRequest& request, grap
 
 graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   const Entry& entry = *request.entry;
-  graph::Graph g = graph_stage("functionalize", request, graph::Graph(), times, [&](graph::Graph) { return functional_graph(entry); });
+  // Logged against the traced graph: a graph that needed no rewriting is not printed again.
+  graph::Graph g = graph_stage("functionalize", request, entry.graph, times, [&](graph::Graph) { return functional_graph(entry); });
   g = graph_stage("updates of inputs in place", request, std::move(g), times,
                   [](graph::Graph x) { return graph::reinplace_input_updates(x); });
   g = graph_stage("loss decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_losses(x); });

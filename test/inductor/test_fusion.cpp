@@ -46,6 +46,14 @@ TEST_CASE("cross-entropy reads its logits in one row kernel, then sums the rows'
         1);
 }
 
+TEST_CASE("a causal mask built from ones and tril fuses into the masked softmax", "[inductor][fusion]") {
+  auto masked_softmax = [](const at::Tensor& scores) {
+    const at::Tensor causal = at::ones({scores.size(-1), scores.size(-1)}, scores.options().dtype(at::kBool)).tril().logical_not();
+    return at::softmax(scores.masked_fill(causal, -INFINITY), -1);
+  };
+  CHECK(kernels_for(masked_softmax, at::randn({2, 4, 16, 16})) == 1);
+}
+
 TEST_CASE("layer_norm is one kernel", "[inductor][fusion]") {
   const auto x = at::randn({32, 256}), w = at::randn({256}), b = at::randn({256});
   CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {256}, w, b); }, x, w,

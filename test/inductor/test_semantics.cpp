@@ -713,3 +713,18 @@ TEST_CASE("max_pool2d and upsample_nearest2d fused give eager's values bit for b
   auto by_three = [](const at::Tensor& x) { return at::upsample_nearest2d(x, {27, 24}) + 0.0; };
   CHECK(identical(compiled_result(by_three, x), by_three(x)));
 }
+
+TEST_CASE("tril and triu keep eager's elements and zeros, NaN masked out, every dtype and diagonal", "[inductor][semantics]") {
+  at::Tensor x = at::randn({2, 5, 7});
+  x.index_put_({0, 4, 0}, NAN);
+  x.index_put_({1, 0, 6}, NAN);
+  for (auto dtype : {at::kFloat, at::kHalf, at::kInt, at::kBool})
+    for (int64_t diagonal : {-2, 0, 1, 9}) {
+      const std::string tag = fmt::format("diagonal {} {}", diagonal, c10::toString(dtype));
+      const at::Tensor input = dtype == at::kBool ? x > 0 : x.to(dtype);
+      check_identical(
+          "tril " + tag, [diagonal](const at::Tensor& x) { return x.tril(diagonal).logical_not(); }, input);
+      check_identical(
+          "triu " + tag, [diagonal](const at::Tensor& x) { return x.triu(diagonal) * 1; }, input);
+    }
+}
