@@ -61,11 +61,14 @@ TEST_CASE("layer_norm is one kernel", "[inductor][fusion]") {
 }
 
 TEST_CASE("a chain of 10 pointwise ops is one kernel", "[inductor][fusion]") {
+  // The last op is sqrt(|t| + 1), not sqrt(|t|): where tanh(u) - 0.5 cancels to nearly 0, one ulp of tanh
+  // (6e-8 at 0.5; jitc's formula and ATen's, or ATen's own vector and scalar loops, may differ by that)
+  // became up to 2.4e-4 after the square root, and which element landed there depended on alignment.
   auto chain = [](const at::Tensor& x, const at::Tensor& y) {
     auto t = (x + y).relu() * 2 - 1;
     t = t.sigmoid() + x;
     t = (t * y).tanh() - 0.5;
-    return t.abs().sqrt();
+    return (t.abs() + 1).sqrt();
   };
   CHECK(kernels_for(chain, at::randn({16, 100}), at::randn({100})) == 1);
 }
