@@ -1,5 +1,7 @@
 #include "graph/functionalize.h"
 
+#include "graph/args.h"
+
 #include <jitc/errors.h>
 
 #include <ATen/ATen.h>
@@ -17,20 +19,6 @@ bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->i
 
 std::optional<c10::OperatorHandle> find_op(const std::string& name, const std::string& overload) {
   return c10::Dispatcher::singleton().findSchema({name, overload});
-}
-
-Arg value_arg(ValueId v) {
-  Arg a;
-  a.kind = Arg::Kind::kValue;
-  a.value = v;
-  return a;
-}
-
-Arg constant_arg(c10::IValue v) {
-  Arg a;
-  a.kind = Arg::Kind::kConstant;
-  a.constant = std::move(v);
-  return a;
 }
 
 at::Tensor meta_tensor(const TensorMeta& m) {

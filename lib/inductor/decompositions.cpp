@@ -1,5 +1,6 @@
 #include "inductor/decompositions.h"
 
+#include "graph/args.h"
 #include "graph/renumber.h"
 
 #include <jitc/detail/internal_assert.h>
@@ -14,22 +15,11 @@ namespace jitc::inductor {
 namespace {
 
 using graph::Arg;
+using graph::constant_arg;
 using graph::Graph;
 using graph::Node;
+using graph::value_arg;
 using graph::ValueId;
-
-Arg value(ValueId v) {
-  Arg a;
-  a.kind = Arg::Kind::kValue;
-  a.value = v;
-  return a;
-}
-
-Arg constant(c10::IValue v) {
-  Arg a;
-  a.constant = std::move(v);
-  return a;
-}
 
 // Appends nodes to a graph being rebuilt. Each result is contiguous, with the dtype and sizes given: the
 // metadata of these few ops is known without running them (their meta kernels are registered from
@@ -95,25 +85,27 @@ std::optional<Loss> loss_of(const Graph& g, const Node& n) {
 ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
   const int64_t rows = g.values[l.scores].meta.sizes[0].offset;
   const c10::ScalarType t = g.values[l.scores].meta.dtype, index = c10::kLong, flag = c10::kBool;
-  const ValueId valid = e.call("aten::ne", "Scalar", {value(l.target), constant(l.ignore_index)}, flag, {rows});
-  const ValueId safe = e.call("aten::where", "ScalarOther", {value(valid), value(l.target), constant(int64_t{0})}, index, {rows});
-  const ValueId column = e.call("aten::unsqueeze", "", {value(safe), constant(int64_t{1})}, index, {rows, 1});
+  const ValueId valid = e.call("aten::ne", "Scalar", {value_arg(l.target), constant_arg(l.ignore_index)}, flag, {rows});
+  const ValueId safe =
+      e.call("aten::where", "ScalarOther", {value_arg(valid), value_arg(l.target), constant_arg(int64_t{0})}, index, {rows});
+  const ValueId column = e.call("aten::unsqueeze", "", {value_arg(safe), constant_arg(int64_t{1})}, index, {rows, 1});
   const ValueId gathered =
-      e.call("aten::gather", "", {value(l.scores), constant(int64_t{1}), value(column), constant(false)}, t, {rows, 1});
-  const ValueId picked = e.call("aten::squeeze", "dim", {value(gathered), constant(int64_t{1})}, t, {rows});
+      e.call("aten::gather", "", {value_arg(l.scores), constant_arg(int64_t{1}), value_arg(column), constant_arg(false)}, t, {rows, 1});
+  const ValueId picked = e.call("aten::squeeze", "dim", {value_arg(gathered), constant_arg(int64_t{1})}, t, {rows});
   ValueId row_loss;
   if (l.from_logits) {
-    const ValueId lse = e.call("aten::logsumexp", "", {value(l.scores), constant(std::vector<int64_t>{1}), constant(false)}, t, {rows});
-    row_loss = e.call("aten::sub", "Tensor", {value(lse), value(picked), constant(c10::Scalar(1))}, t, {rows});
+    const ValueId lse =
+        e.call("aten::logsumexp", "", {value_arg(l.scores), constant_arg(std::vector<int64_t>{1}), constant_arg(false)}, t, {rows});
+    row_loss = e.call("aten::sub", "Tensor", {value_arg(lse), value_arg(picked), constant_arg(c10::Scalar(1))}, t, {rows});
   } else {
-    row_loss = e.call("aten::neg", "", {value(picked)}, t, {rows});
+    row_loss = e.call("aten::neg", "", {value_arg(picked)}, t, {rows});
   }
-  const ValueId loss = e.call("aten::where", "ScalarOther", {value(valid), value(row_loss), constant(0.0)}, t, {rows});
+  const ValueId loss = e.call("aten::where", "ScalarOther", {value_arg(valid), value_arg(row_loss), constant_arg(0.0)}, t, {rows});
   if (l.reduction == at::Reduction::None) return loss;
-  const ValueId total = e.call("aten::sum", "", {value(loss), constant(c10::IValue())}, t, {});
+  const ValueId total = e.call("aten::sum", "", {value_arg(loss), constant_arg(c10::IValue())}, t, {});
   if (l.reduction == at::Reduction::Sum) return total;
-  const ValueId counted = e.call("aten::sum", "", {value(valid), constant(c10::IValue())}, index, {});
-  return e.call("aten::div", "Tensor", {value(total), value(counted)}, t, {});  // 0 / 0 = nan when all are ignored, as eager
+  const ValueId counted = e.call("aten::sum", "", {value_arg(valid), constant_arg(c10::IValue())}, index, {});
+  return e.call("aten::div", "Tensor", {value_arg(total), value_arg(counted)}, t, {});  // 0 / 0 = nan when all are ignored, as eager
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "inductor/group_norm_stats.h"
 
+#include "graph/args.h"
 #include "graph/renumber.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -12,6 +13,7 @@ namespace jitc::inductor {
 namespace {
 
 using graph::Arg;
+using graph::constant_arg;
 using graph::Graph;
 using graph::Node;
 using graph::SymExpr;
@@ -25,12 +27,6 @@ bool applies(const Graph& g, const Node& n) {
   const int64_t groups = n.args[1].constant.toInt();
   return sizes.size() >= 2 && groups > 0 && sizes[1].is_constant() && sizes[1].offset % groups == 0 &&
          std::all_of(sizes.begin(), sizes.end(), [](const SymExpr& e) { return e.is_constant(); });
-}
-
-Arg constant(c10::IValue v) {
-  Arg a;
-  a.constant = std::move(v);
-  return a;
 }
 
 // A contiguous [N, groups] statistic. Kept in float32 for half and bfloat16 inputs, as ATen computes it:
@@ -60,11 +56,11 @@ graph::Graph group_norm_with_stats(const graph::Graph& g) {
     const int64_t n = input.sizes[0].offset, c = input.sizes[1].offset, groups = original.args[1].constant.toInt();
     int64_t hxw = 1;
     for (size_t d = 2; d < input.sizes.size(); ++d) hxw *= input.sizes[d].offset;
-    auto optional_arg = [&](size_t at) { return at < original.args.size() ? original.args[at] : constant(c10::IValue()); };
+    auto optional_arg = [&](size_t at) { return at < original.args.size() ? original.args[at] : constant_arg(c10::IValue()); };
     const double eps = original.args.size() > 4 && original.args[4].constant.isDouble() ? original.args[4].constant.toDouble() : 1e-5;
     Node rewritten(native);
-    rewritten.args = {original.args[0], optional_arg(2), optional_arg(3),  constant(n),
-                      constant(c),      constant(hxw),   constant(groups), constant(eps)};
+    rewritten.args = {original.args[0], optional_arg(2),   optional_arg(3),      constant_arg(n),
+                      constant_arg(c),  constant_arg(hxw), constant_arg(groups), constant_arg(eps)};
     rewritten.outputs = {original.outputs[0]};
     for (int s = 0; s < 2; ++s)
       rewritten.outputs.push_back({false, {r.add_value(stats_meta(input, n, groups), static_cast<int32_t>(i), next_storage++)}});
