@@ -120,7 +120,9 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
   if (entry.program_built.load(std::memory_order_acquire)) return entry.program.get();
   std::call_once(entry.program_once, [&] {
     entry.program = build_program(entry);
-    if (entry.program && uses_cuda_graphs(options_.mode)) {
+    if (entry.backward) program_for(*entry.backward->entry);  // built now: autograd runs it, maybe on another thread
+    // A training entry's saved values must outlive the next call, which CUDA graphs' static outputs do not.
+    if (entry.program && uses_cuda_graphs(options_.mode) && !entry.backward && entry.part.empty()) {
       const std::string id = compile_id(entry.compile_number);
       auto log = [this, id](const std::string& m) { runtime::log(runtime::Artifact::kPerfHints, fmt::format("{}: {}", name_, m), id); };
       entry.cuda_graphs = std::make_shared<runtime::CudaGraphs>(*entry.program, log, &cuda_graph_counters_);
@@ -135,10 +137,10 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
   const auto started = std::chrono::steady_clock::now();
   runtime::CompileTimes times;
   times.trace = entry.trace_seconds;
-  const runtime::SlowCompileNotice notice(fmt::format("{}_{}", name_, entry.compile_number), entry.graph.nodes.size(), id);
+  const std::string module_name = fmt::format("{}_{}{}{}", name_, entry.compile_number, entry.part.empty() ? "" : "_", entry.part);
+  const runtime::SlowCompileNotice notice(module_name, entry.graph.nodes.size(), id);
   try {
     const std::string debug_dir = runtime::env_debug_dir();
-    const std::string module_name = fmt::format("{}_{}", name_, entry.compile_number);
     const bool autotune = options_.mode == Mode::kMaxAutotune || options_.mode == Mode::kMaxAutotuneNoCudagraphs;
     auto obtained = runtime::run_pipeline(
         {.entry = &entry, .name = module_name, .compile_id = id, .want_assembly = !debug_dir.empty(), .autotune = autotune}, times);

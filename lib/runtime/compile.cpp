@@ -225,6 +225,7 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   const runtime::Entry& a = *first;
   const runtime::Entry& b = *second;
   if (a.traced.num_symbols != 0 || a.leaf_sizes.size() != b.leaf_sizes.size()) return nullptr;
+  if (a.backward || b.backward) return nullptr;  // training entries stay static (sizes of both graphs would need fitting)
   // Only sizes may differ: a scalar argument, an aliasing pattern or global state the two traces saw
   // differently could also explain a differing integer, and the fit would then be wrong.
   if (!guards::same_except_shapes(a.guards, b.guards)) return nullptr;
@@ -339,10 +340,14 @@ ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::v
   return run_eager(leaves);
 }
 
-ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required) {
-  if (grad_required) {  // the trace met a captured tensor that requires grad
+ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool training) {
+  if (training) {  // inference calls may still compile
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      training_failure_ = runtime::error_text(failure);
+    }
     grad_blocked_ = true;
-    warn_eager({inference_only("a captured tensor"), true});
+    warn_eager({grad_blocked_reason(), true});
     return run_eager(leaves);
   }
   ResultLeaves out = run_eager(leaves);  // an exception of the callable's own propagates from here, as in eager
@@ -359,7 +364,7 @@ bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>
   } catch (const tracer::TraceFailure& f) {
     if (f.kind() == tracer::TraceFailure::Kind::kFullGraph) throw FullGraphError(f.what());
     compile.unlock();
-    eager = after_trace_failure(leaves, f, f.kind() == tracer::TraceFailure::Kind::kGradRequired);
+    eager = after_trace_failure(leaves, f, f.kind() == tracer::TraceFailure::Kind::kTrainingUnsupported);
     return false;
   } catch (const FullGraphError&) {
     throw;
@@ -378,8 +383,10 @@ bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>
 void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates, int number,
                        std::chrono::steady_clock::time_point started) {
   try {
-    auto entry = make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
+    auto entry = outcome.backward ? make_training_entry(outcome, leaves, candidates)
+                                  : make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     entry->compile_number = number;
+    if (entry->backward) entry->backward->entry->compile_number = number;
     entry->breaks = outcome.breaks;
     entry->trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     install(std::move(entry), leaves, candidates);
@@ -432,6 +439,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   next_compile_number_++;
   add_entry(outcome, leaves, candidates, number, started);
+  if (outcome.backward) outcome.result = invoker_(leaves);  // the trace's tensors have no autograd history
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -481,6 +489,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   const Unchecked::Candidate* confirmed = nullptr;
   try {
+    if (outcome.backward) throw InternalError("a training trace where a symbolic inference entry's guards passed");
     std::shared_ptr<const runtime::Entry> fresh = make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     for (const auto& c : unchecked.candidates) {
       const bool ok = follows(*c.entry, fresh, leaves, candidates);
@@ -501,7 +510,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
     compile_stats_.size_checks += confirmed != nullptr;  // a rejected check counts below, as a compile or an eager call
     compile_stats_.compile_seconds += seconds;
   }
-  if (confirmed) {
+  if (confirmed && !outcome.backward) {
     const runtime::Entry& symbolic = *confirmed->entry;
     runtime::log(runtime::Artifact::kDynamic,
                  fmt::format("{}: sizes {} follow the symbolic graph", name_, sizes_text(confirmed->symbols, symbolic.symbol_values)),
@@ -524,9 +533,10 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   }
   if (count >= static_cast<size_t>(runtime::env_recompile_limit(options_.recompile_limit))) {
     eager_calls_.fetch_add(1, std::memory_order_relaxed);  // its ops ran once, for real; no entry
-    return std::move(outcome.result);
+    return outcome.backward ? invoker_(leaves) : std::move(outcome.result);
   }
   add_entry(outcome, leaves, candidates, next_compile_number_++, started);
+  if (outcome.backward) outcome.result = invoker_(leaves);
   std::lock_guard<std::mutex> lock(stats_mutex_);
   compile_stats_.compiles++;
   compile_stats_.recompiles++;

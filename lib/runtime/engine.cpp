@@ -3,6 +3,7 @@
 
 #include "runtime/eager_replay.h"
 #include "runtime/program.h"
+#include "runtime/training.h"
 #include "runtime/profiling.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
@@ -101,23 +102,23 @@ const uint64_t* Engine::dynamic_marks(c10::ArrayRef<Leaf> leaves, LeafMarks& mar
   return marks.data();
 }
 
-std::string Engine::inference_only(std::string_view tensor) {
+std::string Engine::grad_blocked_reason() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
   return fmt::format(
-      "grad mode is on and {} requires grad; compiled functions are inference-only (wrap the call in "
-      "torch::NoGradGuard or c10::InferenceMode)",
-      tensor);
+      "grad mode is on and its training trace failed ({}); calls in grad mode run eagerly, calls under "
+      "torch::NoGradGuard or c10::InferenceMode still compile",
+      training_failure_);
 }
 
 void Engine::warn_eager(const EagerReason& reason) {
   // The trace that finds a captured tensor requiring grad warns with the same flag (after_trace_failure):
   // the calls that follow, refused here, say nothing more.
-  std::atomic<bool>& warned = reason.inference_only ? warned_grad_ : warned_input_;
+  std::atomic<bool>& warned = reason.training ? warned_grad_ : warned_input_;
   if (!warned.exchange(true)) runtime::warn(fmt::format("jitc: running '{}' eagerly: {}", name_, reason.text));
 }
 
 std::optional<Engine::EagerReason> Engine::eager_reason(c10::ArrayRef<Leaf> leaves) const {
-  const bool grad = at::GradMode::is_enabled();
-  if (grad && grad_blocked_.load(std::memory_order_relaxed)) return EagerReason{inference_only("a captured tensor"), true};
+  if (at::GradMode::is_enabled() && grad_blocked_.load(std::memory_order_relaxed)) return EagerReason{grad_blocked_reason(), true};
   for (const auto& leaf : leaves) {
     if (leaf.kind != Leaf::Kind::kTensor) continue;
     const at::Tensor& t = *leaf.tensor;
@@ -127,7 +128,6 @@ std::optional<Engine::EagerReason> Engine::eager_reason(c10::ArrayRef<Leaf> leav
     if (t.is_conj() || t.is_neg())
       return EagerReason{
           fmt::format("argument {} has a lazy conjugate or negative bit; call resolve_conj()/resolve_neg() first", leaf.argument), false};
-    if (grad && t.requires_grad()) return EagerReason{inference_only(fmt::format("argument {}", leaf.argument)), true};
   }
   return std::nullopt;
 }
@@ -218,8 +218,11 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
   std::string why;
   bool completed = false;
   try {
-    const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
-    completed = replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
+    auto run = [&] {
+      const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
+      return replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
+    };
+    completed = entry.backward ? runtime::run_training(entry, g, values, run, name_) : run();
   } catch (const runtime::ChecksFailed& failed) {
     runtime::log(runtime::Artifact::kPerfHints,
                  fmt::format("{}: a run-time check of kernel {} failed (an index out of range or a division by "

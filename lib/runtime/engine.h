@@ -67,15 +67,16 @@ class Engine {
   // check of the program: see runtime::ChecksFailed).
   bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves, const int64_t* symbols,
                  std::string* failure, ResultLeaves& out, bool compiled = true);
-  // Why this call runs eagerly (an input jitc does not compile, grad mode with a tensor requiring grad).
+  // Why this call runs eagerly (an input jitc does not compile, a call in grad mode after a failed
+  // training trace).
   struct EagerReason {
     std::string text;
-    bool inference_only;  // grad mode: warned about once per function, whichever tensor requires grad
+    bool training;  // warned about once per function
   };
   std::optional<EagerReason> eager_reason(c10::ArrayRef<Leaf> leaves) const;
   void warn_eager(const EagerReason& reason);
-  // The one wording of the inference-only fallback; `tensor`: "argument x", "a captured tensor".
-  static std::string inference_only(std::string_view tensor);
+  // The one wording of the grad-mode fallback after a training trace failed (training_failure_ says why).
+  std::string grad_blocked_reason() const;
   // ---- code generation (codegen.cpp) ----
   // The entry's compiled program under backend=inductor (built once, on first use); null = eager replay.
   const runtime::Program* program_for(const runtime::Entry& entry);
@@ -96,7 +97,7 @@ class Engine {
   // `started`: when the trace began (the entry's trace_seconds).
   void add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates, int number,
                  std::chrono::steady_clock::time_point started);
-  ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool grad_required);
+  ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool training);
   std::vector<uint64_t> dynamic_candidates(c10::ArrayRef<Leaf> leaves);
   uint64_t scalar_candidate(c10::ArrayRef<Leaf> leaves, size_t leaf, const std::string& name);
   bool scalar_symbols_of(const guards::GuardSet& a, const guards::GuardSet& b, const std::vector<uint64_t>& candidates,
@@ -107,6 +108,10 @@ class Engine {
                                              const std::vector<uint64_t>& dynamic_dims,
                                              const std::vector<std::pair<int64_t, int64_t>>& ranges,
                                              const std::vector<int>& scalar_symbols = {});
+  // A training trace's entry: its joint graph split into the forward (the entry's graph) and the backward
+  // (training_entry.cpp).
+  std::shared_ptr<runtime::Entry> make_training_entry(const tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves,
+                                                      const std::vector<uint64_t>& dynamic_dims);
   std::shared_ptr<runtime::Entry> generalized(const EntryPtr& partner, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
                                               const std::vector<uint64_t>& candidates);
   void install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
@@ -135,7 +140,8 @@ class Engine {
   Stats compile_stats_;  // compiles, recompiles, reasons, breaks, compile time
 
   std::atomic<bool> eager_only_{false};
-  std::atomic<bool> grad_blocked_{false};  // a captured tensor requires grad (checked while grad mode is on)
+  std::atomic<bool> grad_blocked_{false};  // a training trace failed: calls in grad mode run eagerly
+  std::string training_failure_;           // why (under stats_mutex_)
   std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
   std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0}, programs_from_cache_{0};
   runtime::CudaGraphCounters cuda_graph_counters_;

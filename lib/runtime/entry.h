@@ -52,8 +52,22 @@ class SizeLedger {
   std::map<std::vector<int64_t>, bool, Less> verdicts_;
 };
 
+struct Entry;
+
+// What makes an entry a training entry (graph/partition.h): its graph is the forward graph, whose outputs
+// are the callable's followed by `saved` values; the backward entry's graph takes the saved values and one
+// tangent per differentiable output, and returns the gradients of the forward inputs `grad_inputs`.
+struct BackwardPart {
+  std::shared_ptr<Entry> entry;     // no guards: it runs when autograd calls the forward's node
+  std::vector<size_t> outputs;      // result leaves that are differentiable, in tangent order
+  std::vector<size_t> grad_inputs;  // forward graph input positions, in gradient order
+  size_t saved = 0;
+};
+
 struct Entry {
-  int compile_number = 0;  // the N of Dynamo's compile id [frame/N]
+  int compile_number = 0;                        // the N of Dynamo's compile id [frame/N]
+  std::string part;                              // "" or "backward": names the program ("<function>_<N>_backward")
+  std::shared_ptr<const BackwardPart> backward;  // set for a training entry
   guards::GuardSet guards;
   graph::Graph graph;   // what runs (after DCE and CSE)
   graph::Graph traced;  // as recorded: the partner for a later generalization

@@ -34,6 +34,7 @@ constexpr ArtifactName kArtifacts[] = {
     {"cache", Artifact::kCache},
     {"compile_times", Artifact::kCompileTimes},
     {"passes", Artifact::kPasses},
+    {"aot_graphs", Artifact::kAotGraphs},
 };
 
 uint32_t bit(Artifact a) { return 1u << static_cast<int>(a); }

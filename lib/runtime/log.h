@@ -24,8 +24,9 @@ enum class Artifact {
   kSchedule,
   kCache,
   kCompileTimes,
-  kPasses,  // the graph after each pipeline stage that changed it (pipeline.cpp)
-  kDebug,   // +jitc
+  kPasses,     // the graph after each pipeline stage that changed it (pipeline.cpp)
+  kAotGraphs,  // a training entry's forward and backward graphs and what the forward saves
+  kDebug,      // +jitc
   kCount
 };
 

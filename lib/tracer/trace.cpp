@@ -1,10 +1,15 @@
 #include "tracer/trace.h"
+#include "tracer/generator_states.h"
+
+#include <ATen/core/grad_mode.h>
 
 #include <jitc/errors.h>
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <fmt/format.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -71,30 +76,102 @@ void install_tracer() {
 
 bool is_tracing() { return TraceSession::current() != nullptr; }
 
-TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
-                   bool fullgraph) {
-  install_tracer();
-  TraceSession session(fullgraph);
+namespace {
+
+std::vector<c10::Device> devices_of(c10::ArrayRef<detail::Leaf> leaves) {
+  std::vector<c10::Device> devices;
+  for (const auto& leaf : leaves)
+    if (leaf.kind == detail::Leaf::Kind::kTensor) devices.push_back(leaf.tensor->device());
+  return devices;
+}
+
+bool any_requires_grad(c10::ArrayRef<detail::Leaf> leaves) {
+  return std::any_of(leaves.begin(), leaves.end(),
+                     [](const detail::Leaf& l) { return l.kind == detail::Leaf::Kind::kTensor && l.tensor->requires_grad(); });
+}
+
+// What a training entry cannot hold yet. The trace's writes and draws are undone by then.
+void refuse_unsupported_training(const TraceOutcome& outcome) {
+  if (!outcome.unreplayable.empty()) throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported, outcome.unreplayable);
+  for (const auto& n : outcome.graph.nodes)
+    if (n.checked())
+      throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported,
+                         fmt::format("{} returns a value C++ may branch on (a graph break); compiled training needs one graph "
+                                     "without breaks",
+                                     n.name()));
+}
+
+TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
+                        bool fullgraph, bool training) {
+  TraceSession session(fullgraph, training);
   TraceOutcome outcome;
   {
     StandIns stand_ins = make_stand_ins(session, leaves, leaf_names);
-    c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+    // An inference trace runs below autograd; a training trace keeps it, so that autograd records its
+    // graph over the stand-ins (backward_trace.h).
+    c10::impl::ExcludeDispatchKeyGuard no_autograd(training ? c10::DispatchKeySet() : c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     c10::impl::IncludeDispatchKeyGuard mode(kTracerKey);
     try {
       outcome.result = invoker(stand_ins.leaves);
+      if (training) outcome.backward = record_backward(session, outcome.result);
       for (auto& leaf : outcome.result)
         if (leaf.kind == detail::ResultLeaf::Kind::kTensor) outcome.graph.outputs.push_back(session.bind_output(leaf.tensor));
         else outcome.graph.outputs.push_back(graph::kNoValue);
     } catch (...) {
       rethrow_as_failure(session);
     }
+    if (outcome.backward && outcome.backward->grad_inputs.empty()) outcome.backward.reset();  // nothing to differentiate
+    if (outcome.backward) session.restore_mutated_inputs();
   }
   auto outputs = std::move(outcome.graph.outputs);
   outcome.graph = session.finish();
   outcome.graph.outputs = std::move(outputs);
   outcome.breaks = session.breaks();
   outcome.unreplayable = session.unreplayable_reason();
+  if (outcome.backward) refuse_unsupported_training(outcome);
   return outcome;
+}
+
+// A failure of a training trace says nothing about inference calls: they may still compile.
+TraceOutcome trace_for_training(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves,
+                                const std::vector<std::string>& leaf_names, bool fullgraph) {
+  try {
+    return trace_once(invoker, leaves, leaf_names, fullgraph, true);
+  } catch (const TraceFailure& f) {
+    if (f.kind() == TraceFailure::Kind::kUntraceable || f.kind() == TraceFailure::Kind::kEscapedTracer)
+      throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported, f.what());
+    throw;
+  }
+}
+
+}  // namespace
+
+TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
+                   bool fullgraph) {
+  install_tracer();
+  const GeneratorStates generators(devices_of(leaves));
+  const bool grad = at::GradMode::is_enabled();
+  try {
+    TraceOutcome outcome = grad && any_requires_grad(leaves) ? trace_for_training(invoker, leaves, leaf_names, fullgraph)
+                                                             : trace_once(invoker, leaves, leaf_names, fullgraph, false);
+    if (outcome.backward) generators.restore();
+    return outcome;
+  } catch (const TraceFailure& f) {
+    generators.restore();
+    if (f.kind() != TraceFailure::Kind::kGradRequired || !grad) throw;
+  } catch (...) {
+    generators.restore();
+    throw;
+  }
+  // A captured tensor (a parameter) requires grad: trace again, for training.
+  try {
+    TraceOutcome outcome = trace_for_training(invoker, leaves, leaf_names, fullgraph);
+    if (outcome.backward) generators.restore();
+    return outcome;
+  } catch (...) {
+    generators.restore();
+    throw;
+  }
 }
 
 }  // namespace jitc::tracer

@@ -2,10 +2,12 @@
 // recorded graph together with the callable's real result (exactly eager's: every op ran for real).
 #pragma once
 #include "graph/graph.h"
+#include "tracer/backward_trace.h"
 #include "tracer/trace_session.h"
 
 #include <jitc/detail/leaves.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,13 +18,19 @@ struct TraceOutcome {
   detail::ResultLeaves result;  // real tensors, for the caller
   std::vector<BreakRecord> breaks;
   std::string unreplayable;  // non-empty: the result is right but the graph must not be replayed
+  // A training trace (grad mode on, a tensor requiring grad reached): the graph is the joint forward and
+  // backward. Its writes into arguments and its random draws were undone, and `result` holds tensors
+  // without autograd history: the caller runs the call again for its result.
+  std::optional<BackwardRecord> backward;
 };
 
 // Installs the dispatcher fallback on kTracerKey (once per process).
 void install_tracer();
 
 // Throws TraceFailure when the callable cannot be traced; before any exception leaves, writes the trace
-// made to arguments and captured tensors are undone, so the caller can run the callable eagerly.
+// made to arguments and captured tensors and its random draws are undone, so the caller can run the
+// callable eagerly. In grad mode, a call whose arguments or captured tensors require grad is traced for
+// training (see TraceOutcome::backward).
 TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
                    bool fullgraph);
 

@@ -4,6 +4,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/isin.h>
+#include <ATen/ops/ones_like.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <fmt/format.h>
@@ -105,7 +106,8 @@ bool is_data_dependent(const c10::OperatorHandle& op) {
   return op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
 }
 
-TraceSession::TraceSession(bool fullgraph) : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), previous_(t_current) {
+TraceSession::TraceSession(bool fullgraph, bool training)
+    : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), training_(training), previous_(t_current) {
   t_current = this;
 }
 
@@ -135,16 +137,39 @@ at::Tensor TraceSession::wrap_argument(const at::Tensor& real, int leaf, std::st
   graph_.inputs.push_back(std::move(in));
   inputs_by_storage_[graph_.values[v].storage].push_back(real);
   at::Tensor tracer = make_tracer(real, v, id_);
-  // Code may branch on requires_grad (grad mode is off here, or the call would run eagerly).
+  // Code may branch on requires_grad; in a training trace the stand-in is the leaf autograd differentiates
+  // for (an argument's own history, if any, stays outside: the compiled function's node links to it).
   if (real.requires_grad()) tracer.unsafeGetTensorImpl()->set_requires_grad(true);
+  input_positions_.emplace(tracer.unsafeGetTensorImpl(), static_cast<int>(graph_.inputs.size() - 1));
   return tracer;
+}
+
+at::Tensor TraceSession::wrap_tangent(const at::Tensor& output_shadow, size_t index, size_t* position) {
+  const at::Tensor real = at::ones_like(output_shadow, at::MemoryFormat::Contiguous);
+  const graph::ValueId v = define(real, -1);
+  graph::Input in;
+  in.kind = graph::InputKind::kArgument;
+  in.value = v;
+  in.name = fmt::format("tangents[{}]", index);
+  *position = graph_.inputs.size();
+  graph_.inputs.push_back(std::move(in));
+  return make_tracer(real, v, id_);
+}
+
+int TraceSession::input_position(const c10::TensorImpl* leaf) const {
+  auto it = input_positions_.find(leaf);
+  return it == input_positions_.end() ? -1 : it->second;
 }
 
 graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   auto it = captured_current_.find(real.unsafeGetTensorImpl());
   if (it != captured_current_.end()) return it->second;
-  if (real.requires_grad() && at::GradMode::is_enabled())
+  if (real.requires_grad() && at::GradMode::is_enabled() && !training_)
     throw TraceFailure(TraceFailure::Kind::kGradRequired, "a captured tensor requires grad while grad mode is on");
+  if (real.requires_grad() && !real.is_leaf() && training_)
+    throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported,
+                       "a captured tensor requires grad and has a history of its own (it is not a leaf such as a parameter); "
+                       "pass it as an argument instead");
   if (real.layout() != c10::kStrided || real.is_conj() || real.is_neg())
     throw TraceFailure(TraceFailure::Kind::kUntraceable,
                        "a captured tensor is not a plain strided tensor (sparse, conjugate or negative view)");
@@ -161,6 +186,7 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   captured_tensors_.emplace_back(graph_.inputs.size(), real);
   graph_.inputs.push_back(std::move(in));
   captured_current_.emplace(real.unsafeGetTensorImpl(), v);
+  input_positions_.emplace(real.unsafeGetTensorImpl(), static_cast<int>(graph_.inputs.size() - 1));
   inputs_by_storage_[graph_.values[v].storage].push_back(real);
   return v;
 }
@@ -346,6 +372,7 @@ graph::Graph TraceSession::finish() {
   }
   captured_tensors_.clear();
   captured_current_.clear();
+  input_positions_.clear();
   borrowed_snapshots_.clear();
   backups_.clear();
   return std::move(graph_);

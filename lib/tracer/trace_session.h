@@ -24,7 +24,9 @@ struct BreakRecord {
 // Why a trace could not produce a graph. The engine restores mutated inputs and runs eagerly.
 class TraceFailure : public std::exception {
  public:
-  enum class Kind { kUntraceable, kGradRequired, kFullGraph, kEscapedTracer };
+  // kGradRequired: an inference trace met a captured tensor requiring grad (trace() then traces for
+  // training). kTrainingUnsupported: a training trace met what jitc cannot differentiate yet.
+  enum class Kind { kUntraceable, kGradRequired, kTrainingUnsupported, kFullGraph, kEscapedTracer };
   TraceFailure(Kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
   Kind kind() const { return kind_; }
   const char* what() const noexcept override { return message_.c_str(); }
@@ -36,7 +38,9 @@ class TraceFailure : public std::exception {
 
 class TraceSession {
  public:
-  explicit TraceSession(bool fullgraph);
+  // training: grad mode is on and tensors may require grad; autograd runs above the tracer and its
+  // backward formulas are recorded too (backward_trace.h).
+  TraceSession(bool fullgraph, bool training);
   ~TraceSession();
   TraceSession(const TraceSession&) = delete;
   TraceSession& operator=(const TraceSession&) = delete;
@@ -49,6 +53,15 @@ class TraceSession {
 
   // Maps a result tensor to its graph value and replaces it with the real tensor for the user.
   graph::ValueId bind_output(at::Tensor& result);
+
+  // Training traces (backward_trace.cpp). A tangent: a graph input standing for the gradient of an output
+  // (contiguous, as the compiled backward gets it). The graph value of a tensor the trace handled, and the
+  // input position of an argument's stand-in or a captured tensor (-1: neither).
+  at::Tensor wrap_tangent(const at::Tensor& output_shadow, size_t index, size_t* position);
+  graph::ValueId value_of_tensor(const at::Tensor& t) { return value_of(t); }
+  int input_position(const c10::TensorImpl* leaf) const;
+  size_t node_count() const { return graph_.nodes.size(); }
+  bool training() const { return training_; }
 
   // Undo writes the trace made to arguments and captured tensors (before an eager re-run).
   void restore_mutated_inputs();
@@ -72,12 +85,14 @@ class TraceSession {
 
   uint64_t id_;
   bool fullgraph_;
+  bool training_;
   TraceSession* previous_;
   graph::Graph graph_;
   std::vector<BreakRecord> breaks_;
   std::unordered_map<const c10::TensorImpl*, graph::ValueId> captured_current_;  // latest version
   std::vector<std::pair<size_t, at::Tensor>> captured_tensors_;                  // (input position, tensor)
   std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;                    // input position -> copy made when first seen
+  std::unordered_map<const c10::TensorImpl*, int> input_positions_;              // stand-ins and captured tensors
   std::unordered_map<const c10::StorageImpl*, int32_t> storage_ids_;
   std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storage_owners_;   // keep addresses unique
   std::unordered_map<int32_t, std::vector<at::Tensor>> inputs_by_storage_;  // arguments and captured

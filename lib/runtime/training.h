@@ -1,0 +1,24 @@
+// Runs a training entry (entry.h, BackwardPart): the forward graph inside an autograd Function whose
+// backward runs the backward graph, so that the rest of autograd (eager ops before and after the call,
+// hooks on parameters, gradient accumulation, optimizers) works as with eager's own nodes. The Function
+// links to the tensors requiring grad that the forward read (arguments and captured parameters) and
+// saves the forward's saved values with save_for_backward (version-checked, freed after backward).
+#pragma once
+#include "graph/graph.h"
+#include "runtime/entry.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace jitc::runtime {
+
+// `values`: one slot per value of `graph` (the forward program's graph, or the entry's), inputs filled;
+// `forward` runs it. On return the differentiable outputs in `values` carry the Function's history.
+// `name`: the compiled function's, for error messages.
+bool run_training(const Entry& entry, const graph::Graph& graph, std::vector<at::Tensor>& values, const std::function<bool()>& forward,
+                  const std::string& name);
+
+}  // namespace jitc::runtime

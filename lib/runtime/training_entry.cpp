@@ -1,0 +1,59 @@
+// Engine: the entry of a training trace. Its joint graph is split into a forward graph (the entry's own,
+// guarded and run like any entry) and a backward graph (an entry without guards that autograd runs).
+#include "graph/partition.h"
+#include "graph/passes.h"
+#include "runtime/engine.h"
+#include "runtime/log.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace jitc::detail {
+
+namespace {
+
+// A joint graph input's position in the forward graph, which lacks the tangents.
+size_t forward_position(size_t joint_position, const std::vector<size_t>& tangents) {
+  return joint_position -
+         static_cast<size_t>(std::count_if(tangents.begin(), tangents.end(), [&](size_t t) { return t < joint_position; }));
+}
+
+std::string saved_text(const graph::Graph& forward, size_t saved) {
+  std::string text;
+  for (size_t k = forward.outputs.size() - saved; k < forward.outputs.size(); ++k) {
+    const auto& meta = forward.values[forward.outputs[k]].meta;
+    text += fmt::format("\n  saved[{}]: v{} {}{}", k - (forward.outputs.size() - saved), forward.outputs[k], graph::dtype_name(meta.dtype),
+                        graph::to_string(meta.sizes));
+  }
+  return text;
+}
+
+}  // namespace
+
+std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves,
+                                                            const std::vector<uint64_t>& dynamic_dims) {
+  const tracer::BackwardRecord& record = *outcome.backward;
+  graph::SplitGraphs split = graph::split_joint({&outcome.graph, record.forward_nodes, record.tangents, record.input_grads});
+  auto entry = make_entry(std::move(split.forward), leaves, outcome.result, dynamic_dims, {});
+  auto part = std::make_shared<runtime::BackwardPart>();
+  part->outputs = record.outputs;
+  part->saved = split.saved;
+  for (size_t p : record.grad_inputs) part->grad_inputs.push_back(forward_position(p, record.tangents));
+  auto backward = std::make_shared<runtime::Entry>();
+  backward->part = "backward";
+  backward->graph = graph::eliminate_common_subexpressions(graph::eliminate_dead_code(split.backward));
+  graph::verify(backward->graph);
+  backward->traced = std::move(split.backward);
+  part->entry = std::move(backward);
+  if (runtime::log_enabled(runtime::Artifact::kAotGraphs))
+    runtime::log(runtime::Artifact::kAotGraphs,
+                 fmt::format("TRAINING GRAPHS of {}: {} saved values (every forward value the backward reads is saved){}\n"
+                             "===== forward graph =====\n{}\n===== backward graph =====\n{}",
+                             name_, split.saved, saved_text(entry->graph, split.saved), graph::to_text(entry->graph),
+                             graph::to_text(part->entry->graph)));
+  entry->backward = std::move(part);
+  return entry;
+}
+
+}  // namespace jitc::detail
