@@ -11,7 +11,10 @@ bool writes_unannotated(const c10::OperatorHandle& op) {
   // Of the ops tagged maybe_aliasing_or_mutating, these write (the rest only may alias, which storage
   // identity from the trace already tells).
   const auto& name = op.operator_name().name;
-  return name == "aten::instance_norm" || name == "aten::batch_norm" || name == "aten::_batch_norm_impl_index";
+  // native_batch_norm and cudnn/miopen_batch_norm are what the composite batch_norm becomes where
+  // autograd runs above the tracer (training traces).
+  return name == "aten::instance_norm" || name == "aten::batch_norm" || name == "aten::_batch_norm_impl_index" ||
+         name == "aten::native_batch_norm" || name == "aten::cudnn_batch_norm" || name == "aten::miopen_batch_norm";
 }
 
 bool writes_unannotated(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {

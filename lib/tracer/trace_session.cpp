@@ -248,6 +248,7 @@ void TraceSession::before_write(graph::ValueId target) {
 
 void TraceSession::restore_mutated_inputs() {
   c10::impl::ExcludeDispatchKeyGuard no_trace(kTracerKey);
+  at::NoGradGuard no_grad;  // a parameter (a leaf requiring grad) may be among them
   for (auto it = backups_.rbegin(); it != backups_.rend(); ++it) it->first.copy_(it->second);
   backups_.clear();
   backed_up_storages_.clear();

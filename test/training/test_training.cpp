@@ -9,7 +9,13 @@
 #include <catch2/catch.hpp>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/optim/sgd.h>
 #include <torch/optim/adamw.h>
 
 #include <fmt/format.h>
@@ -228,4 +234,145 @@ TEST_CASE("double backward through a compiled function raises a clear error", "[
   for (int i = 0; i < 2; ++i) f(x);
   at::Tensor y = f(x);
   CHECK_THROWS_WITH(torch::autograd::grad({y}, {x}, {}, true, true), Catch::Contains("double backward"));
+}
+
+namespace {
+
+struct SmallCnn : torch::nn::Module {
+  SmallCnn()
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1).bias(false)))),
+        bn1(register_module("bn1", torch::nn::BatchNorm2d(8))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 3).padding(1).bias(false)))),
+        bn2(register_module("bn2", torch::nn::BatchNorm2d(8))),
+        fc(register_module("fc", torch::nn::Linear(8, 10))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor h = at::relu(bn1->forward(conv1->forward(x)));
+    h = at::max_pool2d(h, {2, 2});
+    h = at::relu(bn2->forward(conv2->forward(h)) + h);  // a residual block
+    return fc->forward(at::adaptive_avg_pool2d(h, {1, 1}).flatten(1));
+  }
+  torch::nn::Conv2d conv1;
+  torch::nn::BatchNorm2d bn1;
+  torch::nn::Conv2d conv2;
+  torch::nn::BatchNorm2d bn2;
+  torch::nn::Linear fc;
+};
+
+struct TinyGpt : torch::nn::Module {
+  TinyGpt(double dropout)
+      : embed(register_module("embed", torch::nn::Embedding(50, 16))),
+        norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({16})))),
+        qkv(register_module("qkv", torch::nn::Linear(16, 48))),
+        proj(register_module("proj", torch::nn::Linear(16, 16))),
+        norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({16})))),
+        up(register_module("up", torch::nn::Linear(16, 32))),
+        down(register_module("down", torch::nn::Linear(32, 16))),
+        head(register_module("head", torch::nn::Linear(16, 50))),
+        drop(register_module("drop", torch::nn::Dropout(dropout))) {}
+  at::Tensor forward(const at::Tensor& tokens) {
+    const int64_t b = tokens.size(0), t = tokens.size(1);
+    at::Tensor x = embed->forward(tokens);
+    auto parts = qkv->forward(norm1->forward(x)).view({b, t, 3, 2, 8}).permute({2, 0, 3, 1, 4}).unbind(0);
+    at::Tensor scores = at::matmul(parts[0], parts[1].transpose(-2, -1)) / std::sqrt(8.0);
+    const at::Tensor causal = at::ones({t, t}, at::TensorOptions(at::kBool)).triu(1);
+    at::Tensor attention = drop->forward(at::softmax(scores.masked_fill(causal, -INFINITY), -1));
+    at::Tensor mixed = at::matmul(attention, parts[2]).transpose(1, 2).reshape({b, t, 16});
+    x = x + drop->forward(proj->forward(mixed));
+    x = x + down->forward(at::gelu(up->forward(norm2->forward(x))));
+    return head->forward(x);
+  }
+  torch::nn::Embedding embed;
+  torch::nn::LayerNorm norm1;
+  torch::nn::Linear qkv, proj;
+  torch::nn::LayerNorm norm2;
+  torch::nn::Linear up, down, head;
+  torch::nn::Dropout drop;
+};
+
+void copy_state(torch::nn::Module& from, torch::nn::Module& to) {
+  copy_parameters(from, to);
+  at::NoGradGuard no_grad;
+  auto source = from.buffers();
+  auto target = to.buffers();
+  for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
+}
+
+double max_buffer_difference(torch::nn::Module& a, torch::nn::Module& b) {
+  double worst = 0;
+  auto pa = a.buffers();
+  auto pb = b.buffers();
+  for (size_t i = 0; i < pa.size(); ++i)
+    worst = std::max(worst, (pa[i].to(at::kDouble) - pb[i].to(at::kDouble)).abs().max().item<double>());
+  return worst;
+}
+
+// Trains two copies of a model for `steps` steps from the same state and data, one through a compiled
+// loss: the losses, parameters and buffers agree at every step.
+template <class Model, class Data, class Loss>
+void train_side_by_side(std::shared_ptr<Model> eager_model, std::shared_ptr<Model> model, Data data, Loss loss_of, int steps, double tol) {
+  copy_state(*eager_model, *model);
+  torch::optim::SGD eager_opt(eager_model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto compiled = jitc::compile([&](const at::Tensor& x, const at::Tensor& y) { return loss_of(*model, x, y); });
+  for (int step = 0; step < steps; ++step) {
+    const auto [x, y] = data();
+    at::manual_seed(100 + step);  // the same dropout masks on both sides
+    eager_opt.zero_grad();
+    at::Tensor want = loss_of(*eager_model, x, y);
+    want.backward();
+    eager_opt.step();
+    at::manual_seed(100 + step);
+    opt.zero_grad();
+    at::Tensor got = compiled(x, y);
+    got.backward();
+    opt.step();
+    INFO("step " << step);
+    CHECK(got.item<double>() == Approx(want.item<double>()).epsilon(tol));
+    CHECK(max_parameter_difference(*model, *eager_model) < tol);
+    CHECK(max_buffer_difference(*model, *eager_model) < tol);
+  }
+  CHECK(compiled.stats().compiles == 1);
+  CHECK(compiled.stats().hits == steps - 1);
+  CHECK(compiled.stats().eager_fallbacks == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a CNN with batch norm in training mode trains as in eager (SGD with momentum)", "[training]") {
+  at::manual_seed(6);
+  auto data = [] { return std::pair{at::randn({4, 3, 8, 8}, at::kDouble), at::randint(0, 10, {4}, at::kLong)}; };
+  auto loss_of = [](SmallCnn& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+  auto a = std::make_shared<SmallCnn>(), b = std::make_shared<SmallCnn>();
+  a->to(at::kDouble);
+  b->to(at::kDouble);
+  train_side_by_side(a, b, data, loss_of, 4, 1e-9);
+}
+
+TEST_CASE("a GPT-style transformer trains as in eager, dropout included", "[training]") {
+  at::manual_seed(7);
+  auto data = [] { return std::pair{at::randint(0, 50, {2, 6}, at::kLong), at::randint(0, 50, {12}, at::kLong)}; };
+  auto loss_of = [](TinyGpt& m, const at::Tensor& x, const at::Tensor& y) {
+    return at::cross_entropy_loss(m.forward(x).view({-1, 50}), y);
+  };
+  for (double p : {0.0, 0.2}) {
+    auto a = std::make_shared<TinyGpt>(p), b = std::make_shared<TinyGpt>(p);
+    a->to(at::kDouble);
+    b->to(at::kDouble);
+    train_side_by_side(a, b, data, loss_of, 4, 1e-9);
+  }
+}
+
+TEST_CASE("batch norm in training mode updates its running statistics once per call, as in eager", "[training]") {
+  torch::nn::BatchNorm2d eager_bn(4), bn(4);
+  auto f = jitc::compile([&](const at::Tensor& x) { return bn->forward(x).sum(); });
+  for (int i = 0; i < 3; ++i) {
+    const at::Tensor x = at::randn({2, 4, 3, 3});
+    eager_bn->forward(x).sum().backward();
+    f(x).backward();
+    INFO("call " << i);
+    CHECK(at::allclose(bn->running_mean, eager_bn->running_mean, 1e-6, 1e-7));
+    CHECK(at::allclose(bn->running_var, eager_bn->running_var, 1e-6, 1e-7));
+    CHECK(bn->num_batches_tracked.item<int64_t>() == eager_bn->num_batches_tracked.item<int64_t>());
+    CHECK(at::allclose(bn->weight.grad(), eager_bn->weight.grad(), 1e-5, 1e-6));
+  }
 }
