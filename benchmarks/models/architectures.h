@@ -4,6 +4,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <memory>
+
+namespace torch::nn {
+class Module;
+}
 
 namespace jitc::bench {
 
@@ -35,5 +40,18 @@ Stateful gpt_decoder(const Placement& place, int64_t layers, int64_t width, int6
 Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads,
               int64_t vocab);                      // RMSNorm, rotary, SwiGLU, GQA
 Forward cross_entropy(const at::Tensor& targets);  // logits in, mean loss out
+
+// A model to train (bench_training.cpp): its forward in training mode, and its module, whose parameters
+// an optimizer updates.
+struct Trainable {
+  Forward forward;
+  std::shared_ptr<torch::nn::Module> module;
+};
+Trainable train_resnet(const Placement& place, int depth, int64_t width, int64_t classes);  // models_cnn.cpp
+Trainable train_mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes);     // models_cnn.cpp
+Trainable train_gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab,
+                    int64_t context);  // models_text.cpp
+Trainable train_llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads,
+                      int64_t vocab);  // models_text.cpp
 
 }  // namespace jitc::bench

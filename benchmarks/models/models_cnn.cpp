@@ -225,4 +225,12 @@ Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes) 
 }
 Forward unet(const Placement& place, int64_t width, int64_t depth) { return forward_of(UNet(width, depth), place); }
 
+Trainable train_resnet(const Placement& place, int depth, int64_t width, int64_t classes) {
+  return depth == 50 ? trainable_of(ResNet(std::vector<int64_t>{3, 4, 6, 3}, true, width, classes), place)
+                     : trainable_of(ResNet(std::vector<int64_t>{2, 2, 2, 2}, false, width, classes), place);
+}
+Trainable train_mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes) {
+  return trainable_of(MobileNetV2(divisor, classes), place);
+}
+
 }  // namespace jitc::bench

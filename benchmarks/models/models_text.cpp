@@ -208,6 +208,12 @@ Stateful gpt_decoder(const Placement& place, int64_t layers, int64_t width, int6
 Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab) {
   return forward_of(Llama(layers, width, heads, kv_heads, vocab), place);
 }
+Trainable train_gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab, int64_t context) {
+  return trainable_of(Gpt(layers, width, heads, vocab, context), place);
+}
+Trainable train_llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads, int64_t vocab) {
+  return trainable_of(Llama(layers, width, heads, kv_heads, vocab), place);
+}
 Forward cross_entropy(const at::Tensor& targets) {
   return [targets](const at::Tensor& logits) { return at::cross_entropy_loss(logits, targets); };
 }

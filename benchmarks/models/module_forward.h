@@ -20,4 +20,11 @@ Forward forward_of(M module, const Placement& place) {
   return [impl = module.ptr()](const at::Tensor& x) { return impl->forward(x); };
 }
 
+template <class M>
+Trainable trainable_of(M module, const Placement& place) {
+  module->train();
+  place_module(*module, place);
+  return {[impl = module.ptr()](const at::Tensor& x) { return impl->forward(x); }, module.ptr()};
+}
+
 }  // namespace jitc::bench
