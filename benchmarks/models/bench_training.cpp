@@ -13,6 +13,7 @@
 //   ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_training.py benchmarks/models/peer_training_cpu.json
 //   ./build/benchmarks/bench_training benchmarks/models/training_cpu.json --peer benchmarks/models/peer_training_cpu.json
 // --device cuda --dtype bf16 --scale gpu: the GPU configuration (benchmarks/gpu_check.sh training ...).
+// --profile DIR writes DIR/<model>_{eager,jitc}.trace of one step each (trace_summary.py sums them).
 #include "counting_allocator.h"
 #include "models/architectures.h"
 #include "peer_results.h"
@@ -24,6 +25,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <fmt/format.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
 
@@ -42,6 +44,7 @@ struct Args {
   int rounds = 5;
   bool gpu_scale = false;
   Placement place;
+  std::string profile_dir;  // --profile: one eager and one jitc step per model, as chrome traces
 };
 
 // One model to train: how to build it (twice, from the same seed), its inputs and targets.
@@ -53,12 +56,14 @@ struct Spec {
 
 std::function<std::pair<at::Tensor, at::Tensor>(const Placement&)> images(int64_t b, int64_t size, int64_t classes) {
   return [=](const Placement& p) {
-    return std::pair{at::randn({b, 3, size, size}, at::device(p.device).dtype(p.dtype)), at::randint(classes, {b}, at::device(p.device).dtype(at::kLong))};
+    return std::pair{at::randn({b, 3, size, size}, at::device(p.device).dtype(p.dtype)),
+                     at::randint(classes, {b}, at::device(p.device).dtype(at::kLong))};
   };
 }
 std::function<std::pair<at::Tensor, at::Tensor>(const Placement&)> tokens(int64_t b, int64_t t, int64_t vocab) {
   return [=](const Placement& p) {
-    return std::pair{at::randint(vocab, {b, t}, at::device(p.device).dtype(at::kLong)), at::randint(vocab, {b * t}, at::device(p.device).dtype(at::kLong))};
+    return std::pair{at::randint(vocab, {b, t}, at::device(p.device).dtype(at::kLong)),
+                     at::randint(vocab, {b * t}, at::device(p.device).dtype(at::kLong))};
   };
 }
 
@@ -72,8 +77,8 @@ std::vector<Spec> specs(bool gpu) {
          images(32, 224, 1000)},
         {"gpt2_b8", "GPT-2 small (12 x 768), [8, 256] tokens", [](const Placement& p) { return train_gpt(p, 12, 768, 12, 50257, 1024); },
          tokens(8, 256, 50257)},
-        {"llama_b8", "LLaMA-style (4 x 512, SDPA), [8, 256] tokens",
-         [](const Placement& p) { return train_llama(p, 4, 512, 8, 2, 32000); }, tokens(8, 256, 32000)},
+        {"llama_b8", "LLaMA-style (4 x 512, SDPA), [8, 256] tokens", [](const Placement& p) { return train_llama(p, 4, 512, 8, 2, 32000); },
+         tokens(8, 256, 32000)},
     };
   return {
       {"resnet18_b8", "ResNet-18, [8, 3, 64, 64]", [](const Placement& p) { return train_resnet(p, 18, 64, 10); }, images(8, 64, 10)},
@@ -95,6 +100,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--dtype" && i + 1 < argc) args.place.dtype = std::string(argv[++i]) == "bf16" ? c10::kBFloat16 : c10::kFloat;
     else if (arg == "--scale" && i + 1 < argc) args.gpu_scale = std::string(argv[++i]) == "gpu";
     else if (arg == "--rounds" && i + 1 < argc) args.rounds = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--profile" && i + 1 < argc) args.profile_dir = argv[++i];
     else if (arg == "--only" && i + 1 < argc) {
       std::stringstream names(argv[++i]);
       for (std::string name; std::getline(names, name, ',');) args.only.push_back(name);
@@ -180,7 +186,8 @@ struct Row {
 double max_parameter_difference(torch::nn::Module& a, torch::nn::Module& b) {
   double worst = 0;
   auto pa = a.parameters(), pb = b.parameters();
-  for (size_t i = 0; i < pa.size(); ++i) worst = std::max(worst, (pa[i].to(at::kDouble) - pb[i].to(at::kDouble)).abs().max().item<double>());
+  for (size_t i = 0; i < pa.size(); ++i)
+    worst = std::max(worst, (pa[i].to(at::kDouble) - pb[i].to(at::kDouble)).abs().max().item<double>());
   return worst;
 }
 
@@ -209,6 +216,15 @@ Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
   row.jitc_ms = median(jitc_s) * 1e3;
   row.eager_peak_mib = peak_mib_of(allocator, [&] { eager.step(x, y); });
   row.jitc_peak_mib = peak_mib_of(allocator, [&] { jitc.step(x, y); });
+  if (!args.profile_dir.empty()) {
+    std::filesystem::create_directories(args.profile_dir);
+    {
+      torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + spec.name + "_eager.trace");
+      eager.step(x, y);
+    }
+    torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + spec.name + "_jitc.trace");
+    jitc.step(x, y);
+  }
   row.kernels = compiled.stats().kernels_compiled;
   row.fallbacks = compiled.stats().eager_fallbacks;
   return row;

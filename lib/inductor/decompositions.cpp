@@ -2,6 +2,7 @@
 
 #include "graph/args.h"
 #include "graph/renumber.h"
+#include "inductor/emitter.h"
 
 #include <jitc/detail/internal_assert.h>
 
@@ -20,40 +21,6 @@ using graph::Graph;
 using graph::Node;
 using graph::value_arg;
 using graph::ValueId;
-
-// Appends nodes to a graph being rebuilt. Each result is contiguous, with the dtype and sizes given: the
-// metadata of these few ops is known without running them (their meta kernels are registered from
-// Python, not in LibTorch).
-class Emitter {
- public:
-  Emitter(Graph& g, c10::Device device) : g_(g), device_(device) {
-    for (const auto& v : g.values) next_storage_ = std::max(next_storage_, v.storage + 1);
-  }
-  ValueId call(const char* name, const char* overload, std::vector<Arg> args, c10::ScalarType dtype, std::vector<int64_t> sizes) {
-    graph::TensorMeta meta;
-    meta.dtype = dtype;
-    meta.device = device_;
-    std::vector<int64_t> strides(sizes.size(), 1);
-    for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(sizes[d], 1);
-    meta.sizes = graph::constant_shape(sizes.data(), sizes.size());
-    meta.strides = graph::constant_shape(strides.data(), strides.size());
-    meta.storage_offset = graph::SymExpr::constant(0);
-    Node n(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload));
-    // A view (unsqueeze, squeeze) shares its argument's memory; every other result has memory of its own.
-    const bool view = n.op.schema().returns()[0].alias_info() != nullptr;
-    const int32_t storage = view ? g_.values[args[0].value].storage : next_storage_++;
-    n.args = std::move(args);
-    const ValueId v = g_.add_value(std::move(meta), static_cast<int32_t>(g_.nodes.size()), storage);
-    n.outputs.push_back({false, {v}});
-    g_.nodes.push_back(std::move(n));
-    return v;
-  }
-
- private:
-  Graph& g_;
-  c10::Device device_;
-  int32_t next_storage_ = 0;
-};
 
 struct Loss {
   bool from_logits = false;  // cross_entropy_loss; otherwise nll_loss over log-probabilities
@@ -111,27 +78,13 @@ ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
 }  // namespace
 
 graph::Graph decompose_losses(const graph::Graph& g) {
-  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return loss_of(g, n).has_value(); })) return g;
-  Graph r = g;
-  r.nodes.clear();
-  for (const Node& n : g.nodes) {
-    const auto loss = loss_of(g, n);
+  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) {
+    const auto loss = loss_of(original, n);
     if (!loss ||
-        (loss->reduction != at::Reduction::None && loss->reduction != at::Reduction::Mean && loss->reduction != at::Reduction::Sum)) {
-      r.nodes.push_back(n);
-      continue;
-    }
-    const ValueId out = n.outputs[0].values[0];
-    Emitter emitter(r, g.values[out].meta.device);
-    const ValueId result = emit_loss(emitter, g, *loss);
-    // The traced result takes the place of the decomposition's last value (later nodes read it); that
-    // value is dropped when the graph is renumbered.
-    JITC_INTERNAL_ASSERT(r.values[result].meta.sizes == g.values[out].meta.sizes && r.values[result].meta.dtype == g.values[out].meta.dtype,
-                         "a loss decomposition's result differs from the traced op's");
-    r.nodes.back().outputs[0].values[0] = out;
-    r.values[out].producer = static_cast<int32_t>(r.nodes.size() - 1);
-  }
-  return graph::renumbered(r);
+        (loss->reduction != at::Reduction::None && loss->reduction != at::Reduction::Mean && loss->reduction != at::Reduction::Sum))
+      return graph::kNoValue;
+    return emit_loss(e, original, *loss);
+  });
 }
 
 }  // namespace jitc::inductor

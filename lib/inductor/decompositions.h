@@ -14,4 +14,7 @@ namespace jitc::inductor {
 // for float32 and float64 x. Returns g unchanged where there is no such node.
 graph::Graph decompose_losses(const graph::Graph& g);
 
+// Rewrites the backward formulas of softmax, log_softmax and nll_loss (gradient_decompositions.cpp).
+graph::Graph decompose_gradients(const graph::Graph& g);
+
 }  // namespace jitc::inductor

@@ -525,6 +525,11 @@ void register_ternary(Registry& r) {
 
 }  // namespace
 
+std::vector<Loader> pointwise_loaders(LoweringContext& c, const Node& n, const std::vector<Operand>& operands, ScalarType compute,
+                                      const PointwiseBody& body) {
+  return pointwise(c, n, operands, compute, body);
+}
+
 void register_pointwise(Registry& r) {
   register_math(r);
   register_activations(r);

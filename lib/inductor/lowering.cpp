@@ -198,6 +198,7 @@ const Registry& registry() {
     register_reductions(r);
     register_views(r);
     register_windows(r);
+    register_gradients(r);
     return r;
   }();
   return r;

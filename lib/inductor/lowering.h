@@ -137,5 +137,13 @@ void register_pointwise(Registry& r);   // lower_pointwise.cpp
 void register_reductions(Registry& r);  // lower_reduction.cpp
 void register_views(Registry& r);       // lower_views.cpp (views, cat, pad, indexing, factories)
 void register_windows(Registry& r);     // lower_windows.cpp (max_pool2d, upsample_nearest2d)
+void register_gradients(Registry& r);   // lower_gradients.cpp (the backward formulas of activations)
+
+// The loaders of a pointwise node (lower_pointwise.cpp): each operand read at the output's index in the
+// compute type of `compute`, combined by `body` (scalar ops of the kernel being built), cast to the
+// output's type. Half and bfloat16 operands enter rounded to `compute` as eager's TensorIterator has them.
+using PointwiseBody = std::function<int(KernelBuilder&, const std::vector<int>&, c10::ScalarType)>;
+std::vector<Loader> pointwise_loaders(LoweringContext& c, const graph::Node& n, const std::vector<Operand>& operands,
+                                      c10::ScalarType compute, const PointwiseBody& body);
 
 }  // namespace jitc::inductor

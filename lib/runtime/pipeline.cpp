@@ -100,6 +100,7 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   g = graph_stage("updates of inputs in place", request, std::move(g), times,
                   [](graph::Graph x) { return graph::reinplace_input_updates(x); });
   g = graph_stage("loss decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_losses(x); });
+  g = graph_stage("gradient decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_gradients(x); });
   g = graph_stage("group norm statistics", request, std::move(g), times, [](graph::Graph x) { return inductor::group_norm_with_stats(x); });
   g = graph_stage("channels-last convolutions", request, std::move(g), times,
                   [](graph::Graph x) { return inductor::convolutions_in_channels_last(x); });

@@ -1,0 +1,57 @@
+// Emitter: appends ATen nodes to a graph being rebuilt by a decomposition (decompositions.cpp,
+// gradient_decompositions.cpp), each result contiguous with the dtype and sizes given.
+#pragma once
+#include "graph/graph.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+namespace jitc::inductor {
+
+// Appends nodes to a graph being rebuilt. Each result is contiguous, with the dtype and sizes given: the
+// metadata of these few ops is known without running them (their meta kernels are registered from
+// Python, not in LibTorch).
+class Emitter {
+ public:
+  Emitter(graph::Graph& g, c10::Device device) : g_(g), device_(device) {
+    for (const auto& v : g.values) next_storage_ = std::max(next_storage_, v.storage + 1);
+  }
+  graph::ValueId call(const char* name, const char* overload, std::vector<graph::Arg> args, c10::ScalarType dtype,
+                      std::vector<int64_t> sizes) {
+    graph::TensorMeta meta;
+    meta.dtype = dtype;
+    meta.device = device_;
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(sizes[d], 1);
+    meta.sizes = graph::constant_shape(sizes.data(), sizes.size());
+    meta.strides = graph::constant_shape(strides.data(), strides.size());
+    meta.storage_offset = graph::SymExpr::constant(0);
+    graph::Node n(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload));
+    // A view (unsqueeze, squeeze) shares its argument's memory; every other result has memory of its own.
+    const bool view = n.op.schema().returns()[0].alias_info() != nullptr;
+    const int32_t storage = view ? g_.values[args[0].value].storage : next_storage_++;
+    n.args = std::move(args);
+    const graph::ValueId v = g_.add_value(std::move(meta), static_cast<int32_t>(g_.nodes.size()), storage);
+    n.outputs.push_back({false, {v}});
+    g_.nodes.push_back(std::move(n));
+    return v;
+  }
+
+ private:
+  graph::Graph& g_;
+  c10::Device device_;
+  int32_t next_storage_ = 0;
+};
+
+// Emits the nodes that replace `node` of `original` and returns the value standing for its (single)
+// output, or kNoValue, having emitted nothing, where it does not apply.
+using Decomposer = std::function<graph::ValueId(Emitter&, const graph::Graph& original, const graph::Node& node)>;
+
+// Rebuilds g with every node a decomposer applies to replaced by what it emits. The traced output's id
+// takes the place of the decomposition's last value (later nodes read it); g unchanged where none applies.
+graph::Graph decompose(const graph::Graph& g, const Decomposer& decomposer);
+
+}  // namespace jitc::inductor

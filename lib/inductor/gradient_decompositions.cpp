@@ -1,0 +1,130 @@
+// Backward formulas with a reduction, rewritten into ops that fuse (as Inductor's decomposition table
+// does), so that a training graph's loss and softmax gradients are one row kernel each instead of extern
+// calls writing and reading back [rows, classes] tensors:
+//   _softmax_backward_data(g, y, dim)      = y * (g - sum(g * y, dim))
+//   _log_softmax_backward_data(g, y, dim)  = g - exp(y) * sum(g, dim)
+//   nll_loss_backward(g, x [N, C], t [N])  = where(column == t[row] && t[row] != ignore, -g / total_weight, 0)
+// On static sizes, for float32 and float64 (ATen's kernels for half and bfloat16 accumulate otherwise).
+#include "graph/args.h"
+#include "inductor/decompositions.h"
+#include "inductor/emitter.h"
+
+#include <ATen/core/Reduction.h>
+
+namespace jitc::inductor {
+
+namespace {
+
+using graph::Arg;
+using graph::constant_arg;
+using graph::Graph;
+using graph::Node;
+using graph::value_arg;
+using graph::ValueId;
+
+std::vector<int64_t> static_sizes(const graph::TensorMeta& m) {
+  std::vector<int64_t> sizes;
+  for (const auto& s : m.sizes) {
+    if (!s.is_constant()) return {};
+    sizes.push_back(s.offset);
+  }
+  return sizes;
+}
+
+// An optional tensor argument that is absent (None, or an undefined tensor as autograd passes it).
+bool is_none(const Arg& a) {
+  return a.kind == Arg::Kind::kConstant && (a.constant.isNone() || (a.constant.isTensor() && !a.constant.toTensor().defined()));
+}
+
+bool is_float(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
+
+bool values_at(const Node& n, std::initializer_list<size_t> positions) {
+  for (size_t p : positions)
+    if (p >= n.args.size() || n.args[p].kind != Arg::Kind::kValue) return false;
+  return true;
+}
+
+// (grad, output, dim, input_dtype): the sizes, dtype and the normalized dim, or nothing.
+struct SoftmaxGrad {
+  ValueId grad, output;
+  std::vector<int64_t> sizes, reduced;
+  c10::ScalarType dtype;
+  int64_t dim;
+};
+
+std::optional<SoftmaxGrad> softmax_grad_of(const Graph& g, const Node& n) {
+  if (!values_at(n, {0, 1}) || n.args.size() < 4 || !n.args[2].constant.isInt() || !n.args[3].constant.isInt()) return std::nullopt;
+  const auto& meta = g.values[n.args[0].value].meta;
+  const std::vector<int64_t> sizes = static_sizes(meta);
+  const auto input_dtype = static_cast<c10::ScalarType>(n.args[3].constant.toInt());
+  if (sizes.empty() || !is_float(meta.dtype) || input_dtype != meta.dtype || g.values[n.args[1].value].meta.dtype != meta.dtype)
+    return std::nullopt;
+  int64_t dim = n.args[2].constant.toInt();
+  if (dim < 0) dim += static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> reduced = sizes;
+  reduced[dim] = 1;
+  return SoftmaxGrad{n.args[0].value, n.args[1].value, sizes, reduced, meta.dtype, dim};
+}
+
+ValueId sum_over(Emitter& e, ValueId v, const SoftmaxGrad& s) {
+  return e.call("aten::sum", "dim_IntList",
+                {value_arg(v), constant_arg(std::vector<int64_t>{s.dim}), constant_arg(true), constant_arg(c10::IValue())}, s.dtype,
+                s.reduced);
+}
+
+ValueId softmax_backward(Emitter& e, const SoftmaxGrad& s) {
+  const ValueId product = e.call("aten::mul", "Tensor", {value_arg(s.grad), value_arg(s.output)}, s.dtype, s.sizes);
+  const ValueId difference = e.call(
+      "aten::sub", "Tensor", {value_arg(s.grad), value_arg(sum_over(e, product, s)), constant_arg(c10::Scalar(1))}, s.dtype, s.sizes);
+  return e.call("aten::mul", "Tensor", {value_arg(s.output), value_arg(difference)}, s.dtype, s.sizes);
+}
+
+ValueId log_softmax_backward(Emitter& e, const SoftmaxGrad& s) {
+  const ValueId probabilities = e.call("aten::exp", "", {value_arg(s.output)}, s.dtype, s.sizes);
+  const ValueId scaled = e.call("aten::mul", "Tensor", {value_arg(probabilities), value_arg(sum_over(e, s.grad, s))}, s.dtype, s.sizes);
+  return e.call("aten::sub", "Tensor", {value_arg(s.grad), value_arg(scaled), constant_arg(c10::Scalar(1))}, s.dtype, s.sizes);
+}
+
+// nll_loss_backward(grad, self [N, C], target [N], weight None, reduction Mean|Sum, ignore_index, total_weight).
+ValueId nll_loss_backward(Emitter& e, const Graph& g, const Node& n) {
+  if (!values_at(n, {0, 1, 2, 6}) || !is_none(n.args[3]) || !n.args[4].constant.isInt() || !n.args[5].constant.isInt())
+    return graph::kNoValue;
+  const auto& self = g.values[n.args[1].value].meta;
+  const std::vector<int64_t> sizes = static_sizes(self);
+  const int64_t reduction = n.args[4].constant.toInt();
+  if (sizes.size() != 2 || sizes[0] == 0 || sizes[1] == 0 || !is_float(self.dtype) || g.values[n.args[2].value].meta.dtype != c10::kLong ||
+      (reduction != at::Reduction::Mean && reduction != at::Reduction::Sum) || !g.values[n.args[0].value].meta.sizes.empty())
+    return graph::kNoValue;
+  const int64_t rows = sizes[0], classes = sizes[1];
+  const ValueId columns = e.call("aten::arange", "",
+                                 {constant_arg(classes), constant_arg(c10::kLong), constant_arg(c10::IValue()), constant_arg(self.device),
+                                  constant_arg(c10::IValue())},
+                                 c10::kLong, {classes});
+  const ValueId target = e.call("aten::unsqueeze", "", {value_arg(n.args[2].value), constant_arg(int64_t{1})}, c10::kLong, {rows, 1});
+  const ValueId hit = e.call("aten::eq", "Tensor", {value_arg(target), value_arg(columns)}, c10::kBool, {rows, classes});
+  const ValueId valid = e.call("aten::ne", "Scalar", {value_arg(target), constant_arg(n.args[5].constant)}, c10::kBool, {rows, 1});
+  const ValueId mask = e.call("aten::logical_and", "", {value_arg(hit), value_arg(valid)}, c10::kBool, {rows, classes});
+  ValueId scale = e.call("aten::neg", "", {value_arg(n.args[0].value)}, self.dtype, {});
+  if (reduction == at::Reduction::Mean)
+    scale = e.call("aten::div", "Tensor", {value_arg(scale), value_arg(n.args[6].value)}, self.dtype, {});
+  return e.call("aten::where", "ScalarOther", {value_arg(mask), value_arg(scale), constant_arg(c10::Scalar(0.0))}, self.dtype,
+                {rows, classes});
+}
+
+}  // namespace
+
+graph::Graph decompose_gradients(const graph::Graph& g) {
+  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) {
+    if (n.mutates) return graph::kNoValue;
+    const std::string name = n.op.operator_name().name;
+    if (name == "aten::_softmax_backward_data" || name == "aten::_log_softmax_backward_data") {
+      const auto s = softmax_grad_of(original, n);
+      if (!s) return graph::kNoValue;
+      return name == "aten::_softmax_backward_data" ? softmax_backward(e, *s) : log_softmax_backward(e, *s);
+    }
+    if (name == "aten::nll_loss_backward") return nll_loss_backward(e, original, n);
+    return graph::kNoValue;
+  });
+}
+
+}  // namespace jitc::inductor
