@@ -10,6 +10,10 @@
 # peer.json first (no build needed), in a call of its own (each takes minutes):
 #   OUT=... /opt/torch/.venv/bin/python3 benchmarks/models/peer_models.py $OUT/models_peer_default.json \
 #     --device cuda --dtype bf16 --mode default --rounds 20
+# training [peer.json] [name,name]: the training tests ([cuda][training]) and bench_training in bf16 at the GPU
+# scale, with torch.compile's columns from peer.json, made first in a call of its own:
+#   /opt/torch/.venv/bin/python3 benchmarks/models/peer_training.py build-gpu/peer_training.json --device cuda \
+#     --dtype bf16 --scale gpu --rounds 10
 # The host has LibTorch in /opt/torch/.venv and the CUDA toolkit, but no LLVM, fmt package or Catch2:
 # the CPU JIT is switched off (JITC_WITH_LLVM=OFF) and Catch2 comes from gpu-deps/ (copied from Debian's
 # catch2 package: include/catch2, lib/cmake/Catch2). Logs go to $OUT.
@@ -26,6 +30,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITC_WITH_L
   -DCMAKE_PREFIX_PATH="$PREFIX;$PWD/gpu-deps" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 targets=(test_cuda bench_cuda)
 [ "${1:-}" = models ] && targets=(bench_models)
+[ "${1:-}" = training ] && targets=(test_cuda bench_training)
 cmake --build build-gpu -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 status=0
@@ -38,6 +43,19 @@ if [ "${1:-}" = models ]; then
   grep -v "^|" "$OUT/models_jitc_$mode.log" | tail -5
   grep "^|" "$OUT/models_jitc_$mode.log"
   exit 0
+fi
+if [ "${1:-}" = training ]; then
+  ./build-gpu/test/test_cuda "[training]" > "$OUT/test_training_cuda.log" 2>&1
+  status=$?
+  grep -E "FAILED|with message|expansion" -A2 "$OUT/test_training_cuda.log" | head -40
+  tail -3 "$OUT/test_training_cuda.log"
+  peer=()
+  [ -n "${2:-}" ] && [ -s "$2" ] && peer=(--peer "$2")
+  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_training "$OUT/training_h100.json" --device cuda --dtype bf16 --scale gpu --rounds 10 ${peer[@]+"${peer[@]}"} ${3:+--only "$3"} > "$OUT/training_h100.log" 2>&1
+  echo "bench_training: exit $? after $(( $(date +%s) - start )) s"
+  grep -v "^|" "$OUT/training_h100.log" | grep -v "^frame" | tail -8
+  grep "^|" "$OUT/training_h100.log"
+  exit $status
 fi
 if [ "${1:-}" != bench-only ]; then
   # [nvrtc] (every kernel variant through NVRTC) runs in CI; here only what needs the GPU.

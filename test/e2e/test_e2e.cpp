@@ -248,7 +248,7 @@ TEST_CASE("perf_hints counts repeated extern ops in one summary line, not one li
   CHECK(lines[0].find("runs as an extern ATen call") == std::string::npos);
 }
 
-TEST_CASE("a training trace jitc cannot compile gives one warning; grad-mode calls then run eagerly, inference calls compile",
+TEST_CASE("a training trace jitc cannot compile gives one warning, then grad-mode calls run eagerly and inference calls compile",
           "[e2e][logging]") {
   LogCapture logs;
   const auto w = at::randn({3}).requires_grad_(true);

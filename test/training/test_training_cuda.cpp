@@ -1,0 +1,65 @@
+// Compiled training on a GPU ([cuda]: skipped without one): gradients of the lowered backward formulas
+// and training loops against eager on the same device, float64 where the comparison must be tight and
+// bfloat16 where the dtype's own rounding is the point.
+#include "training/training_support.h"
+
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/optim/adamw.h>
+
+using namespace jitc::testing;
+
+namespace {
+
+bool have_gpu() { return at::hasCUDA() && c10::cuda::device_count() > 0; }
+
+at::Tensor cuda64(at::IntArrayRef sizes) { return at::randn(sizes, at::dtype(at::kDouble).device(at::kCUDA)); }
+
+}  // namespace
+
+TEST_CASE("CUDA training: gradients of activations, norms, softmax and losses equal eager's", "[cuda][training]") {
+  if (!have_gpu()) return;
+  at::manual_seed(0);
+  const at::Tensor target = at::randint(0, 6, {5}, at::dtype(at::kLong).device(at::kCUDA));
+  check_gradients(
+      [target](const Tensors& x) {
+        at::Tensor h = at::gelu(x[0]) + at::silu(x[0]) * at::tanh(x[0]) + at::sigmoid(x[0]);
+        h = at::layer_norm(at::relu(h) + at::hardtanh(h, -1, 2), {6}, x[1], x[2]);
+        return at::cross_entropy_loss(at::softmax(h, 1) * 3 + h.matmul(x[3]), target);
+      },
+      {cuda64({5, 6}), cuda64({6}), cuda64({6}), cuda64({6, 6})}, {}, 1e-9);
+  check_gradients([](const Tensors& x) { return (x[0] * x[1]).sum(0) + x[0].amax(1).mean(); }, {cuda64({7, 3}), cuda64({3})}, {}, 1e-9);
+}
+
+TEST_CASE("CUDA training: bfloat16 gradients stay within bfloat16's rounding of eager's", "[cuda][training]") {
+  if (!have_gpu()) return;
+  at::manual_seed(1);
+  auto bf16 = [](at::IntArrayRef sizes) { return at::randn(sizes, at::dtype(at::kBFloat16).device(at::kCUDA)); };
+  check_gradients([](const Tensors& x) { return at::gelu(x[0].matmul(x[1])).softmax(-1) * x[2]; },
+                  {bf16({8, 16}), bf16({16, 4}), bf16({4})}, {}, 3e-2);
+}
+
+TEST_CASE("CUDA training: a CNN with batch norm and a GPT-style transformer train as in eager", "[cuda][training]") {
+  if (!have_gpu()) return;
+  at::manual_seed(2);
+  const auto cuda = at::TensorOptions().device(at::kCUDA);
+  {
+    auto data = [cuda] {
+      return std::pair{at::randn({4, 3, 8, 8}, cuda.dtype(at::kDouble)), at::randint(0, 10, {4}, cuda.dtype(at::kLong))};
+    };
+    auto loss_of = [](SmallCnn& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+    auto a = std::make_shared<SmallCnn>(), b = std::make_shared<SmallCnn>();
+    a->to(at::kCUDA, at::kDouble);
+    b->to(at::kCUDA, at::kDouble);
+    train_side_by_side(a, b, data, loss_of, 4, 1e-9);
+  }
+  auto data = [cuda] {
+    return std::pair{at::randint(0, 50, {2, 6}, cuda.dtype(at::kLong)), at::randint(0, 50, {12}, cuda.dtype(at::kLong))};
+  };
+  auto loss_of = [](TinyGpt& m, const at::Tensor& x, const at::Tensor& y) {
+    return at::cross_entropy_loss(m.forward(x).view({-1, 50}), y);
+  };
+  auto a = std::make_shared<TinyGpt>(0.1), b = std::make_shared<TinyGpt>(0.1);
+  a->to(at::kCUDA, at::kDouble);
+  b->to(at::kCUDA, at::kDouble);
+  train_side_by_side(a, b, data, loss_of, 4, 1e-9);
+}

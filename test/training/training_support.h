@@ -1,0 +1,205 @@
+// Helpers of the training tests (test_training.cpp on the CPU, test_training_cuda.cpp on a GPU): gradient
+// parity of a compiled function against eager, small models, and training two copies of a model side by
+// side, one through a compiled loss.
+#pragma once
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/optim/sgd.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jitc::testing {
+
+using Tensors = std::vector<at::Tensor>;
+using Fn = std::function<at::Tensor(const Tensors&)>;
+
+inline bool close(const at::Tensor& got, const at::Tensor& want, double tol) {
+  if (got.defined() != want.defined()) return false;
+  if (!got.defined()) return true;
+  return got.sizes() == want.sizes() && got.scalar_type() == want.scalar_type() && at::allclose(got, want, tol, tol, true);
+}
+
+inline std::string describe(const at::Tensor& got, const at::Tensor& want) {
+  if (!got.defined() || !want.defined()) return fmt::format("defined: got {}, want {}", got.defined(), want.defined());
+  if (got.sizes() != want.sizes()) return "sizes differ";
+  return fmt::format("max abs difference {}", (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>());
+}
+
+inline Tensors fresh_leaves(const Tensors& values, const std::vector<bool>& requires_grad) {
+  Tensors out;
+  for (size_t i = 0; i < values.size(); ++i) out.push_back(values[i].detach().clone().requires_grad_(requires_grad[i]));
+  return out;
+}
+
+// Output and input gradients of f at `values` (a fixed random tangent), eager or through `compiled`.
+inline std::pair<at::Tensor, Tensors> run(const Fn& f, const Tensors& values, const std::vector<bool>& requires_grad,
+                                          const at::Tensor& tangent) {
+  Tensors leaves = fresh_leaves(values, requires_grad);
+  at::Tensor out = f(leaves);
+  out.backward(tangent);
+  Tensors grads;
+  for (const auto& l : leaves) grads.push_back(l.grad());
+  return {out.detach(), grads};
+}
+
+// Compiled vs eager over `calls` calls: outputs and every input's gradient.
+inline void check_gradients(const Fn& f, const Tensors& values, std::vector<bool> requires_grad = {}, double tol = 1e-10, int calls = 3) {
+  if (requires_grad.empty()) requires_grad.assign(values.size(), true);
+  auto compiled = jitc::compile([f](const Tensors& xs) { return f(xs); });
+  const at::Tensor probe = f(fresh_leaves(values, std::vector<bool>(values.size(), false))).detach();
+  const at::Tensor tangent = at::randn_like(probe);
+  const auto want = run(f, values, requires_grad, tangent);
+  for (int call = 0; call < calls; ++call) {
+    const auto got = run([&](const Tensors& xs) { return compiled(xs); }, values, requires_grad, tangent);
+    INFO("call " << call << ": output " << describe(got.first, want.first));
+    CHECK(close(got.first, want.first, tol));
+    for (size_t i = 0; i < values.size(); ++i) {
+      INFO("call " << call << ": gradient of input " << i << ": " << describe(got.second[i], want.second[i]));
+      CHECK(close(got.second[i], want.second[i], tol));
+    }
+  }
+  const auto stats = compiled.stats();
+  CHECK(stats.compiles == 1);
+  CHECK(stats.hits == calls - 1);
+  CHECK(stats.eager_fallbacks == 0);
+}
+
+inline at::Tensor rand64(at::IntArrayRef sizes) { return at::randn(sizes, at::kDouble); }
+
+struct Mlp : torch::nn::Module {
+  Mlp() : fc1(register_module("fc1", torch::nn::Linear(8, 16))), fc2(register_module("fc2", torch::nn::Linear(16, 4))) {}
+  at::Tensor forward(const at::Tensor& x) { return fc2->forward(at::gelu(fc1->forward(x))); }
+  torch::nn::Linear fc1, fc2;
+};
+
+inline void copy_parameters(torch::nn::Module& from, torch::nn::Module& to) {
+  at::NoGradGuard no_grad;
+  auto source = from.parameters();
+  auto target = to.parameters();
+  for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
+}
+
+inline double max_parameter_difference(torch::nn::Module& a, torch::nn::Module& b) {
+  double worst = 0;
+  auto pa = a.parameters();
+  auto pb = b.parameters();
+  for (size_t i = 0; i < pa.size(); ++i) worst = std::max(worst, (pa[i] - pb[i]).abs().max().item<double>());
+  return worst;
+}
+
+struct SmallCnn : torch::nn::Module {
+  SmallCnn()
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1).bias(false)))),
+        bn1(register_module("bn1", torch::nn::BatchNorm2d(8))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 3).padding(1).bias(false)))),
+        bn2(register_module("bn2", torch::nn::BatchNorm2d(8))),
+        fc(register_module("fc", torch::nn::Linear(8, 10))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor h = at::relu(bn1->forward(conv1->forward(x)));
+    h = at::max_pool2d(h, {2, 2});
+    h = at::relu(bn2->forward(conv2->forward(h)) + h);  // a residual block
+    return fc->forward(at::adaptive_avg_pool2d(h, {1, 1}).flatten(1));
+  }
+  torch::nn::Conv2d conv1;
+  torch::nn::BatchNorm2d bn1;
+  torch::nn::Conv2d conv2;
+  torch::nn::BatchNorm2d bn2;
+  torch::nn::Linear fc;
+};
+
+struct TinyGpt : torch::nn::Module {
+  TinyGpt(double dropout)
+      : embed(register_module("embed", torch::nn::Embedding(50, 16))),
+        norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({16})))),
+        qkv(register_module("qkv", torch::nn::Linear(16, 48))),
+        proj(register_module("proj", torch::nn::Linear(16, 16))),
+        norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({16})))),
+        up(register_module("up", torch::nn::Linear(16, 32))),
+        down(register_module("down", torch::nn::Linear(32, 16))),
+        head(register_module("head", torch::nn::Linear(16, 50))),
+        drop(register_module("drop", torch::nn::Dropout(dropout))) {}
+  at::Tensor forward(const at::Tensor& tokens) {
+    const int64_t b = tokens.size(0), t = tokens.size(1);
+    at::Tensor x = embed->forward(tokens);
+    auto parts = qkv->forward(norm1->forward(x)).view({b, t, 3, 2, 8}).permute({2, 0, 3, 1, 4}).unbind(0);
+    at::Tensor scores = at::matmul(parts[0], parts[1].transpose(-2, -1)) / std::sqrt(8.0);
+    const at::Tensor causal = at::ones({t, t}, at::TensorOptions(at::kBool)).triu(1);
+    at::Tensor attention = drop->forward(at::softmax(scores.masked_fill(causal, -INFINITY), -1));
+    at::Tensor mixed = at::matmul(attention, parts[2]).transpose(1, 2).reshape({b, t, 16});
+    x = x + drop->forward(proj->forward(mixed));
+    x = x + down->forward(at::gelu(up->forward(norm2->forward(x))));
+    return head->forward(x);
+  }
+  torch::nn::Embedding embed;
+  torch::nn::LayerNorm norm1;
+  torch::nn::Linear qkv, proj;
+  torch::nn::LayerNorm norm2;
+  torch::nn::Linear up, down, head;
+  torch::nn::Dropout drop;
+};
+
+inline void copy_state(torch::nn::Module& from, torch::nn::Module& to) {
+  copy_parameters(from, to);
+  at::NoGradGuard no_grad;
+  auto source = from.buffers();
+  auto target = to.buffers();
+  for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
+}
+
+inline double max_buffer_difference(torch::nn::Module& a, torch::nn::Module& b) {
+  double worst = 0;
+  auto pa = a.buffers();
+  auto pb = b.buffers();
+  for (size_t i = 0; i < pa.size(); ++i)
+    worst = std::max(worst, (pa[i].to(at::kDouble) - pb[i].to(at::kDouble)).abs().max().item<double>());
+  return worst;
+}
+
+// Trains two copies of a model for `steps` steps from the same state and data, one through a compiled
+// loss: the losses, parameters and buffers agree at every step.
+template <class Model, class Data, class Loss>
+inline void train_side_by_side(std::shared_ptr<Model> eager_model, std::shared_ptr<Model> model, Data data, Loss loss_of, int steps,
+                               double tol) {
+  copy_state(*eager_model, *model);
+  torch::optim::SGD eager_opt(eager_model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto compiled = jitc::compile([&](const at::Tensor& x, const at::Tensor& y) { return loss_of(*model, x, y); });
+  for (int step = 0; step < steps; ++step) {
+    const auto [x, y] = data();
+    at::manual_seed(100 + step);  // the same dropout masks on both sides
+    eager_opt.zero_grad();
+    at::Tensor want = loss_of(*eager_model, x, y);
+    want.backward();
+    eager_opt.step();
+    at::manual_seed(100 + step);
+    opt.zero_grad();
+    at::Tensor got = compiled(x, y);
+    got.backward();
+    opt.step();
+    INFO("step " << step);
+    CHECK(got.item<double>() == Approx(want.item<double>()).epsilon(tol));
+    CHECK(max_parameter_difference(*model, *eager_model) < tol);
+    CHECK(max_buffer_difference(*model, *eager_model) < tol);
+  }
+  CHECK(compiled.stats().compiles == 1);
+  CHECK(compiled.stats().hits == steps - 1);
+  CHECK(compiled.stats().eager_fallbacks == 0);
+}
+
+}  // namespace jitc::testing
