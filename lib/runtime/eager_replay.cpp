@@ -7,6 +7,8 @@
 #include <c10/util/bit_cast.h>
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <sstream>
 
 namespace jitc::runtime {
@@ -141,10 +143,43 @@ void restride_outputs(const graph::Graph& g, const graph::Node& node, std::vecto
   }
 }
 
+namespace {
+
+// Per value, the last node that reads it; outputs and inputs are never released (kLast).
+std::vector<int32_t> last_uses(const graph::Graph& g) {
+  constexpr int32_t kLast = std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> last(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& a : g.nodes[i].args) {
+      if (a.kind == graph::Arg::Kind::kValue) last[a.value] = static_cast<int32_t>(i);
+      for (graph::ValueId v : a.list)
+        if (v != graph::kNoValue) last[v] = static_cast<int32_t>(i);
+    }
+  for (graph::ValueId v : g.outputs)
+    if (v != graph::kNoValue) last[v] = kLast;
+  for (const auto& in : g.inputs) last[in.value] = kLast;
+  return last;
+}
+
+}  // namespace
+
 bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
   ExcludeBelowAutograd below;
-  for (const auto& node : g.nodes)
-    if (!replay_node(g, node, in, why)) return false;
+  // Intermediates are dropped after their last reader, as eager frees them: a long graph replayed (a
+  // training forward with batch norm) would otherwise hold every activation until it ends.
+  const std::vector<int32_t> last = last_uses(g);
+  std::vector<at::Tensor>& values = *in.values;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!replay_node(g, g.nodes[i], in, why)) return false;
+    for (const auto& a : g.nodes[i].args) {
+      if (a.kind == graph::Arg::Kind::kValue && last[a.value] == static_cast<int32_t>(i)) values[a.value].reset();
+      for (graph::ValueId v : a.list)
+        if (v != graph::kNoValue && last[v] == static_cast<int32_t>(i)) values[v].reset();
+    }
+    for (const auto& o : g.nodes[i].outputs)
+      for (graph::ValueId v : o.values)
+        if (last[v] < 0) values[v].reset();  // nothing reads it
+  }
   return true;
 }
 

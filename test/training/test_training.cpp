@@ -208,3 +208,23 @@ TEST_CASE("backward formulas of activations, softmax and losses become kernels, 
   CHECK(logs.lines_with("_backward: extern").empty());
   CHECK(!logs.contains("runs through the eager backend"));
 }
+
+TEST_CASE("hooks on parameters run as in eager, and JITC_LOGS=aot_graphs prints both graphs and what is saved", "[training]") {
+  jitc::testing::LogCapture logs("aot_graphs");
+  at::Tensor w = at::randn({4}, at::kDouble).requires_grad_(true);
+  w.register_hook([](const at::Tensor& g) { return g * 10; });
+  auto f = jitc::compile([&w](const at::Tensor& x) { return (x * w).tanh().sum(); });
+  const at::Tensor x = at::randn({4}, at::kDouble);
+  for (int i = 0; i < 2; ++i) {
+    w.mutable_grad() = at::Tensor();
+    f(x).backward();
+    const at::Tensor want = 10 * x * (1 - (x * w.detach()).tanh().pow(2));
+    CHECK(at::allclose(w.grad(), want, 1e-12, 1e-12));
+  }
+  CHECK(f.stats().hits == 1);
+  CHECK(logs.contains("TRAINING GRAPHS of compiled_fn_"));
+  CHECK(logs.contains("===== forward graph ====="));
+  CHECK(logs.contains("===== backward graph ====="));
+  CHECK(logs.contains("aten::tanh_backward"));
+  CHECK(logs.contains("saved[0]: "));
+}

@@ -139,7 +139,7 @@ struct TinyGpt : torch::nn::Module {
     at::Tensor x = embed->forward(tokens);
     auto parts = qkv->forward(norm1->forward(x)).view({b, t, 3, 2, 8}).permute({2, 0, 3, 1, 4}).unbind(0);
     at::Tensor scores = at::matmul(parts[0], parts[1].transpose(-2, -1)) / std::sqrt(8.0);
-    const at::Tensor causal = at::ones({t, t}, at::TensorOptions(at::kBool)).triu(1);
+    const at::Tensor causal = at::ones({t, t}, tokens.options().dtype(at::kBool)).triu(1);
     at::Tensor attention = drop->forward(at::softmax(scores.masked_fill(causal, -INFINITY), -1));
     at::Tensor mixed = at::matmul(attention, parts[2]).transpose(1, 2).reshape({b, t, 16});
     x = x + drop->forward(proj->forward(mixed));
