@@ -49,6 +49,9 @@ struct Input {
   c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> captured{
       c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};  // kCaptured
   at::Tensor constant;                                                   // kConstant
+  // A program may drop its reference after the last read (a backward graph's saved values and tangents,
+  // which nothing but the call holds), so that their memory frees as the graph runs, as eager's does.
+  bool owned = false;
 };
 
 struct Arg {

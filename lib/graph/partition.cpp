@@ -64,6 +64,7 @@ Graph backward_graph(const JointGraph& joint, const std::vector<ValueId>& saved)
     in.value = map[old];
     in.leaf = static_cast<int>(b.inputs.size());
     in.name = std::move(name);
+    in.owned = true;  // the compiled Function hands them over (training.cpp)
     b.inputs.push_back(std::move(in));
   };
   for (size_t k = 0; k < saved.size(); ++k) add_input(saved[k], "saved[" + std::to_string(k) + "]");

@@ -68,7 +68,8 @@ std::string arg_text(const Arg& a) {
   return "?";
 }
 
-const char* input_kind(InputKind k) {
+const char* input_kind(InputKind k, bool owned) {
+  if (owned) return k == InputKind::kArgument ? "arg owned" : "owned";
   switch (k) {
     case InputKind::kArgument: return "arg";
     case InputKind::kCaptured: return "captured";
@@ -103,7 +104,7 @@ std::string node_text(const Graph& g, const Node& n) {
 std::string to_text(const Graph& g) {
   std::vector<std::string> ins;
   for (const auto& in : g.inputs)
-    ins.push_back(fmt::format("%{}: {} {}", in.value, meta_text(g.values[in.value].meta), input_kind(in.kind)));
+    ins.push_back(fmt::format("%{}: {} {}", in.value, meta_text(g.values[in.value].meta), input_kind(in.kind, in.owned)));
   std::string s = fmt::format("graph({}):\n", fmt::join(ins, ", "));
   for (const auto& n : g.nodes) s += node_text(g, n) + "\n";
   std::vector<std::string> outs;

@@ -69,6 +69,8 @@ std::vector<Step> with_releases(const graph::Graph& g, const std::vector<Step>& 
       for (ValueId v : kernels[steps[s].index].outputs) releasable[v] = 1;
     for (ValueId v : used) last[v] = static_cast<int>(s);
   }
+  for (const auto& in : g.inputs)
+    if (in.owned) releasable[in.value] = 1;
   for (ValueId v : g.outputs)
     if (v != graph::kNoValue) releasable[v] = 0;
   std::vector<std::vector<ValueId>> after(steps.size());

@@ -145,7 +145,7 @@ void restride_outputs(const graph::Graph& g, const graph::Node& node, std::vecto
 
 namespace {
 
-// Per value, the last node that reads it; outputs and inputs are never released (kLast).
+// Per value, the last node that reads it; outputs and inputs (but owned ones) are never released (kLast).
 std::vector<int32_t> last_uses(const graph::Graph& g) {
   constexpr int32_t kLast = std::numeric_limits<int32_t>::max();
   std::vector<int32_t> last(g.values.size(), -1);
@@ -157,7 +157,8 @@ std::vector<int32_t> last_uses(const graph::Graph& g) {
     }
   for (graph::ValueId v : g.outputs)
     if (v != graph::kNoValue) last[v] = kLast;
-  for (const auto& in : g.inputs) last[in.value] = kLast;
+  for (const auto& in : g.inputs)
+    if (!in.owned) last[in.value] = kLast;
   return last;
 }
 

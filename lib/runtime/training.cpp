@@ -6,7 +6,9 @@
 #include <jitc/errors.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/graph_task.h>
 
 namespace jitc::runtime {
 
@@ -25,10 +27,44 @@ struct ForwardCall {
   bool completed = false;
 };
 
+// The saved values are held here rather than through save_for_backward, so that a backward that does not
+// keep its graph can hand them to the backward program, which drops each after its last read (eager frees
+// a node's saved tensors as its backward runs). They are detached aliases (outputs among them would
+// otherwise hold this node through their grad_fn: a cycle); their versions are checked as
+// SavedVariable checks them.
 struct BackwardState : torch::CustomClassHolder {
   std::shared_ptr<const BackwardPart> part;
   std::string name;
+  std::vector<at::Tensor> saved;
+  std::vector<uint32_t> versions;
+  bool freed = false;
 };
+
+void check_versions(const BackwardState& state) {
+  for (size_t k = 0; k < state.saved.size(); ++k) {
+    const at::Tensor& t = state.saved[k];
+    if (t._version() != state.versions[k])
+      throw c10::Error(
+          fmt::format("one of the variables needed for gradient computation has been modified by an inplace operation: "
+                      "[{} [{}]], which is saved by the compiled function '{}', is at version {}; expected version {} "
+                      "instead. Hint: clone it before modifying it in place, or modify it after backward",
+                      t.toString(), fmt::join(t.sizes(), ", "), state.name, t._version(), state.versions[k]));
+  }
+}
+
+// The saved values for one backward; moved out when autograd will not run this graph again.
+std::vector<at::Tensor> take_saved(BackwardState& state) {
+  if (state.freed)
+    throw c10::Error(
+        "Trying to backward through the graph a second time (or directly access saved tensors after they have already been "
+        "freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+        "retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors "
+        "after calling backward.");
+  check_versions(state);
+  if (torch::autograd::get_current_graph_task_keep_graph()) return state.saved;
+  state.freed = true;
+  return std::move(state.saved);
+}
 
 // Runs the backward entry over `values` (inputs filled): its program, or eager replay where it has none
 // or where a run-time check of a kernel failed (replay raises eager's error).
@@ -59,12 +95,13 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     const BackwardPart& part = *call->entry.backward;
     const auto& outputs = call->graph.outputs;
     const size_t first_saved = outputs.size() - part.saved;
-    variable_list saved;
-    for (size_t k = first_saved; k < outputs.size(); ++k) saved.push_back(call->values[outputs[k]]);
-    ctx->save_for_backward(saved);
     auto state = c10::make_intrusive<BackwardState>();
     state->part = call->entry.backward;
     state->name = call->name;
+    for (size_t k = first_saved; k < outputs.size(); ++k) {
+      state->saved.push_back(call->values[outputs[k]].detach());  // shares the version counter
+      state->versions.push_back(state->saved.back()._version());
+    }
     ctx->saved_data["jitc"] = c10::IValue::make_capsule(std::move(state));
     variable_list differentiable;
     for (size_t leaf : part.outputs) differentiable.push_back(call->values[outputs[leaf]]);
@@ -83,11 +120,14 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     const Entry& backward = *part.entry;
     const graph::Graph& g = graph_of(backward);
     std::vector<at::Tensor> values(g.values.size());
-    const variable_list saved = ctx->get_saved_variables();
-    for (size_t k = 0; k < saved.size(); ++k) values[g.inputs[k].value] = saved[k];
+    std::vector<at::Tensor> saved = take_saved(*state);
+    const size_t saved_count = saved.size();
+    for (size_t k = 0; k < saved_count; ++k) values[g.inputs[k].value] = std::move(saved[k]);
+    saved.clear();
     // The backward graph was traced with contiguous tangents; a gradient arriving otherwise laid out (the
     // expanded gradient of a sum) is copied to that layout.
-    for (size_t j = 0; j < grads.size(); ++j) values[g.inputs[saved.size() + j].value] = grads[j].contiguous();
+    for (size_t j = 0; j < grads.size(); ++j) values[g.inputs[saved_count + j].value] = grads[j].contiguous();
+    grads.clear();
     {
       at::AutoGradMode no_grad(false);
       ExcludeBelowAutograd below;

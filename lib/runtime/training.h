@@ -2,7 +2,7 @@
 // backward runs the backward graph, so that the rest of autograd (eager ops before and after the call,
 // hooks on parameters, gradient accumulation, optimizers) works as with eager's own nodes. The Function
 // links to the tensors requiring grad that the forward read (arguments and captured parameters) and
-// saves the forward's saved values with save_for_backward (version-checked, freed after backward).
+// keeps the forward's saved values (version-checked, freed by the backward that does not retain the graph).
 #pragma once
 #include "graph/graph.h"
 #include "runtime/entry.h"

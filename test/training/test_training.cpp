@@ -228,3 +228,22 @@ TEST_CASE("hooks on parameters run as in eager, and JITC_LOGS=aot_graphs prints 
   CHECK(logs.contains("aten::tanh_backward"));
   CHECK(logs.contains("saved[0]: "));
 }
+
+TEST_CASE(
+    "saved values: retain_graph allows a second backward, without it the second raises as eager's, and an in-place change "
+    "of a saved tensor raises",
+    "[training]") {
+  at::Tensor w = at::randn({5}, at::kDouble).requires_grad_(true);
+  auto f = jitc::compile([&w](const at::Tensor& x) { return (x * w).sin().sum(); });
+  at::Tensor x = at::randn({5}, at::kDouble);
+  f(x);  // the trace; later calls are compiled
+  at::Tensor y = f(x);
+  y.backward({}, /*retain_graph=*/true);
+  y.backward();
+  CHECK(at::allclose(w.grad(), 2 * x * (x * w.detach()).cos(), 1e-12, 1e-12));
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("Trying to backward through the graph a second time"));
+  at::Tensor z = f(x);
+  x.add_(1);  // x is saved (the gradient of x * w with respect to w reads it): eager's backward raises too
+  CHECK_THROWS_WITH(z.backward(), Catch::Contains("modified by an inplace operation"));
+  CHECK(f.stats().hits == 2);
+}
