@@ -78,12 +78,12 @@ ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
 }  // namespace
 
 graph::Graph decompose_losses(const graph::Graph& g) {
-  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) {
+  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
     const auto loss = loss_of(original, n);
     if (!loss ||
         (loss->reduction != at::Reduction::None && loss->reduction != at::Reduction::Mean && loss->reduction != at::Reduction::Sum))
-      return graph::kNoValue;
-    return emit_loss(e, original, *loss);
+      return {};
+    return {emit_loss(e, original, *loss)};
   });
 }
 

@@ -14,6 +14,11 @@ namespace jitc::inductor {
 // for float32 and float64 x. Returns g unchanged where there is no such node.
 graph::Graph decompose_losses(const graph::Graph& g);
 
+// Rewrites native_batch_norm in training mode and its backward into reductions and pointwise ops, the
+// running statistics updated by annotated in-place copies (batch_norm_training.cpp). Runs before
+// functionalization, which refuses native_batch_norm's unannotated writes.
+graph::Graph decompose_batch_norm_training(const graph::Graph& g);
+
 // Rewrites the backward formulas of softmax, log_softmax and nll_loss (gradient_decompositions.cpp).
 graph::Graph decompose_gradients(const graph::Graph& g);
 

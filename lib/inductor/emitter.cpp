@@ -4,31 +4,74 @@
 
 #include <jitc/detail/internal_assert.h>
 
+#include <numeric>
+
 namespace jitc::inductor {
+
+namespace {
+
+std::vector<graph::ValueId> output_values(const graph::Node& n) {
+  std::vector<graph::ValueId> out;
+  for (const auto& o : n.outputs) out.insert(out.end(), o.values.begin(), o.values.end());
+  return out;
+}
+
+}  // namespace
+
+// Reads of values an earlier decomposition wrote in place go to their new versions.
+bool remap_args(graph::Node& n, const std::vector<graph::ValueId>& renamed) {
+  bool changed = false;
+  auto remap = [&](graph::ValueId& v) {
+    if (v == graph::kNoValue || static_cast<size_t>(v) >= renamed.size() || renamed[v] == v) return;
+    v = renamed[v];
+    changed = true;
+  };
+  for (auto& a : n.args) {
+    if (a.kind == graph::Arg::Kind::kValue) remap(a.value);
+    for (auto& v : a.list) remap(v);
+  }
+  return changed;
+}
 
 graph::Graph decompose(const graph::Graph& g, const Decomposer& decomposer) {
   graph::Graph r = g;
   r.nodes.clear();
+  std::vector<graph::ValueId> replace(g.values.size()), renamed(g.values.size());
+  std::iota(replace.begin(), replace.end(), 0);
+  std::iota(renamed.begin(), renamed.end(), 0);
   bool changed = false;
   for (const graph::Node& n : g.nodes) {
-    const bool single = n.outputs.size() == 1 && n.outputs[0].values.size() == 1;
+    graph::Node mapped = n;
+    // A node reading a value written in place by an earlier decomposition stays as it is (the
+    // decomposers read the graph as traced).
+    const bool reads_renamed = remap_args(mapped, renamed);
+    const std::vector<graph::ValueId> outputs = output_values(n);
     const size_t before = r.nodes.size();
-    Emitter emitter(r, single ? g.values[n.outputs[0].values[0]].meta.device : c10::Device(c10::kCPU));
-    const graph::ValueId result = single ? decomposer(emitter, g, n) : graph::kNoValue;
-    if (result == graph::kNoValue) {
+    Emitter emitter(r, outputs.empty() ? c10::Device(c10::kCPU) : g.values[outputs[0]].meta.device);
+    const std::vector<graph::ValueId> results =
+        outputs.empty() || reads_renamed ? std::vector<graph::ValueId>{} : decomposer(emitter, g, n);
+    if (results.empty()) {
       JITC_INTERNAL_ASSERT(r.nodes.size() == before, "a decomposer emitted nodes for a node it does not apply to");
-      r.nodes.push_back(n);
+      r.nodes.push_back(std::move(mapped));
       continue;
     }
-    const graph::ValueId out = n.outputs[0].values[0];
-    JITC_INTERNAL_ASSERT(r.values[result].meta.sizes == g.values[out].meta.sizes && r.values[result].meta.dtype == g.values[out].meta.dtype,
-                         "a decomposition's result differs from the traced op's");
-    JITC_INTERNAL_ASSERT(r.nodes.back().outputs[0].values[0] == result, "a decomposition must end with the node of its result");
-    r.nodes.back().outputs[0].values[0] = out;
-    r.values[out].producer = static_cast<int32_t>(r.nodes.size() - 1);
+    JITC_INTERNAL_ASSERT(results.size() == outputs.size(), "a decomposition must give a value per output");
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (results[k] == graph::kNoValue) continue;
+      JITC_INTERNAL_ASSERT(r.values[results[k]].meta.sizes == g.values[outputs[k]].meta.sizes &&
+                               r.values[results[k]].meta.dtype == g.values[outputs[k]].meta.dtype,
+                           "a decomposition's result differs from the traced op's");
+      replace[outputs[k]] = results[k];
+    }
+    for (const auto& [old_value, new_value] : emitter.renames) renamed[old_value] = new_value;
     changed = true;
   }
-  return changed ? graph::renumbered(r) : g;
+  if (!changed) return g;
+  for (auto& v : r.outputs)
+    if (v != graph::kNoValue) v = renamed[v];
+  replace.resize(r.values.size());
+  std::iota(replace.begin() + static_cast<std::ptrdiff_t>(g.values.size()), replace.end(), static_cast<graph::ValueId>(g.values.size()));
+  return graph::rebuild(r, std::vector<bool>(r.nodes.size(), true), replace);
 }
 
 }  // namespace jitc::inductor

@@ -39,6 +39,11 @@ class Emitter {
     g_.nodes.push_back(std::move(n));
     return v;
   }
+  // The node emitted last (to mark an in-place op `mutates`).
+  graph::Node& last() { return g_.nodes.back(); }
+  // Later readers of `before` (a tensor the emitted nodes wrote in place) read `after` instead.
+  void renamed(graph::ValueId before, graph::ValueId after) { renames.emplace_back(before, after); }
+  std::vector<std::pair<graph::ValueId, graph::ValueId>> renames;
 
  private:
   graph::Graph& g_;
@@ -46,12 +51,13 @@ class Emitter {
   int32_t next_storage_ = 0;
 };
 
-// Emits the nodes that replace `node` of `original` and returns the value standing for its (single)
-// output, or kNoValue, having emitted nothing, where it does not apply.
-using Decomposer = std::function<graph::ValueId(Emitter&, const graph::Graph& original, const graph::Node& node)>;
+// Emits the nodes that replace `node` of `original` and returns the values standing for its output values
+// (in order; kNoValue for an output nothing reads), or nothing, having emitted nothing, where it does not
+// apply.
+using Decomposer = std::function<std::vector<graph::ValueId>(Emitter&, const graph::Graph& original, const graph::Node& node)>;
 
-// Rebuilds g with every node a decomposer applies to replaced by what it emits. The traced output's id
-// takes the place of the decomposition's last value (later nodes read it); g unchanged where none applies.
+// Rebuilds g with every node a decomposer applies to replaced by what it emits; readers of the traced
+// outputs read the replacements. g unchanged where none applies.
 graph::Graph decompose(const graph::Graph& g, const Decomposer& decomposer);
 
 }  // namespace jitc::inductor

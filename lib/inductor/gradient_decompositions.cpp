@@ -114,16 +114,19 @@ ValueId nll_loss_backward(Emitter& e, const Graph& g, const Node& n) {
 }  // namespace
 
 graph::Graph decompose_gradients(const graph::Graph& g) {
-  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) {
-    if (n.mutates) return graph::kNoValue;
+  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
+    if (n.mutates) return {};
     const std::string name = n.op.operator_name().name;
     if (name == "aten::_softmax_backward_data" || name == "aten::_log_softmax_backward_data") {
       const auto s = softmax_grad_of(original, n);
-      if (!s) return graph::kNoValue;
-      return name == "aten::_softmax_backward_data" ? softmax_backward(e, *s) : log_softmax_backward(e, *s);
+      if (!s) return {};
+      return {name == "aten::_softmax_backward_data" ? softmax_backward(e, *s) : log_softmax_backward(e, *s)};
     }
-    if (name == "aten::nll_loss_backward") return nll_loss_backward(e, original, n);
-    return graph::kNoValue;
+    if (name == "aten::nll_loss_backward") {
+      const ValueId grad = nll_loss_backward(e, original, n);
+      if (grad != graph::kNoValue) return {grad};
+    }
+    return {};
   });
 }
 

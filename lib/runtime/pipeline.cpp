@@ -46,7 +46,7 @@ namespace {
 
 graph::Graph functionalized(const graph::Graph& g) {
   std::string why;
-  auto f = graph::functionalize(g, &why);
+  auto f = graph::functionalize(inductor::decompose_batch_norm_training(g), &why);
   if (!f) throw UnsupportedError("the graph cannot be functionalized: " + why);
   return graph::eliminate_common_subexpressions(graph::eliminate_dead_code(*f));
 }
@@ -56,7 +56,7 @@ graph::Graph functionalized(const graph::Graph& g) {
 // from, and their functional forms are generalized again.
 graph::Graph functional_graph(const Entry& entry) {
   const graph::Graph& g = entry.graph;
-  if (graph::is_functional(g)) return g;
+  if (graph::is_functional(g)) return inductor::decompose_batch_norm_training(g);  // a backward graph
   if (g.num_symbols == 0) return functionalized(g);
   if (!entry.first || !entry.second) throw UnsupportedError("a symbolic graph without the traces it came from");
   std::string why;

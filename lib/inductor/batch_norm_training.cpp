@@ -1,0 +1,191 @@
+// Batch norm in training mode, decomposed as Inductor's decomposition table does, so that a training
+// graph's normalizations fuse with the activations around them instead of running as ATen calls (and,
+// in the forward, instead of keeping the whole graph on eager replay: native_batch_norm writes its running
+// statistics without saying so in its schema, which functionalization refuses):
+//   native_batch_norm(x, w, b, running_mean, running_var, training=true, momentum, eps)
+//     mean, var = mean(x), var(x, correction 0) over every dim but 1; invstd = 1 / sqrt(var + eps)
+//     out = x * (invstd * w) + (b - mean * invstd * w)                      (ATen's CPU kernel's form)
+//     running_mean.copy_(momentum * mean + (1 - momentum) * running_mean)   (an annotated in-place op)
+//     running_var.copy_(momentum * var(x, correction 1) + (1 - momentum) * running_var)
+//   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
+//     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
+//     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
+// On static float32 and float64 tensors, the input contiguous (the result is).
+#include "graph/args.h"
+#include "inductor/decompositions.h"
+#include "inductor/emitter.h"
+
+#include <optional>
+
+namespace jitc::inductor {
+
+namespace {
+
+using graph::Arg;
+using graph::constant_arg;
+using graph::Graph;
+using graph::Node;
+using graph::value_arg;
+using graph::ValueId;
+
+// An optional tensor argument: its value, kNoValue when absent, nullopt when it is something else.
+std::optional<ValueId> optional_value(const Node& n, size_t i) {
+  if (i >= n.args.size()) return std::nullopt;
+  const Arg& a = n.args[i];
+  if (a.kind == Arg::Kind::kValue) return a.value;
+  if (a.kind == Arg::Kind::kConstant && (a.constant.isNone() || (a.constant.isTensor() && !a.constant.toTensor().defined())))
+    return graph::kNoValue;
+  return std::nullopt;
+}
+
+// The sizes of a static, contiguous float32/float64 tensor of rank >= 2; empty otherwise.
+std::vector<int64_t> plain_sizes(const graph::TensorMeta& m) {
+  if (m.dtype != c10::kFloat && m.dtype != c10::kDouble) return {};
+  std::vector<int64_t> sizes;
+  for (const auto& s : m.sizes) {
+    if (!s.is_constant() || s.offset == 0) return {};
+    sizes.push_back(s.offset);
+  }
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && (!m.strides[d].is_constant() || m.strides[d].offset != stride)) return {};
+    stride *= sizes[d];
+  }
+  return sizes.size() >= 2 ? sizes : std::vector<int64_t>{};
+}
+
+struct Shape {
+  std::vector<int64_t> sizes, reduced, channel;  // the input's; the dims but 1; [1, C, 1...]
+  int64_t channels = 0, count = 0;               // C; elements per channel
+  c10::ScalarType dtype = c10::kFloat;
+};
+
+std::optional<Shape> shape_of(const Graph& g, ValueId x) {
+  Shape s;
+  s.sizes = plain_sizes(g.values[x].meta);
+  if (s.sizes.empty()) return std::nullopt;
+  s.dtype = g.values[x].meta.dtype;
+  s.channels = s.sizes[1];
+  s.count = 1;
+  s.channel.assign(s.sizes.size(), 1);
+  s.channel[1] = s.channels;
+  for (size_t d = 0; d < s.sizes.size(); ++d)
+    if (d != 1) s.reduced.push_back(static_cast<int64_t>(d)), s.count *= s.sizes[d];
+  return s;
+}
+
+class Ops {
+ public:
+  Ops(Emitter& e, const Shape& s) : e_(e), s_(s) {}
+  ValueId binary(const char* name, ValueId a, ValueId b, const std::vector<int64_t>& sizes) {
+    std::vector<Arg> args{value_arg(a), value_arg(b)};
+    if (std::string(name) == "aten::add" || std::string(name) == "aten::sub") args.push_back(constant_arg(c10::Scalar(1)));
+    return e_.call(name, "Tensor", std::move(args), s_.dtype, sizes);
+  }
+  ValueId scaled(ValueId a, double factor) {
+    return e_.call("aten::mul", "Scalar", {value_arg(a), constant_arg(c10::Scalar(factor))}, s_.dtype, {s_.channels});
+  }
+  ValueId per_channel(ValueId v) { return e_.call("aten::view", "", {value_arg(v), constant_arg(s_.channel)}, s_.dtype, s_.channel); }
+  ValueId sum(ValueId v) {
+    return e_.call("aten::sum", "dim_IntList", {value_arg(v), constant_arg(s_.reduced), constant_arg(false), constant_arg(c10::IValue())},
+                   s_.dtype, {s_.channels});
+  }
+  ValueId variance(ValueId x, int64_t correction) {
+    return e_.call("aten::var", "correction",
+                   {value_arg(x), constant_arg(s_.reduced), constant_arg(c10::Scalar(correction)), constant_arg(false)}, s_.dtype,
+                   {s_.channels});
+  }
+  // running.copy_(momentum * statistic + (1 - momentum) * running); later readers see the new version.
+  void update(ValueId running, ValueId statistic, double momentum) {
+    const ValueId next = binary("aten::add", scaled(statistic, momentum), scaled(running, 1 - momentum), {s_.channels});
+    const ValueId written = e_.call("aten::copy_", "", {value_arg(running), value_arg(next), constant_arg(false)}, s_.dtype, {s_.channels});
+    e_.last().mutates = true;
+    e_.renamed(running, written);
+  }
+
+ private:
+  Emitter& e_;
+  const Shape& s_;
+};
+
+std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& n) {
+  if (n.args.size() < 8 || !n.args[5].constant.isBool() || !n.args[5].constant.toBool()) return {};
+  const auto x = optional_value(n, 0), w = optional_value(n, 1), b = optional_value(n, 2), rm = optional_value(n, 3),
+             rv = optional_value(n, 4);
+  if (!x || *x == graph::kNoValue || !w || !b || !rm || !rv || (*rm == graph::kNoValue) != (*rv == graph::kNoValue)) return {};
+  if (!n.args[6].constant.isDouble() || !n.args[7].constant.isDouble() || n.outputs.size() != 3) return {};
+  const auto s = shape_of(g, *x);
+  if (!s) return {};
+  for (ValueId v : {*w, *b, *rm, *rv})
+    if (v != graph::kNoValue &&
+        (g.values[v].meta.dtype != s->dtype || plain_sizes(g.values[v].meta).size() != 0 || g.values[v].meta.sizes.size() != 1))
+      return {};
+  const double momentum = n.args[6].constant.toDouble(), eps = n.args[7].constant.toDouble();
+  Ops ops(e, *s);
+  const ValueId mean =
+      e.call("aten::mean", "dim", {value_arg(*x), constant_arg(s->reduced), constant_arg(false), constant_arg(c10::IValue())}, s->dtype,
+             {s->channels});
+  const ValueId var = ops.variance(*x, 0);
+  const ValueId shifted = e.call("aten::add", "Scalar", {value_arg(var), constant_arg(c10::Scalar(eps)), constant_arg(c10::Scalar(1))},
+                                 s->dtype, {s->channels});
+  const ValueId invstd =
+      e.call("aten::reciprocal", "", {value_arg(e.call("aten::sqrt", "", {value_arg(shifted)}, s->dtype, {s->channels}))}, s->dtype,
+             {s->channels});
+  const ValueId alpha = *w == graph::kNoValue ? invstd : ops.binary("aten::mul", invstd, *w, {s->channels});
+  const ValueId centre = ops.binary("aten::mul", mean, alpha, {s->channels});
+  const ValueId beta = *b == graph::kNoValue ? e.call("aten::neg", "", {value_arg(centre)}, s->dtype, {s->channels})
+                                             : ops.binary("aten::sub", *b, centre, {s->channels});
+  const ValueId out =
+      ops.binary("aten::add", ops.binary("aten::mul", *x, ops.per_channel(alpha), s->sizes), ops.per_channel(beta), s->sizes);
+  if (*rm != graph::kNoValue) {
+    ops.update(*rm, mean, momentum);
+    ops.update(*rv, ops.variance(*x, 1), momentum);
+  }
+  return {out, mean, invstd};
+}
+
+std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node& n) {
+  if (n.args.size() < 10 || !n.args[7].constant.isBool() || !n.args[7].constant.toBool()) return {};
+  const auto dy = optional_value(n, 0), x = optional_value(n, 1), w = optional_value(n, 2), mean = optional_value(n, 5),
+             invstd = optional_value(n, 6);
+  if (!dy || !x || !w || !mean || !invstd || *dy == graph::kNoValue || *x == graph::kNoValue || *mean == graph::kNoValue ||
+      *invstd == graph::kNoValue || n.outputs.size() != 3)
+    return {};
+  const auto s = shape_of(g, *x);
+  // dy may be laid out otherwise (the expanded gradient of a sum): it is only read.
+  if (!s || g.values[*dy].meta.sizes != g.values[*x].meta.sizes || g.values[*dy].meta.dtype != s->dtype) return {};
+  for (ValueId v : {*w, *mean, *invstd})
+    if (v != graph::kNoValue && (g.values[v].meta.dtype != s->dtype || g.values[v].meta.sizes.size() != 1)) return {};
+  Ops ops(e, *s);
+  const ValueId sum_dy = ops.sum(*dy);
+  const ValueId centred = ops.binary("aten::sub", *x, ops.per_channel(*mean), s->sizes);
+  const ValueId dot = ops.sum(ops.binary("aten::mul", centred, *dy, s->sizes));
+  std::vector<ValueId> results;
+  if (!n.outputs[0].values.empty()) {
+    const double inverse_count = 1.0 / static_cast<double>(s->count);
+    const ValueId k =
+        ops.scaled(ops.binary("aten::mul", ops.binary("aten::mul", dot, *invstd, {s->channels}), *invstd, {s->channels}), inverse_count);
+    const ValueId grad_mean = ops.scaled(sum_dy, inverse_count);
+    ValueId dx = ops.binary("aten::sub", ops.binary("aten::sub", *dy, ops.per_channel(grad_mean), s->sizes),
+                            ops.binary("aten::mul", centred, ops.per_channel(k), s->sizes), s->sizes);
+    dx = ops.binary("aten::mul", dx, ops.per_channel(*invstd), s->sizes);
+    if (*w != graph::kNoValue) dx = ops.binary("aten::mul", dx, ops.per_channel(*w), s->sizes);
+    results.push_back(dx);
+  }
+  if (!n.outputs[1].values.empty()) results.push_back(ops.binary("aten::mul", dot, *invstd, {s->channels}));
+  if (!n.outputs[2].values.empty()) results.push_back(sum_dy);
+  return results;
+}
+
+}  // namespace
+
+graph::Graph decompose_batch_norm_training(const graph::Graph& g) {
+  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
+    const std::string& name = n.op.operator_name().name;
+    if (name == "aten::native_batch_norm") return batch_norm_forward(e, original, n);
+    if (name == "aten::native_batch_norm_backward") return batch_norm_backward(e, original, n);
+    return {};
+  });
+}
+
+}  // namespace jitc::inductor
