@@ -251,3 +251,57 @@ TEST_CASE(
   CHECK_THROWS_WITH(z.backward(), Catch::Contains("modified by an inplace operation"));
   CHECK(f.stats().hits == 2);
 }
+
+namespace {
+
+// AdamW's update written with ATen ops over a parameter list, as a user writes it to compile it: the
+// values that change every step (the bias corrections) come in as 0-dim tensors, which are data to a
+// compiled function (a double argument is a guarded value: each new one would re-trace).
+void adamw_update(const Tensors& params, const Tensors& grads, const Tensors& exp_avg, const Tensors& exp_avg_sq, double lr,
+                  const at::Tensor& neg_step_size, const at::Tensor& bias2_sqrt) {
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].mul_(1 - lr * 0.01);
+    exp_avg[i].lerp_(grads[i], 1 - 0.9);
+    exp_avg_sq[i].mul_(0.999).addcmul_(grads[i], grads[i], 1 - 0.999);
+    const at::Tensor denom = (exp_avg_sq[i].sqrt() / bias2_sqrt).add_(1e-8);
+    params[i].add_(exp_avg[i] / denom * neg_step_size);
+  }
+}
+
+Tensors clones(const Tensors& ts) {
+  Tensors out;
+  for (const auto& t : ts) out.push_back(t.clone());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a user's AdamW update over a parameter list, compiled: parameters and state land in the user's tensors as eager's",
+          "[training]") {
+  at::manual_seed(9);
+  const Tensors shapes{rand64({4, 3}), rand64({7}), rand64({2, 5, 2}), rand64({1})};
+  Tensors params = clones(shapes), state_m, state_v;
+  for (const auto& p : shapes) state_m.push_back(at::zeros_like(p)), state_v.push_back(at::zeros_like(p));
+  Tensors eager_params = clones(params), eager_m = clones(state_m), eager_v = clones(state_v);
+  auto compiled =
+      jitc::compile([](const Tensors& p, const Tensors& g, const Tensors& m, const Tensors& v, double lr, const at::Tensor& neg_step_size,
+                       const at::Tensor& bias2_sqrt) { adamw_update(p, g, m, v, lr, neg_step_size, bias2_sqrt); });
+  const double lr = 1e-2;
+  for (int64_t step = 1; step <= 6; ++step) {
+    Tensors grads;
+    for (const auto& p : shapes) grads.push_back(at::randn_like(p));
+    const at::Tensor neg_step_size = at::scalar_tensor(-lr / (1 - std::pow(0.9, step)), at::kDouble);
+    const at::Tensor bias2_sqrt = at::scalar_tensor(std::sqrt(1 - std::pow(0.999, step)), at::kDouble);
+    adamw_update(eager_params, grads, eager_m, eager_v, lr, neg_step_size, bias2_sqrt);
+    compiled(params, grads, state_m, state_v, lr, neg_step_size, bias2_sqrt);
+    INFO("step " << step);
+    for (size_t i = 0; i < params.size(); ++i) {
+      CHECK(at::allclose(params[i], eager_params[i], 1e-12, 1e-12));
+      CHECK(at::allclose(state_m[i], eager_m[i], 1e-12, 1e-12));
+      CHECK(at::allclose(state_v[i], eager_v[i], 1e-12, 1e-12));
+    }
+  }
+  CHECK(compiled.stats().compiles == 1);
+  CHECK(compiled.stats().hits == 5);
+}
