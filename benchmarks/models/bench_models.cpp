@@ -21,6 +21,7 @@
 //   ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_models.py benchmarks/models/peer_cpu.json
 //   ./build/benchmarks/bench_models benchmarks/models/models_cpu.json --peer benchmarks/models/peer_cpu.json [--only a,b] [--rounds N]
 #include "counting_allocator.h"
+#include "models/bench_timing.h"
 #include "models/models.h"
 #include "peer_results.h"
 
@@ -29,13 +30,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -50,7 +48,7 @@ struct Args {
   int rounds = 7;
   c10::Device device = c10::kCPU;
   c10::ScalarType dtype = c10::kFloat;
-  jitc::Options options;  // --mode
+  jitc::Options options;    // --mode
   std::string profile_dir;  // --profile: one eager and one jitc call per model, as chrome traces
 };
 
@@ -98,25 +96,6 @@ Args parse_args(int argc, char** argv) {
   return args;
 }
 
-bool on_gpu = false;  // set by main: timed calls end with a synchronize
-
-void synchronize() {
-  if (on_gpu) c10::cuda::device_synchronize();
-}
-
-double seconds_of(const std::function<void()>& f) {
-  synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  synchronize();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Row {
   std::string name, shapes;
   double eager_ms = 0, jitc_ms = 0, first_call_s = 0, compile_s = 0, max_abs = 0, rel_l2 = 0;
@@ -124,22 +103,6 @@ struct Row {
   int64_t kernels = 0, fallbacks = 0, graphs = 0;
   std::string error;
 };
-
-double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f) {
-  if (on_gpu) {
-    namespace cache = c10::cuda::CUDACachingAllocator;
-    synchronize();
-    cache::resetPeakStats(0);
-    const int64_t before = cache::getDeviceStats(0).allocated_bytes[0].current;
-    f();
-    synchronize();
-    return static_cast<double>(cache::getDeviceStats(0).allocated_bytes[0].peak - before) / (1 << 20);
-  }
-  allocator.reset_peak();
-  const int64_t before = allocator.live_bytes();
-  f();
-  return static_cast<double>(allocator.peak_bytes() - before) / (1 << 20);
-}
 
 Row measure(const Model& model, const Args& args, CountingAllocator& allocator) {
   Row row{model.name, model.shapes};
@@ -235,7 +198,7 @@ int main(int argc, char** argv) {
     CountingAllocator& allocator = CountingAllocator::install();
     c10::InferenceMode inference;
     std::vector<Row> rows;
-    on_gpu = args.device.is_cuda();
+    set_timing_on_gpu(args.device.is_cuda());
     for (const Model& model : make_models(ModelScale::kBenchmark, args.device, args.dtype)) {
       if (!args.only.empty() && std::find(args.only.begin(), args.only.end(), model.name) == args.only.end()) continue;
       fmt::print(stderr, "{} ...\n", model.name);

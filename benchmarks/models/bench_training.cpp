@@ -15,6 +15,7 @@
 // --device cuda --dtype bf16 --scale gpu: the GPU configuration (benchmarks/gpu_check.sh training ...).
 // --profile DIR writes DIR/<model>_{eager,jitc}.trace of one step each (trace_summary.py sums them).
 #include "counting_allocator.h"
+#include "models/bench_timing.h"
 #include "models/architectures.h"
 #include "peer_results.h"
 
@@ -22,15 +23,12 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <fmt/format.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -113,41 +111,6 @@ Args parse_args(int argc, char** argv) {
     }
   }
   return args;
-}
-
-bool on_gpu = false;
-
-void synchronize() {
-  if (on_gpu) c10::cuda::device_synchronize();
-}
-
-double seconds_of(const std::function<void()>& f) {
-  synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  synchronize();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f) {
-  if (on_gpu) {
-    namespace cache = c10::cuda::CUDACachingAllocator;
-    synchronize();
-    cache::resetPeakStats(0);
-    const int64_t before = cache::getDeviceStats(0).allocated_bytes[0].current;
-    f();
-    synchronize();
-    return static_cast<double>(cache::getDeviceStats(0).allocated_bytes[0].peak - before) / (1 << 20);
-  }
-  allocator.reset_peak();
-  const int64_t before = allocator.live_bytes();
-  f();
-  return static_cast<double>(allocator.peak_bytes() - before) / (1 << 20);
 }
 
 // A model, its optimizer and its loss (eager or compiled): one step at a time.
@@ -274,7 +237,7 @@ int main(int argc, char** argv) {
     const std::string cache = (std::filesystem::temp_directory_path() / fmt::format("jitc_training_{}", getpid())).string();
     if (!std::getenv("JITC_CACHE_DIR")) setenv("JITC_CACHE_DIR", cache.c_str(), 1);  // cold compiles
     CountingAllocator& allocator = CountingAllocator::install();
-    on_gpu = args.place.device.is_cuda();
+    set_timing_on_gpu(args.place.device.is_cuda());
     std::vector<Row> rows;
     for (const Spec& spec : specs(args.gpu_scale)) {
       if (!args.only.empty() && std::find(args.only.begin(), args.only.end(), spec.name) == args.only.end()) continue;

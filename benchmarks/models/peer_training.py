@@ -8,14 +8,12 @@ import argparse
 import json
 import platform
 import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
-from peer_models import Gpt, Llama, MobileNetV2, ResNet
-
-ON_GPU = False
+import peer_models
+from peer_models import Gpt, Llama, MobileNetV2, ResNet, timed
 
 
 def specs(gpu, device, dtype):
@@ -30,19 +28,6 @@ def specs(gpu, device, dtype):
             ("mobilenet_v2_b8", lambda: MobileNetV2(1, 10), images(8, 64, 10)),
             ("gpt_mini_b4", lambda: Gpt(4, 256, 4, 8192, 256), tokens(4, 128, 8192)),
             ("llama_mini_b4", lambda: Llama(2, 256, 4, 2, 8192), tokens(4, 128, 8192))]
-
-
-def synchronize():
-    if ON_GPU:
-        torch.cuda.synchronize()
-
-
-def timed(f):
-    synchronize()
-    start = time.perf_counter()
-    f()
-    synchronize()
-    return time.perf_counter() - start
 
 
 def trainer(build, device, dtype):
@@ -92,8 +77,7 @@ def main():
     parser.add_argument("--dtype", default="float", choices=["float", "bf16"])
     parser.add_argument("--scale", default="cpu", choices=["cpu", "gpu"])
     args = parser.parse_args()
-    global ON_GPU
-    ON_GPU = args.device.startswith("cuda")
+    peer_models.ON_GPU = args.device.startswith("cuda")  # timed() synchronizes
     dtype = {"float": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     only = [n for n in args.only.split(",") if n]
     rows = []
@@ -106,7 +90,7 @@ def main():
             rows.append({"name": name, "error": f"{type(e).__name__}: {e}"})
         print(json.dumps(rows[-1]), flush=True)
     machine = {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(), "torch": torch.__version__,
-               "device": torch.cuda.get_device_name() if ON_GPU else "cpu", "dtype": args.dtype}
+               "device": torch.cuda.get_device_name() if peer_models.ON_GPU else "cpu", "dtype": args.dtype}
     with open(args.out, "w") as f:
         json.dump({"machine": machine, "workloads": rows}, f, indent=1)
 

@@ -98,12 +98,15 @@ inline void copy_parameters(torch::nn::Module& from, torch::nn::Module& to) {
   for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
 }
 
-inline double max_parameter_difference(torch::nn::Module& a, torch::nn::Module& b) {
+// The largest element difference between two lists of tensors of the same shapes (any dtype).
+inline double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
   double worst = 0;
-  auto pa = a.parameters();
-  auto pb = b.parameters();
-  for (size_t i = 0; i < pa.size(); ++i) worst = std::max(worst, (pa[i] - pb[i]).abs().max().item<double>());
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i].to(at::kDouble) - b[i].to(at::kDouble)).abs().max().item<double>());
   return worst;
+}
+
+inline double max_parameter_difference(torch::nn::Module& a, torch::nn::Module& b) {
+  return max_difference(a.parameters(), b.parameters());
 }
 
 struct SmallCnn : torch::nn::Module {
@@ -165,14 +168,7 @@ inline void copy_state(torch::nn::Module& from, torch::nn::Module& to) {
   for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
 }
 
-inline double max_buffer_difference(torch::nn::Module& a, torch::nn::Module& b) {
-  double worst = 0;
-  auto pa = a.buffers();
-  auto pb = b.buffers();
-  for (size_t i = 0; i < pa.size(); ++i)
-    worst = std::max(worst, (pa[i].to(at::kDouble) - pb[i].to(at::kDouble)).abs().max().item<double>());
-  return worst;
-}
+inline double max_buffer_difference(torch::nn::Module& a, torch::nn::Module& b) { return max_difference(a.buffers(), b.buffers()); }
 
 // Trains two copies of a model for `steps` steps from the same state and data, one through a compiled
 // loss: the losses, parameters and buffers agree at every step.

@@ -1,0 +1,50 @@
+#include "models/bench_timing.h"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace jitc::bench {
+
+namespace {
+bool on_gpu = false;
+}  // namespace
+
+void set_timing_on_gpu(bool gpu) { on_gpu = gpu; }
+
+void synchronize() {
+  if (on_gpu) c10::cuda::device_synchronize();
+}
+
+double seconds_of(const std::function<void()>& f) {
+  synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f) {
+  if (on_gpu) {
+    namespace cache = c10::cuda::CUDACachingAllocator;
+    synchronize();
+    cache::resetPeakStats(0);
+    const int64_t before = cache::getDeviceStats(0).allocated_bytes[0].current;
+    f();
+    synchronize();
+    return static_cast<double>(cache::getDeviceStats(0).allocated_bytes[0].peak - before) / (1 << 20);
+  }
+  allocator.reset_peak();
+  const int64_t before = allocator.live_bytes();
+  f();
+  return static_cast<double>(allocator.peak_bytes() - before) / (1 << 20);
+}
+
+}  // namespace jitc::bench
