@@ -4,6 +4,8 @@
 
 #include <jitc/errors.h>
 
+#include <ATen/core/dispatch/Dispatcher.h>
+
 #include <algorithm>
 
 namespace jitc::graph {
@@ -20,7 +22,7 @@ void for_each_use(const Node& n, F&& f) {
 }
 
 // Forward values (forward node outputs and non-tangent inputs) that the backward reads, in value order.
-std::vector<ValueId> saved_values(const JointGraph& joint, const std::vector<bool>& is_tangent_value) {
+std::vector<bool> saved_values(const JointGraph& joint, const std::vector<bool>& is_tangent_value) {
   const Graph& g = *joint.graph;
   std::vector<bool> saved(g.values.size(), false);
   auto forward_side = [&](ValueId v) {
@@ -33,9 +35,45 @@ std::vector<ValueId> saved_values(const JointGraph& joint, const std::vector<boo
   for (size_t i = joint.forward_nodes; i < g.nodes.size(); ++i) for_each_use(g.nodes[i], note);
   for (ValueId v : joint.input_grads)
     if (v != kNoValue) note(v);
+  return saved;
+}
+
+bool recomputable_op(const Node& n) {
+  return n.op.hasTag(at::Tag::pointwise) && !n.mutates && !n.checked() && !n.op.hasTag(at::Tag::nondeterministic_seeded) &&
+         n.outputs.size() == 1 && n.outputs[0].values.size() == 1 &&
+         std::none_of(n.args.begin(), n.args.end(), [](const Arg& a) { return !a.list.empty(); });
+}
+
+// Of the values the backward reads, those a pointwise op computes from forward inputs or other values the
+// backward has anyway are recomputed there instead of saved (a simple rule in place of AOTAutograd's
+// min-cut): the forward writes fewer tensors and the step holds less memory. Inputs read to recompute are
+// saved, which costs nothing (the caller holds them). The callable's outputs stay saved (they are written
+// anyway). Marks `recomputed`; updates `saved`.
+std::vector<bool> choose_recomputed(const Graph& g, std::vector<bool>& saved, const std::vector<bool>& is_input) {
+  std::vector<bool> recomputed(g.values.size(), false), is_output(g.values.size(), false);
+  for (ValueId v : g.outputs)
+    if (v != kNoValue) is_output[v] = true;
+  for (size_t i = saved.size(); i-- > 0;) {
+    const auto v = static_cast<ValueId>(i);
+    if (!saved[v] || is_output[v] || g.values[v].producer < 0) continue;
+    const Node& n = g.nodes[g.values[v].producer];
+    if (!recomputable_op(n)) continue;
+    bool available = true;
+    for_each_use(n, [&](ValueId a) { available = available && (is_input[a] || saved[a] || recomputed[a]); });
+    if (!available) continue;
+    saved[v] = false;
+    recomputed[v] = true;
+    for_each_use(n, [&](ValueId a) {
+      if (is_input[a]) saved[a] = true;
+    });
+  }
+  return recomputed;
+}
+
+std::vector<ValueId> listed(const std::vector<bool>& mask) {
   std::vector<ValueId> out;
-  for (size_t v = 0; v < saved.size(); ++v)
-    if (saved[v]) out.push_back(static_cast<ValueId>(v));
+  for (size_t v = 0; v < mask.size(); ++v)
+    if (mask[v]) out.push_back(static_cast<ValueId>(v));
   return out;
 }
 
@@ -48,8 +86,27 @@ Graph forward_graph(const JointGraph& joint, const std::vector<ValueId>& saved, 
   return rebuild(g, std::vector<bool>(g.nodes.size(), true));
 }
 
-// The backward nodes over fresh inputs: the saved values, then the tangents.
-Graph backward_graph(const JointGraph& joint, const std::vector<ValueId>& saved) {
+// Appends a copy of joint node `i` reading through `map`; its outputs become new values.
+void copy_node(const Graph& g, size_t i, std::vector<ValueId>& map, Graph& b) {
+  Node n = g.nodes[i];
+  for (auto& a : n.args) {
+    if (a.kind == Arg::Kind::kValue) a.value = map[a.value];
+    for (auto& v : a.list) v = v == kNoValue ? kNoValue : map[v];
+  }
+  const auto index = static_cast<int32_t>(b.nodes.size());
+  for (auto& o : n.outputs)
+    for (auto& v : o.values) {
+      Value value = g.values[v];
+      value.producer = index;
+      b.values.push_back(std::move(value));
+      v = map[v] = static_cast<ValueId>(b.values.size() - 1);
+    }
+  b.nodes.push_back(std::move(n));
+}
+
+// The recomputed forward nodes, then the backward nodes, over fresh inputs: the saved values, then the
+// tangents.
+Graph backward_graph(const JointGraph& joint, const std::vector<ValueId>& saved, const std::vector<ValueId>& recomputed) {
   const Graph& g = *joint.graph;
   Graph b;
   b.num_symbols = g.num_symbols;
@@ -69,22 +126,8 @@ Graph backward_graph(const JointGraph& joint, const std::vector<ValueId>& saved)
   };
   for (size_t k = 0; k < saved.size(); ++k) add_input(saved[k], "saved[" + std::to_string(k) + "]");
   for (size_t t : joint.tangents) add_input(g.inputs[t].value, g.inputs[t].name);
-  for (size_t i = joint.forward_nodes; i < g.nodes.size(); ++i) {
-    Node n = g.nodes[i];
-    for (auto& a : n.args) {
-      if (a.kind == Arg::Kind::kValue) a.value = map[a.value];
-      for (auto& v : a.list) v = v == kNoValue ? kNoValue : map[v];
-    }
-    const auto index = static_cast<int32_t>(b.nodes.size());
-    for (auto& o : n.outputs)
-      for (auto& v : o.values) {
-        Value value = g.values[v];
-        value.producer = index;
-        b.values.push_back(std::move(value));
-        v = map[v] = static_cast<ValueId>(b.values.size() - 1);
-      }
-    b.nodes.push_back(std::move(n));
-  }
+  for (ValueId v : recomputed) copy_node(g, static_cast<size_t>(g.values[v].producer), map, b);
+  for (size_t i = joint.forward_nodes; i < g.nodes.size(); ++i) copy_node(g, i, map, b);
   for (ValueId v : joint.input_grads) {
     if (v != kNoValue && map[v] == kNoValue) throw InternalError("partition: a gradient is neither saved nor computed by the backward");
     b.outputs.push_back(v == kNoValue ? kNoValue : map[v]);
@@ -94,19 +137,58 @@ Graph backward_graph(const JointGraph& joint, const std::vector<ValueId>& saved)
 
 }  // namespace
 
-SplitGraphs split_joint(const JointGraph& joint) {
-  const Graph& g = *joint.graph;
+namespace {
+
+// Batch norm's backward in training mode takes the running statistics but does not read them; the
+// forward updates them in place, so keeping them would save inputs the forward overwrites (and the
+// compiled Function would then raise, as eager's SavedVariable would for a saved tensor that changed).
+void forget_running_statistics(Graph& g, size_t forward_nodes) {
+  for (size_t i = forward_nodes; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    const std::string& name = n.op.operator_name().name;
+    const bool native =
+        name == "aten::native_batch_norm_backward" && n.args.size() > 7 && n.args[7].constant.isBool() && n.args[7].constant.toBool();
+    if (!native && name != "aten::cudnn_batch_norm_backward" && name != "aten::miopen_batch_norm_backward") continue;
+    for (size_t a : {3, 4}) {
+      n.args[a].kind = Arg::Kind::kConstant;
+      n.args[a].value = kNoValue;
+      n.args[a].constant = c10::IValue();
+    }
+  }
+}
+
+}  // namespace
+
+SplitGraphs split_joint(const JointGraph& traced) {
+  Graph joint_graph = *traced.graph;
+  forget_running_statistics(joint_graph, traced.forward_nodes);
+  JointGraph joint = traced;
+  joint.graph = &joint_graph;
+  const Graph& g = joint_graph;
   std::vector<bool> is_tangent_value(g.values.size(), false);
   for (size_t t : joint.tangents) is_tangent_value[g.inputs[t].value] = true;
   for (size_t i = 0; i < joint.forward_nodes; ++i)
     for_each_use(g.nodes[i], [&](ValueId v) {
       if (is_tangent_value[v]) throw InternalError("partition: a forward node reads a tangent");
     });
-  const std::vector<ValueId> saved = saved_values(joint, is_tangent_value);
+  std::vector<bool> saved_mask = saved_values(joint, is_tangent_value);
+  std::vector<bool> is_input(g.values.size(), false);
+  for (const auto& in : g.inputs) is_input[in.value] = !is_tangent_value[in.value];
+  // An input the forward writes in place (a buffer) holds other data by the time the backward runs:
+  // nothing is recomputed from it.
+  for (size_t i = 0; i < joint.forward_nodes; ++i)
+    if (g.nodes[i].mutates)
+      for (const auto& in : g.inputs)
+        for_each_use(g.nodes[i], [&](ValueId a) {
+          if (g.values[a].storage == g.values[in.value].storage) is_input[in.value] = false;
+        });
+  const std::vector<ValueId> recomputed = listed(choose_recomputed(g, saved_mask, is_input));
+  const std::vector<ValueId> saved = listed(saved_mask);
   SplitGraphs out;
   out.forward = forward_graph(joint, saved, is_tangent_value);
-  out.backward = backward_graph(joint, saved);
+  out.backward = backward_graph(joint, saved, recomputed);
   out.saved = saved.size();
+  out.recomputed = recomputed.size();
   return out;
 }
 

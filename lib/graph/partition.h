@@ -2,8 +2,8 @@
 // AOTAutograd's partitioner does. The forward graph keeps the joint graph's inputs but the tangents and
 // returns the callable's outputs followed by the values the backward needs ("saved"); the backward graph
 // takes the saved values followed by the tangents, and returns one gradient per input requiring grad.
-// Every forward value the backward reads is saved (eager autograd's choice); values that are cheap to
-// recompute are not yet recomputed instead.
+// A forward value the backward reads is saved (eager autograd's choice) unless a pointwise op computes it
+// from forward inputs and values saved anyway: then the backward graph recomputes it.
 #pragma once
 #include "graph/graph.h"
 
@@ -21,7 +21,8 @@ struct JointGraph {
 struct SplitGraphs {
   Graph forward;
   Graph backward;
-  size_t saved = 0;  // forward.outputs = joint outputs, then `saved` values
+  size_t saved = 0;       // forward.outputs = joint outputs, then `saved` values
+  size_t recomputed = 0;  // forward values the backward graph computes again instead
 };
 
 SplitGraphs split_joint(const JointGraph& joint);

@@ -24,6 +24,9 @@ struct ForwardCall {
   std::vector<at::Tensor>& values;
   const std::function<bool()>& forward;
   const std::string& name;
+  // Saved values that are inputs of the forward, with their versions before it ran: one the forward then
+  // writes in place no longer holds what the backward needs (eager's backward raises; so does this one).
+  std::vector<std::pair<size_t, uint32_t>> input_versions;
   bool completed = false;
 };
 
@@ -102,6 +105,7 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
       state->saved.push_back(call->values[outputs[k]].detach());  // shares the version counter
       state->versions.push_back(state->saved.back()._version());
     }
+    for (const auto& [k, version] : call->input_versions) state->versions[k] = version;
     ctx->saved_data["jitc"] = c10::IValue::make_capsule(std::move(state));
     variable_list differentiable;
     for (size_t leaf : part.outputs) differentiable.push_back(call->values[outputs[leaf]]);
@@ -147,6 +151,11 @@ bool run_training(const Entry& entry, const graph::Graph& graph, std::vector<at:
   std::vector<at::Tensor> linked;
   for (size_t position : part.grad_inputs) linked.push_back(values[graph.inputs[position].value]);
   ForwardCall call{entry, graph, values, forward, name};
+  const size_t first_saved = graph.outputs.size() - part.saved;
+  for (size_t k = first_saved; k < graph.outputs.size(); ++k)
+    for (const auto& in : graph.inputs)
+      if (in.value == graph.outputs[k] && values[in.value].defined())
+        call.input_versions.emplace_back(k - first_saved, values[in.value]._version());
   variable_list outputs = CompiledFunction::apply(&call, at::TensorList(linked));
   if (!call.completed) return false;
   for (size_t j = 0; j < part.outputs.size(); ++j) values[graph.outputs[part.outputs[j]]] = outputs[j];

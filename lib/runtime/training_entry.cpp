@@ -47,11 +47,10 @@ std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceO
   backward->traced = std::move(split.backward);
   part->entry = std::move(backward);
   if (runtime::log_enabled(runtime::Artifact::kAotGraphs))
-    runtime::log(runtime::Artifact::kAotGraphs,
-                 fmt::format("TRAINING GRAPHS of {}: {} saved values (every forward value the backward reads is saved){}\n"
-                             "===== forward graph =====\n{}\n===== backward graph =====\n{}",
-                             name_, split.saved, saved_text(entry->graph, split.saved), graph::to_text(entry->graph),
-                             graph::to_text(part->entry->graph)));
+    runtime::log(runtime::Artifact::kAotGraphs, fmt::format("TRAINING GRAPHS of {}: {} saved values, {} recomputed by the backward{}\n"
+                                                            "===== forward graph =====\n{}\n===== backward graph =====\n{}",
+                                                            name_, split.saved, split.recomputed, saved_text(entry->graph, split.saved),
+                                                            graph::to_text(entry->graph), graph::to_text(part->entry->graph)));
   entry->backward = std::move(part);
   return entry;
 }

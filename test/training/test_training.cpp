@@ -305,3 +305,46 @@ TEST_CASE("a user's AdamW update over a parameter list, compiled: parameters and
   CHECK(compiled.stats().compiles == 1);
   CHECK(compiled.stats().hits == 5);
 }
+
+TEST_CASE("values the backward recomputes are not recomputed from an input the forward then writes in place", "[training]") {
+  jitc::testing::LogCapture logs("aot_graphs");
+  const at::Tensor w0 = at::randn({6}, at::kDouble);
+  at::Tensor w = w0.clone().requires_grad_(true), eager_w = w0.clone().requires_grad_(true);
+  auto step = [](const at::Tensor& x, const at::Tensor& weight) {
+    at::Tensor y = (weight * x).sin();  // sin's backward reads weight * x, which could be recomputed from weight and x
+    {
+      at::NoGradGuard no_grad;
+      weight.add_(1);  // ... but weight changes afterwards
+    }
+    return (y * x).sum();
+  };
+  auto compiled = jitc::compile([&](const at::Tensor& x) { return step(x, w); });
+  for (int i = 0; i < 3; ++i) {
+    const at::Tensor x = at::randn({6}, at::kDouble);
+    compiled(x).backward();
+    step(x, eager_w).backward();
+    INFO("call " << i);
+    CHECK(at::allclose(w.grad(), eager_w.grad(), 1e-12, 1e-12));
+    CHECK(at::allclose(w.detach(), eager_w.detach(), 0, 0));
+  }
+  CHECK(compiled.stats().hits == 2);
+  CHECK(logs.contains("0 recomputed by the backward"));
+}
+
+TEST_CASE("a saved input that the forward writes in place afterwards makes the backward raise, as eager's does", "[training]") {
+  at::Tensor w = at::randn({4}, at::kDouble).requires_grad_(true);
+  auto step = [&w](const at::Tensor& x) {
+    at::Tensor y = (x * w).sum();  // the gradient of x reads w
+    at::NoGradGuard no_grad;
+    w.add_(1);
+    return y;
+  };
+  auto compiled = jitc::compile(step);
+  for (int i = 0; i < 3; ++i) {
+    const at::Tensor x = at::randn({4}, at::kDouble).requires_grad_(true);
+    CHECK_THROWS_WITH(step(x).backward(), Catch::Contains("modified by an inplace operation"));
+    CHECK_THROWS_WITH(compiled(x).backward(), Catch::Contains("modified by an inplace operation"));
+  }
+  // The training trace's own backward meets autograd's version check: such calls run eagerly.
+  CHECK(compiled.stats().eager_fallbacks == 3);
+}
