@@ -12,7 +12,7 @@
 #     --device cuda --dtype bf16 --mode default --rounds 20
 # training [peer.json] [name,name]: the training tests ([cuda][training]) and bench_training in bf16 at the GPU
 # scale, with torch.compile's columns from peer.json, made first in a call of its own:
-#   /opt/torch/.venv/bin/python3 benchmarks/models/peer_training.py build-gpu/peer_training.json --device cuda \
+#   mkdir -p build-gpu && /opt/torch/.venv/bin/python3 benchmarks/models/peer_training.py build-gpu/peer_training.json --device cuda \
 #     --dtype bf16 --scale gpu --rounds 10
 # The host has LibTorch in /opt/torch/.venv and the CUDA toolkit, but no LLVM, fmt package or Catch2:
 # the CPU JIT is switched off (JITC_WITH_LLVM=OFF) and Catch2 comes from gpu-deps/ (copied from Debian's
