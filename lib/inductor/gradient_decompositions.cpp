@@ -4,6 +4,7 @@
 //   _softmax_backward_data(g, y, dim)      = y * (g - sum(g * y, dim))
 //   _log_softmax_backward_data(g, y, dim)  = g - exp(y) * sum(g, dim)
 //   nll_loss_backward(g, x [N, C], t [N])  = where(column == t[row] && t[row] != ignore, -g / total_weight, 0)
+//   native_layer_norm_backward: see layer_norm_backward
 // On static sizes, for float32 and float64 (ATen's kernels for half and bfloat16 accumulate otherwise).
 #include "graph/args.h"
 #include "inductor/decompositions.h"
@@ -111,6 +112,64 @@ ValueId nll_loss_backward(Emitter& e, const Graph& g, const Node& n) {
                 {rows, classes});
 }
 
+bool contiguous(const graph::TensorMeta& m, const std::vector<int64_t>& sizes) {
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && (!m.strides[d].is_constant() || m.strides[d].offset != stride)) return false;
+    stride *= sizes[d];
+  }
+  return true;
+}
+
+// native_layer_norm_backward(dy, x, normalized_shape, mean, rstd, weight?, bias?, mask), with
+// x_hat = (x - mean) * rstd and g = dy * weight, over the N normalized elements of each row:
+//   dx = rstd / N * (N * g - sum(g) - x_hat * sum(g * x_hat));  dw = sum over rows of dy * x_hat;  db = sum over rows of dy
+std::vector<ValueId> layer_norm_backward(Emitter& e, const Graph& g, const Node& n) {
+  if (!values_at(n, {0, 1, 3, 4}) || n.args.size() < 8 || !n.args[2].constant.isIntList() || n.outputs.size() != 3) return {};
+  const auto& x_meta = g.values[n.args[1].value].meta;
+  const std::vector<int64_t> sizes = static_sizes(x_meta);
+  const std::vector<int64_t> normalized = n.args[2].constant.toIntVector();
+  if (sizes.empty() || !is_float(x_meta.dtype) || !contiguous(x_meta, sizes) || normalized.empty() || normalized.size() >= sizes.size() ||
+      g.values[n.args[0].value].meta.sizes != x_meta.sizes || g.values[n.args[0].value].meta.dtype != x_meta.dtype)
+    return {};
+  const bool weighted = n.args[5].kind == Arg::Kind::kValue;
+  if (!weighted && !is_none(n.args[5])) return {};
+  const c10::ScalarType t = x_meta.dtype;
+  const size_t outer = sizes.size() - normalized.size();
+  std::vector<int64_t> inner_dims, outer_dims, rows(sizes.begin(), sizes.end());
+  int64_t count = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (d < outer) outer_dims.push_back(static_cast<int64_t>(d));
+    else inner_dims.push_back(static_cast<int64_t>(d)), count *= sizes[d], rows[d] = 1;
+  }
+  auto binary = [&](const char* name, ValueId a, ValueId b, const std::vector<int64_t>& shape) {
+    std::vector<Arg> args{value_arg(a), value_arg(b)};
+    if (std::string(name) == "aten::sub") args.push_back(constant_arg(c10::Scalar(1)));
+    return e.call(name, "Tensor", std::move(args), t, shape);
+  };
+  auto sum = [&](ValueId v, const std::vector<int64_t>& dims, bool keep, const std::vector<int64_t>& shape) {
+    return e.call("aten::sum", "dim_IntList", {value_arg(v), constant_arg(dims), constant_arg(keep), constant_arg(c10::IValue())}, t,
+                  shape);
+  };
+  const ValueId dy = n.args[0].value, mean = n.args[3].value, rstd = n.args[4].value;
+  const ValueId x_hat = binary("aten::mul", binary("aten::sub", n.args[1].value, mean, sizes), rstd, sizes);
+  const ValueId scaled = weighted ? binary("aten::mul", dy, n.args[5].value, sizes) : dy;
+  std::vector<ValueId> results;
+  if (!n.outputs[0].values.empty()) {
+    const ValueId by_count =
+        e.call("aten::mul", "Scalar", {value_arg(scaled), constant_arg(c10::Scalar(static_cast<double>(count)))}, t, sizes);
+    const ValueId centred = binary("aten::sub", by_count, sum(scaled, inner_dims, true, rows), sizes);
+    const ValueId projected =
+        binary("aten::sub", centred,
+               binary("aten::mul", x_hat, sum(binary("aten::mul", scaled, x_hat, sizes), inner_dims, true, rows), sizes), sizes);
+    const ValueId factor = e.call("aten::div", "Scalar", {value_arg(rstd), constant_arg(c10::Scalar(static_cast<double>(count)))}, t, rows);
+    results.push_back(binary("aten::mul", factor, projected, sizes));
+  }
+  if (!n.outputs[1].values.empty()) results.push_back(sum(binary("aten::mul", dy, x_hat, sizes), outer_dims, false, normalized));
+  if (!n.outputs[2].values.empty()) results.push_back(sum(dy, outer_dims, false, normalized));
+  return results;
+}
+
 }  // namespace
 
 graph::Graph decompose_gradients(const graph::Graph& g) {
@@ -122,6 +181,7 @@ graph::Graph decompose_gradients(const graph::Graph& g) {
       if (!s) return {};
       return {name == "aten::_softmax_backward_data" ? softmax_backward(e, *s) : log_softmax_backward(e, *s)};
     }
+    if (name == "aten::native_layer_norm_backward") return layer_norm_backward(e, original, n);
     if (name == "aten::nll_loss_backward") {
       const ValueId grad = nll_loss_backward(e, original, n);
       if (grad != graph::kNoValue) return {grad};

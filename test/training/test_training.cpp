@@ -198,16 +198,17 @@ TEST_CASE("batch norm in training mode updates its running statistics once per c
   }
 }
 
-TEST_CASE("backward formulas of activations, softmax and losses become kernels, not extern calls", "[training]") {
+TEST_CASE("backward formulas of activations, norms, softmax and losses become kernels, not extern calls", "[training]") {
   at::manual_seed(8);
   const at::Tensor target = at::randint(0, 6, {5}, at::kLong);
   jitc::testing::LogCapture logs("perf_hints");
   auto f = [target](const Tensors& x) {
     at::Tensor h = at::gelu(x[0]) + at::gelu(x[0], "tanh") + at::silu(x[0]) + at::tanh(x[0]) + at::sigmoid(x[0]);
     h = at::relu(h) + at::hardtanh(h, -1, 2) + at::leaky_relu(h, 0.1);
+    h = at::layer_norm(h, {6}, x[1], x[2]) + at::layer_norm(h, {6});
     return at::cross_entropy_loss(at::softmax(h, 1) * 3, target);
   };
-  check_gradients(f, {rand64({5, 6})});
+  check_gradients(f, {rand64({5, 6}), rand64({6}), rand64({6})});
   INFO(logs.text());
   CHECK(logs.lines_with("_backward: extern").empty());
   CHECK(!logs.contains("runs through the eager backend"));
