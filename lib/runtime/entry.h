@@ -62,6 +62,9 @@ struct BackwardPart {
   std::vector<size_t> outputs;      // result leaves that are differentiable, in tangent order
   std::vector<size_t> grad_inputs;  // forward graph input positions, in gradient order
   size_t saved = 0;
+  // Saved values that are forward inputs: (saved index, input position). Their versions are taken before
+  // the forward runs (training.cpp).
+  std::vector<std::pair<size_t, size_t>> saved_inputs;
 };
 
 struct Entry {

@@ -151,11 +151,8 @@ bool run_training(const Entry& entry, const graph::Graph& graph, std::vector<at:
   std::vector<at::Tensor> linked;
   for (size_t position : part.grad_inputs) linked.push_back(values[graph.inputs[position].value]);
   ForwardCall call{entry, graph, values, forward, name};
-  const size_t first_saved = graph.outputs.size() - part.saved;
-  for (size_t k = first_saved; k < graph.outputs.size(); ++k)
-    for (const auto& in : graph.inputs)
-      if (in.value == graph.outputs[k] && values[in.value].defined())
-        call.input_versions.emplace_back(k - first_saved, values[in.value]._version());
+  for (const auto& [k, position] : part.saved_inputs)
+    if (const at::Tensor& t = values[graph.inputs[position].value]; t.defined()) call.input_versions.emplace_back(k, t._version());
   variable_list outputs = CompiledFunction::apply(&call, at::TensorList(linked));
   if (!call.completed) return false;
   for (size_t j = 0; j < part.outputs.size(); ++j) values[graph.outputs[part.outputs[j]]] = outputs[j];

@@ -40,6 +40,10 @@ std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceO
   part->outputs = record.outputs;
   part->saved = split.saved;
   for (size_t p : record.grad_inputs) part->grad_inputs.push_back(forward_position(p, record.tangents));
+  const auto& outputs = entry->graph.outputs;
+  for (size_t k = outputs.size() - split.saved; k < outputs.size(); ++k)
+    for (size_t p = 0; p < entry->graph.inputs.size(); ++p)
+      if (entry->graph.inputs[p].value == outputs[k]) part->saved_inputs.emplace_back(k - (outputs.size() - split.saved), p);
   auto backward = std::make_shared<runtime::Entry>();
   backward->part = "backward";
   backward->graph = graph::eliminate_common_subexpressions(graph::eliminate_dead_code(split.backward));
