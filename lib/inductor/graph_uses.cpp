@@ -46,13 +46,35 @@ uint64_t runtime_double_args(const graph::Node& n) {
   return mask;
 }
 
-bool read_after(const graph::Graph& g, ValueId v, size_t i) {
-  if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
-  for (size_t k = i + 1; k < g.nodes.size(); ++k) {
-    const auto args = node_tensor_args(g.nodes[k]);
-    if (std::find(args.begin(), args.end(), v) != args.end()) return true;
-  }
-  return false;
+std::vector<int> last_readers(const graph::Graph& g) {
+  std::vector<int> last(g.values.size(), -1);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (ValueId v : node_tensor_args(g.nodes[k])) last[v] = static_cast<int>(k);
+  for (ValueId v : g.outputs)
+    if (v != graph::kNoValue) last[v] = static_cast<int>(g.nodes.size());
+  return last;
+}
+
+std::vector<ValueId> read_across_write(const graph::Graph& g, size_t i, const std::vector<int>& last_reader,
+                                       const std::function<bool(size_t)>& lowered, const std::function<bool(ValueId)>& computed) {
+  std::vector<int32_t> written;
+  for (ValueId v : node_tensor_args(g.nodes[i])) written.push_back(g.values[v].storage);
+  std::vector<int8_t> reads(g.values.size(), -1);  // memo: -1 unknown
+  std::function<bool(ValueId)> reads_written = [&](ValueId v) -> bool {
+    if (reads[v] >= 0) return reads[v];
+    bool r = std::find(written.begin(), written.end(), g.values[v].storage) != written.end();
+    const int p = g.values[v].producer;
+    if (!r && p >= 0 && lowered(static_cast<size_t>(p)))
+      for (ValueId a : node_tensor_args(g.nodes[p])) r = r || reads_written(a);
+    reads[v] = r;
+    return r;
+  };
+  std::vector<ValueId> found;
+  for (size_t j = 0; j < i; ++j)
+    if (lowered(j))
+      for (ValueId v : node_outputs(g.nodes[j]))
+        if (computed(v) && last_reader[v] > static_cast<int>(i) && reads_written(v)) found.push_back(v);
+  return found;
 }
 
 std::vector<Step> with_releases(const graph::Graph& g, const std::vector<Step>& steps, const std::vector<KernelLaunch>& kernels) {

@@ -5,6 +5,7 @@
 #include "graph/graph.h"
 #include "inductor/scheduler.h"
 
+#include <functional>
 #include <vector>
 
 namespace jitc::inductor {
@@ -21,8 +22,15 @@ graph::SymShape without_ones(const graph::SymShape& s);
 bool has_no_elements(const graph::SymShape& s);
 bool supported_dtype(c10::ScalarType t);
 
-// Whether v is a graph output or an argument of a node after node i.
-bool read_after(const graph::Graph& g, graph::ValueId v, size_t i);
+// Per value: the last node reading it (g.nodes.size() for a graph output, -1 for none).
+std::vector<int> last_readers(const graph::Graph& g);
+
+// Values computed inline (`computed`) before node i writes its tensor arguments, from those tensors'
+// memory, and read after i (`last_reader` as above): inlined into a later kernel they would read the
+// written memory (fuzzer seed 563608). `lowered(j)`: node j runs in generated kernels.
+std::vector<graph::ValueId> read_across_write(const graph::Graph& g, size_t i, const std::vector<int>& last_reader,
+                                              const std::function<bool(size_t)>& lowered,
+                                              const std::function<bool(graph::ValueId)>& computed);
 
 // `steps` with a release after each intermediate's last use (its memory goes back to the allocator or
 // to the program's pool for a later output).

@@ -325,6 +325,15 @@ void check_divisor(KernelBuilder& kb, int b, ScalarType t, bool cpu) {
   if (cpu && !is_floating(t) && t != ScalarType::Bool) kb.check(kb.binary(ScalarOp::kNe, b, k(kb, 0, t)));
 }
 
+// Whether node n divides on the CPU (its divisor is then checked when it divides integers, which marks its
+// value as checked for the scheduler).
+bool divides_on_cpu(LoweringContext& c, const Node& n) {
+  const ScalarType t = c.meta(output(n)).dtype;
+  const bool cpu = on_cpu(c, n);
+  if (cpu && !is_floating(t) && t != ScalarType::Bool) c.run_time_checks[output(n)] = 1;
+  return cpu;
+}
+
 // ATen's div_floor_floating (c10/util/generic_math.h): the quotient of a - fmod(a, b), corrected, so that
 // 1.0 // 0.1 is 9 as in eager (floor(1.0 / 0.1) is 10); b == 0 gives IEEE's a / b.
 int floor_divide_floating(KernelBuilder& kb, int a, int b, ScalarType t) {
@@ -398,7 +407,7 @@ void register_arithmetic(Registry& r) {
       Numbers::kOriginal);
   r["aten::div"] = [](LoweringContext& c, const Node& n) {
     const std::string mode = string_arg(n, 2, "");
-    const bool cpu = on_cpu(c, n);
+    const bool cpu = divides_on_cpu(c, n);
     return pointwise(
         c, n, {c.operand_of(n, 0), c.operand_of(n, 1)}, out_dtype(c, n),
         [mode, cpu](KernelBuilder& kb, const Values& x, ScalarType t) { return divide(kb, x[0], x[1], t, mode, cpu); }, Numbers::kOriginal);
@@ -406,13 +415,14 @@ void register_arithmetic(Registry& r) {
   r["aten::true_divide"] =
       binary([](KernelBuilder& kb, const Values& x, ScalarType) { return kb.binary(ScalarOp::kDiv, x[0], x[1]); }, Numbers::kOriginal);
   r["aten::floor_divide"] = [](LoweringContext& c, const Node& n) {
-    return binary([cpu = on_cpu(c, n)](KernelBuilder& kb, const Values& x, ScalarType t) { return floor_divide(kb, x[0], x[1], t, cpu); },
-                  Numbers::kOriginal)(c, n);
+    return binary(
+        [cpu = divides_on_cpu(c, n)](KernelBuilder& kb, const Values& x, ScalarType t) { return floor_divide(kb, x[0], x[1], t, cpu); },
+        Numbers::kOriginal)(c, n);
   };
   // remainder: Python's (the divisor's sign); fmod: C's (the dividend's sign).
   for (const auto& [name, op] : {std::pair{"aten::remainder", ScalarOp::kRem}, std::pair{"aten::fmod", ScalarOp::kFmod}})
     r[name] = [op](LoweringContext& c, const Node& n) {
-      return binary([op, cpu = on_cpu(c, n)](KernelBuilder& kb, const Values& x, ScalarType t) {
+      return binary([op, cpu = divides_on_cpu(c, n)](KernelBuilder& kb, const Values& x, ScalarType t) {
         check_divisor(kb, x[1], t, cpu);
         return kb.binary(op, x[0], x[1]);
       })(c, n);

@@ -351,6 +351,7 @@ void register_indexing(Registry& r) {
     const ValueId weight = c.tensor_arg(n, 0), indices = c.tensor_arg(n, 1);
     const SymExpr rows = c.sizes(weight).at(0);
     if (is_empty_dim(rows)) throw Unsupported("embedding of an empty weight (eager raises the index error)");
+    c.run_time_checks[output(n)] = 1;
     return {[&c, weight, indices, rows](KernelBuilder& kb, const Index& index) {
       const Index at_indices(index.begin(), index.end() - 1);
       const int row = checked_index(kb, kb.cast(c.at(kb, indices, at_indices), ScalarType::Long), kb.extent(rows));
@@ -365,6 +366,7 @@ void register_indexing(Registry& r) {
       const SymExpr extent = c.sizes(self).empty() ? SymExpr::constant(1) : c.sizes(self)[dim];
       if (is_empty_dim(extent)) throw Unsupported("indexing an empty dim (eager raises the index error)");
       const bool scalar_index = c.sizes(indices).empty();  // index_select with a 0-d index
+      c.run_time_checks[output(n)] = 1;
       return {[&c, self, indices, dim, extent, whole_position, scalar_index](KernelBuilder& kb, const Index& index) {
         if (index.empty()) return c.at(kb, self, {});
         Index i = index;

@@ -16,6 +16,7 @@ LoweringContext::LoweringContext(const graph::Graph& graph) : graph_(graph) {
   stored.assign(graph.values.size(), 0);
   group.assign(graph.values.size(), -1);
   view_of.assign(graph.values.size(), graph::kNoValue);
+  run_time_checks.assign(graph.values.size(), 0);
   row_dims.assign(graph.values.size(), {});
 }
 

@@ -110,6 +110,9 @@ class LoweringContext {
   std::vector<char> stored;             // per value: a kernel writes it to its own buffer
   std::vector<int> group;               // per stored value: the kernel group writing it
   std::vector<graph::ValueId> view_of;  // per value made by a lowered view op: the viewed value
+  // Per value: its loader checks something at run time (an index read from a tensor, an integer divisor);
+  // see checked_reads.h for why the scheduler must know.
+  std::vector<char> run_time_checks;
   // Per value of a normalization (softmax, layer_norm...): the dims its statistics reduce over. A kernel
   // whose element loop runs over exactly these dims computes it in one pass, even when they are not the
   // innermost dims of the value (softmax over dim 0).

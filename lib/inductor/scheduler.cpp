@@ -2,6 +2,7 @@
 
 #include "graph/passes.h"
 #include "inductor/backend.h"
+#include "inductor/checked_reads.h"
 #include "inductor/collapse_dims.h"
 #include "inductor/graph_uses.h"
 #include "inductor/injected_failure.h"
@@ -68,12 +69,7 @@ class Scheduler {
     ctx_ = std::make_unique<LoweringContext>(g_);
     keep_break_inputs_eager();
     lower_nodes();
-    for (ValueId v : shared_chains(
-             g_, [&](ValueId x) { return ctx_->loader[x] != nullptr; }, [&](ValueId x) { return ctx_->view_of[x] != graph::kNoValue; })) {
-      stored_[v] = 1;
-      decisions_.push_back(fmt::format("{} is stored to a buffer: read by several nodes, computed from {} buffers or more", describe(v),
-                                       kSharedChainSources));
-    }
+    store_values_read_again();
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
       attempt_log_.clear();
       decided_ = false;
@@ -138,6 +134,30 @@ class Scheduler {
       if (p < 0 || extern_[p]) continue;
       make_extern(static_cast<size_t>(p), "a graph break reads its result, which must be eager's bit for bit");
       for (ValueId v : tensor_args(g_.nodes[p])) stack.push_back(g_.values[v].producer);
+    }
+  }
+
+  std::function<bool(ValueId)> computed() const {
+    return [this](ValueId v) { return ctx_->loader[v] != nullptr; };
+  }
+  std::function<bool(size_t)> lowered() const {
+    return [this](size_t i) { return !extern_[i]; };
+  }
+
+  // Values stored although no reader needs a buffer: chains that several nodes would compute again
+  // (shared_chains.h), checked values that a node reads in part (checked_reads.h).
+  void store_values_read_again() {
+    auto view = [&](ValueId x) { return ctx_->view_of[x] != graph::kNoValue; };
+    for (ValueId v : shared_chains(g_, computed(), view)) {
+      stored_[v] = 1;
+      decisions_.push_back(fmt::format("{} is stored to a buffer: read by several nodes, computed from {} buffers or more", describe(v),
+                                       kSharedChainSources));
+    }
+    auto inlined = [&](ValueId x) { return ctx_->loader[x] != nullptr && !stored_[x]; };
+    for (ValueId v : checked_values_read_in_part(g_, ctx_->run_time_checks, inlined, lowered())) {
+      stored_[v] = 1;
+      decisions_.push_back(
+          fmt::format("{} is stored to a buffer: its run-time checks must see every element, a node reads part", describe(v)));
     }
   }
 
@@ -207,29 +227,10 @@ class Scheduler {
     for (size_t i = g_.nodes.size(); i-- > 0;)
       if (extern_[i])
         for (ValueId v : tensor_args(g_.nodes[i])) need(v);
+    const std::vector<int> last_reader = last_readers(g_);
     for (size_t i = 0; i < g_.nodes.size(); ++i)
-      if (extern_[i] && g_.nodes[i].mutates) store_readers_before(i);
-  }
-
-  // A value computed before extern i writes a tensor, from that tensor's memory, and read after i is
-  // stored before i: inlined into a later kernel it would read the written memory (fuzzer seed 563608).
-  void store_readers_before(size_t i) {
-    std::vector<int32_t> written;
-    for (ValueId v : tensor_args(g_.nodes[i])) written.push_back(g_.values[v].storage);
-    std::vector<int8_t> reads(g_.values.size(), -1);  // memo: -1 unknown
-    std::function<bool(ValueId)> reads_written = [&](ValueId v) -> bool {
-      if (reads[v] >= 0) return reads[v];
-      bool r = std::find(written.begin(), written.end(), g_.values[v].storage) != written.end();
-      const int p = g_.values[v].producer;
-      if (!r && p >= 0 && !extern_[p])
-        for (ValueId a : tensor_args(g_.nodes[p])) r = r || reads_written(a);
-      reads[v] = r;
-      return r;
-    };
-    for (size_t j = 0; j < i; ++j)
-      if (!extern_[j])
-        for (ValueId v : outputs_of(g_.nodes[j]))
-          if (ctx_->loader[v] && read_after(g_, v, i) && reads_written(v)) need(v);
+      if (extern_[i] && g_.nodes[i].mutates)
+        for (ValueId v : read_across_write(g_, i, last_reader, lowered(), computed())) need(v);
   }
 
   // ---- kernels ----------------------------------------------------------------------------------

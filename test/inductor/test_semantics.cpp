@@ -150,6 +150,41 @@ TEST_CASE("indices out of range raise eager's IndexError from compiled programs"
   }
 }
 
+// A fused kernel computes an inlined value only where its reader reads it: the checks must still see every
+// index and divisor eager's kernels see, those at elements a slice, a select or another index skips too.
+TEST_CASE("indices out of range and zero divisors raise as in eager where only part of the result is read", "[inductor][semantics]") {
+  const auto table = at::randn({5, 3});
+  const auto x = at::randn({5, 3}), columns = at::randn({4, 3});
+  for (int64_t bad : {5, -1}) {
+    const std::string tag = " index " + std::to_string(bad);
+    check_raises_as_eager<c10::Error>(
+        "embedding, a slice read" + tag, [&table](const at::Tensor& i) { return at::embedding(table, i).slice(0, 0, 1) * 2; },
+        std::make_tuple(longs({0, 4, 2})), std::make_tuple(longs({0, bad, 2})));
+    check_raises_as_eager<c10::Error>(
+        "index_select, a select read" + tag, [&columns](const at::Tensor& i) { return columns.index_select(1, i).select(1, 0) + 1; },
+        std::make_tuple(longs({2, 0})), std::make_tuple(longs({2, bad == 5 ? 3 : bad})));
+    check_raises_as_eager<c10::Error>(
+        "gather, then a pointwise op, then a narrow" + tag,
+        [&x](const at::Tensor& i) { return (x.gather(0, i) + 1).narrow(1, 0, 1).exp(); },
+        std::make_tuple(longs({0, 4, 1, 2, 3, 0}).view({2, 3})), std::make_tuple(longs({0, 4, 1, 2, bad, 0}).view({2, 3})));
+    check_raises_as_eager<c10::Error>(
+        "index_select of an index_select" + tag,
+        [&x](const at::Tensor& i, const at::Tensor& j) { return x.index_select(0, i).index_select(0, j).neg(); },
+        std::make_tuple(longs({0, 4, 1}), longs({0, 2})), std::make_tuple(longs({0, bad, 1}), longs({0, 2})));
+  }
+  for (auto dtype : {at::kInt, at::kLong}) {
+    const auto a = at::arange(1, 7, dtype), b = at::tensor({1, 2, 3, 1, 2, 3}).to(dtype), zero = at::tensor({1, 2, 0, 1, 0, 3}).to(dtype);
+    check_raises_as_eager<c10::Error>(
+        std::string("floor division, a slice read ") + c10::toString(dtype),
+        [](const at::Tensor& a, const at::Tensor& b) { return (at::div(a, b, "floor") + 1).slice(0, 0, 2); }, std::make_tuple(a, b),
+        std::make_tuple(a, zero));
+    check_raises_as_eager<c10::Error>(
+        std::string("remainder, every other element read ") + c10::toString(dtype),
+        [](const at::Tensor& a, const at::Tensor& b) { return at::remainder(a, b).slice(0, 1, 6, 2) * 3; }, std::make_tuple(a, b),
+        std::make_tuple(a, zero));
+  }
+}
+
 TEST_CASE("cross_entropy and nll_loss match eager, ignored targets included, and raise eager's error for a target out of range",
           "[inductor][semantics]") {
   const auto x = at::randn({6, 9}), targets = longs({0, 8, -100, 3, 3, 1});
