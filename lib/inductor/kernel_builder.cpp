@@ -275,7 +275,16 @@ void KernelBuilder::check(int holds) {
   e.op = ScalarOp::kCheck;
   e.dtype = ScalarType::Bool;
   e.a = holds;
-  intern(e, deps_[holds]);
+  uint64_t deps = deps_[holds];
+  const uint64_t reductions = vars_of_kind(LoopVar::Kind::kReduction);
+  if (!elements_.empty())
+    for (int position : elements_.back())
+      if (deps_[position] & reductions & ~deps) {
+        e.b = position;  // only placed by it: the code generators read `a`
+        deps |= deps_[position];
+        break;
+      }
+  intern(e, deps);
 }
 
 int KernelBuilder::reduce(ReduceKind kind, int value, int loop, int position) {

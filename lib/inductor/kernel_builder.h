@@ -53,8 +53,15 @@ class KernelBuilder {
   int round_to(int a, c10::ScalarType dtype);
   int load(int buffer, int index);
   void store(int buffer, int index, int value);
-  // A run-time check that bool `holds` is true (kCheck), emitted wherever `holds` is computed.
+  // A run-time check that bool `holds` is true (kCheck), emitted wherever `holds` is computed, or inside
+  // the reduction loop the element being built runs over (see enter_element).
   void check(int holds);
+  // The index of the element whose computation is being built (LoweringContext::at keeps it). A check
+  // made meanwhile whose condition does not depend on that index's reduction loop (an index tensor
+  // broadcast along it) still goes inside that loop: a reduction over no elements then checks nothing,
+  // as eager computes no element there.
+  void enter_element(const Index& index) { elements_.push_back(index); }
+  void leave_element() { elements_.pop_back(); }
   int reduce(ReduceKind kind, int value, int loop, int position = -1);
 
   // Index helpers (int64, folded).
@@ -82,6 +89,7 @@ class KernelBuilder {
 
   Kernel kernel_;
   std::vector<uint64_t> deps_;
+  std::vector<Index> elements_;
   std::map<std::tuple<int, int, int, int, int, int, int, int, int, int64_t, int64_t>, int> interned_;  // value as bits
 };
 

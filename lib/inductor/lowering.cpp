@@ -70,6 +70,22 @@ int LoweringContext::memoized(const std::string& key, const Index& index, const 
   return e;
 }
 
+namespace {
+
+// The element being built, for the kernel builder's checks (KernelBuilder::enter_element).
+class ElementScope {
+ public:
+  ElementScope(KernelBuilder& kb, const Index& index) : kb_(kb) { kb_.enter_element(index); }
+  ~ElementScope() { kb_.leave_element(); }
+  ElementScope(const ElementScope&) = delete;
+  ElementScope& operator=(const ElementScope&) = delete;
+
+ private:
+  KernelBuilder& kb_;
+};
+
+}  // namespace
+
 int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
   // Eager stores every op's result in its dtype: an inlined half or bfloat16 value is rounded as that
   // store would round it, so no lowering has to remember to (rounding a rounded value is folded).
@@ -77,13 +93,12 @@ int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
   if (!is_buffer(v))
     return memoized(fmt::format("%{}", v), index, [&] {
       if (std::find(inlined.begin(), inlined.end(), v) == inlined.end()) inlined.push_back(v);
+      const ElementScope element(kb, index);
       return kb.round_to(loader[v](kb, index), meta(v).dtype);
     });
   const auto& m = meta(v);
   return kb.load(buffer(kb, v, false), kb.linear(index, m.strides));
 }
-
-namespace {}  // namespace
 
 Loader LoweringContext::broadcast(ValueId v, const graph::SymShape& shape) {
   const graph::SymShape own = sizes(v);

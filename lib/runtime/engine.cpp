@@ -45,6 +45,26 @@ class ValuesLease {
 thread_local int ValuesLease::depth_ = 0;
 thread_local std::vector<at::Tensor> ValuesLease::shared_;
 
+// After a failed run-time check the program's writes into inputs have happened: the replay that raises
+// eager's error writes into copies, so that no write happens twice.
+void copy_written_inputs(const graph::Graph& g, std::vector<at::Tensor>& values) {
+  std::vector<int32_t> written;
+  for (const auto& n : g.nodes)
+    if (n.mutates)
+      for (const auto& a : n.args)
+        if (a.kind == graph::Arg::Kind::kValue) written.push_back(g.values[a.value].storage);
+  for (const auto& in : g.inputs)
+    if (values[in.value].defined() && std::count(written.begin(), written.end(), g.values[in.value].storage))
+      values[in.value] = values[in.value].clone();
+}
+
+// Undoes the draws of a run that did not complete (`state` undefined: nothing was saved).
+void restore_generator(at::Generator& generator, const at::Tensor& state) {
+  if (!state.defined()) return;
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
 }  // namespace
 
 Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_location where, std::shared_ptr<torch::nn::Module> module)
@@ -203,6 +223,7 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
     else if (in.kind == graph::InputKind::kConstant) values[in.value] = in.constant;
   for (size_t k = 0; k < entry.captured_inputs.size(); ++k)  // the tensors the guards checked
     values[g.inputs[entry.captured_inputs[k]].value] = at::Tensor(captured.refs[k]);
+  if (!compiled) copy_written_inputs(g, values);
   std::vector<std::pair<at::Tensor, at::Tensor>> backups;
   for (size_t position : entry.backup_inputs) {
     const at::Tensor& t = values[g.inputs[position].value];
@@ -210,7 +231,7 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
   }
   at::Generator generator;
   at::Tensor generator_state;
-  if (entry.draws_before_break) {
+  if (entry.draws_before_break || (program && program->draws_and_checks())) {
     generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator_state = generator.get_state();
@@ -229,14 +250,17 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
                              "zero): the call runs through eager replay, which raises eager's error",
                              compile_id(entry.compile_number), failed.kernel));
     values.clear();
+    restore_generator(generator, generator_state);
     return run_entry(entry, captured, leaves, symbols, failure, out, false);
   }
+  if (!compiled)
+    throw c10::Error(
+        fmt::format("jitc: {}: a run-time check of a compiled kernel failed (an index out of range or an integer division by "
+                    "zero) but the call replayed eagerly did not raise: the call changed its own inputs before the check",
+                    compile_id(entry.compile_number)));
   if (!completed) {
     for (auto it = backups.rbegin(); it != backups.rend(); ++it) it->first.copy_(it->second);
-    if (generator_state.defined()) {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(generator_state);
-    }
+    restore_generator(generator, generator_state);
     *failure = fmt::format("{}: graph break: {}", compile_id(entry.compile_number), why);
     return false;
   }

@@ -63,8 +63,9 @@ class Engine {
   EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip, size_t* index,
                       Unchecked* unchecked, runtime::CapturedTensors& captured);
   // Runs a guard-checked entry into `out`; false (out untouched) when a graph break's check failed.
-  // compiled=false runs it through eager replay even when it has a program (after a failed run-time
-  // check of the program: see runtime::ChecksFailed).
+  // compiled=false runs it through eager replay even when it has a program, after a failed run-time
+  // check of the program (see runtime::ChecksFailed), to raise eager's error: on copies of the inputs
+  // the graph writes, which the program wrote already.
   bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves, const int64_t* symbols,
                  std::string* failure, ResultLeaves& out, bool compiled = true);
   // Why this call runs eagerly (an input jitc does not compile, a call in grad mode after a failed

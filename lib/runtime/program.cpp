@@ -93,6 +93,11 @@ Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, st
   const auto& units = code_->units;
   if (std::any_of(units.begin(), units.end(), [](const auto& u) { return u.backend->target().nvtx_ranges; }))
     nvtx_range_ = std::move(region);
+  const auto& kernels = code_->plan.kernels;
+  const bool checks = std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return inductor::has_checks(k.kernel); });
+  const auto& nodes = graph_.nodes;
+  draws_and_checks_ =
+      checks && std::any_of(nodes.begin(), nodes.end(), [](const graph::Node& n) { return n.op.hasTag(at::Tag::nondeterministic_seeded); });
 }
 
 void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {

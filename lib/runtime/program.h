@@ -78,6 +78,9 @@ class Program {
   size_t kernel_count() const { return code_->plan.kernels.size(); }
   // The name of a call's NVTX range; null when the program launches no kernel named in NVTX.
   const char* nvtx_range() const { return nvtx_range_.empty() ? nullptr : nvtx_range_.c_str(); }
+  // The program draws random numbers (RNG ops run as extern calls) and holds kernels with run-time
+  // checks: when a check fails the call runs again through eager replay, so its draws must be undone first.
+  bool draws_and_checks() const { return draws_and_checks_; }
 
  private:
   void run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
@@ -86,6 +89,7 @@ class Program {
   graph::Graph graph_;
   std::shared_ptr<const ProgramCode> code_;
   std::string nvtx_range_;
+  bool draws_and_checks_ = false;
 };
 
 }  // namespace jitc::runtime

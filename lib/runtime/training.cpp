@@ -69,20 +69,21 @@ std::vector<at::Tensor> take_saved(BackwardState& state) {
   return std::move(state.saved);
 }
 
-// Runs the backward entry over `values` (inputs filled): its program, or eager replay where it has none
-// or where a run-time check of a kernel failed (replay raises eager's error).
+// Runs the backward entry over `values` (inputs filled for graph_of(backward)): its program, or eager
+// replay where it has none. A failed run-time check cannot be replayed (the program released the saved
+// values it read): its error says what failed.
 void run_backward_graph(const Entry& backward, std::vector<at::Tensor>& values) {
   const Program* program = backward.program_built.load(std::memory_order_acquire) ? backward.program.get() : nullptr;
   std::string why;
   bool completed = false;
-  if (program) {
-    try {
-      completed = program->run(values, nullptr, &why);
-    } catch (const ChecksFailed&) {
-      program = nullptr;
-    }
+  try {
+    completed = program ? program->run(values, nullptr, &why) : replay(backward.graph, {&values, nullptr}, &why);
+  } catch (const ChecksFailed& failed) {
+    throw c10::Error(
+        fmt::format("jitc: a run-time check of kernel {} of a compiled backward failed: an index out of range or an integer "
+                    "division by zero in the gradient's computation",
+                    failed.kernel));
   }
-  if (!program) completed = replay(backward.graph, {&values, nullptr}, &why);
   if (!completed) throw InternalError("the backward graph of a compiled function has a failed check: " + why);
 }
 

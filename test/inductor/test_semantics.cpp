@@ -185,6 +185,40 @@ TEST_CASE("indices out of range and zero divisors raise as in eager where only p
   }
 }
 
+// A failed check re-runs the call through eager replay to raise eager's error: draws and writes made by
+// the program before the check must not happen twice.
+TEST_CASE("a failed run-time check draws and writes as often as eager's failing call", "[inductor][semantics]") {
+  const auto table = at::randn({5, 3});
+  // index_put_ with accumulate runs in place (reinplaced), before the embedding's kernel.
+  const auto row = longs({1});
+  auto fn = [&table, &row](const at::Tensor& x, const at::Tensor& i) {
+    x.index_put_({row}, at::ones({1}), /*accumulate=*/true);
+    const auto noise = at::rand({4});
+    return at::embedding(table, i) * 2 + noise.sum();
+  };
+  const auto good = longs({0, 4, 2}), bad = longs({0, 7, 2});
+  auto after_failure = [&](auto& f) {
+    at::manual_seed(3);
+    auto x = at::zeros({2});
+    std::string error;
+    try {
+      f(x, bad);
+    } catch (const c10::Error& e) {
+      error = e.what_without_backtrace();
+    }
+    return std::make_tuple(error, x, at::rand({2}));
+  };
+  auto compiled = jitc::compile(fn);
+  for (int k = 0; k < 2; ++k) compiled(at::zeros({2}), good);
+  REQUIRE(compiled.stats().programs_compiled == 1);
+  const auto [want_error, want_x, want_next] = after_failure(fn);
+  const auto [error, x, next] = after_failure(compiled);
+  REQUIRE(want_error != "");
+  CHECK(error == want_error);
+  CHECK(identical(x, want_x));
+  CHECK(identical(next, want_next));
+}
+
 TEST_CASE("cross_entropy and nll_loss match eager, ignored targets included, and raise eager's error for a target out of range",
           "[inductor][semantics]") {
   const auto x = at::randn({6, 9}), targets = longs({0, 8, -100, 3, 3, 1});
