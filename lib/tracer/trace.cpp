@@ -49,6 +49,17 @@ StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leave
   return s;
 }
 
+// Tracer tensors have no data: C++ code that reads or writes a tensor's memory itself (data_ptr,
+// at::tensor or from_blob of a C++ array, accessor) fails inside the trace with a message about storage
+// that names neither the cause nor the fix.
+std::string with_hint(std::string message) {
+  if (message.find("doesn't have storage") == std::string::npos) return message;
+  return message +
+         " (the callable reads or writes a tensor's memory in C++, as data_ptr, accessor and at::tensor of a C++ "
+         "array do, which a trace cannot follow: make such tensors outside the compiled function and pass them "
+         "as arguments)";
+}
+
 [[noreturn]] void rethrow_as_failure(TraceSession& session) {
   session.restore_mutated_inputs();
   try {
@@ -58,7 +69,7 @@ StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leave
   } catch (const jitc::Error&) {
     throw;
   } catch (const c10::Error& e) {  // its what() carries a C++ backtrace: the warning wants the message only
-    throw TraceFailure(TraceFailure::Kind::kUntraceable, e.what_without_backtrace());
+    throw TraceFailure(TraceFailure::Kind::kUntraceable, with_hint(e.what_without_backtrace()));
   } catch (const std::exception& e) {
     throw TraceFailure(TraceFailure::Kind::kUntraceable, e.what());
   }

@@ -67,7 +67,7 @@ TEST_CASE("JITC_DISABLE=1 runs every call eagerly", "[e2e]") {
   CHECK(f.stats().compiles == 1);
 }
 
-TEST_CASE("a callable that reads data_ptr runs eagerly once warned, with inputs written exactly once", "[e2e]") {
+TEST_CASE("a callable that reads data_ptr runs eagerly once warned, with the fix in the warning and inputs written exactly once", "[e2e]") {
   LogCapture logs;
   auto f = jitc::compile([](const at::Tensor& x) {
     x.add_(1);  // written before the untraceable read: the trace's write must be undone
@@ -80,6 +80,7 @@ TEST_CASE("a callable that reads data_ptr runs eagerly once warned, with inputs 
   CHECK(at::equal(x, expected_input));
   CHECK(at::equal(y, expected_input * 2));
   CHECK(logs.contains("cannot be traced and runs eagerly from now on"));
+  CHECK(logs.contains("make such tensors outside the compiled function and pass them as arguments"));
   f(x);
   CHECK(f.stats().compiles == 0);
   CHECK(f.stats().eager_fallbacks == 2);
