@@ -41,6 +41,16 @@ Forward llama(const Placement& place, int64_t layers, int64_t width, int64_t hea
               int64_t vocab);                      // RMSNorm, rotary, SwiGLU, GQA
 Forward cross_entropy(const at::Tensor& targets);  // logits in, mean loss out
 
+// models_other.cpp
+Forward bert(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t hidden, int64_t vocab,
+             int64_t context);                                                          // token ids in, pooled [CLS] out
+Forward lstm_lm(const Placement& place, int64_t vocab, int64_t width, int64_t layers);  // token ids in, logits out
+Forward vae(const Placement& place, int64_t pixels, int64_t hidden, int64_t latent);    // images in, negative ELBO out (draws noise)
+struct DlrmShape {
+  int64_t batch, dense, tables, rows, dim, bag;
+};
+Forward dlrm(const Placement& place, const DlrmShape& shape);  // sparse ids [batch, tables, bag] in, click probabilities out
+
 // A model to train (bench_training.cpp): its forward in training mode, and its module, whose parameters
 // an optimizer updates.
 struct Trainable {

@@ -19,9 +19,24 @@ std::function<at::Tensor()> token_ids(const Placement& place, int64_t batch, int
   return [=] { return at::randint(vocab, {batch, length}, at::device(place.device).dtype(at::kLong)); };
 }
 
+std::function<at::Tensor()> pixels(const Placement& place, int64_t batch, int64_t count) {
+  return [=] { return at::rand({batch, count}, at::device(place.device).dtype(place.dtype)); };
+}
+std::function<at::Tensor()> sparse_ids(const Placement& place, const DlrmShape& shape) {
+  return [=] { return at::randint(shape.rows, {shape.batch, shape.tables, shape.bag}, at::device(place.device).dtype(at::kLong)); };
+}
+
+// A model that draws random numbers: its "state" is the generator's, reset to a seed.
+Model drawing(std::string name, std::string shapes, std::function<at::Tensor()> input, Forward forward) {
+  return {std::move(name), std::move(shapes), std::move(input), std::move(forward), [] { at::manual_seed(0); }};
+}
+
 Model decode(std::string name, std::string shapes, std::function<at::Tensor()> input, Stateful model) {
   return {std::move(name), std::move(shapes), std::move(input), std::move(model.forward), std::move(model.reset)};
 }
+
+constexpr DlrmShape kDlrm{.batch = 512, .dense = 13, .tables = 8, .rows = 100000, .dim = 64, .bag = 8};
+constexpr DlrmShape kSmallDlrm{.batch = 4, .dense = 5, .tables = 3, .rows = 50, .dim = 8, .bag = 2};
 
 std::vector<Model> benchmark_models(const Placement& place) {
   at::manual_seed(0);
@@ -42,6 +57,12 @@ std::vector<Model> benchmark_models(const Placement& place) {
       {"llama_prefill_b1", "LLaMA-style (4 x 512, 8 heads, 2 kv heads, SDPA), [1, 256] tokens", token_ids(place, 1, 256, 32000),
        llama(place, 4, 512, 8, 2, 32000)},
       {"cross_entropy", "cross-entropy, [256, 32000] logits", scores(place, 256, 32000), cross_entropy(targets)},
+      {"bert_base_b8", "BERT-base encoder (12 x 768, 12 heads, SDPA), [8, 128] tokens", token_ids(place, 8, 128, 30522),
+       bert(place, 12, 768, 12, 3072, 30522, 512)},
+      {"lstm_lm_b8", "LSTM language model (2 x 650, vocabulary 10000), [8, 35] tokens", token_ids(place, 8, 35, 10000),
+       lstm_lm(place, 10000, 650, 2)},
+      drawing("vae_b128", "VAE (784-400-20, pytorch/examples), [128, 784]", pixels(place, 128, 784), vae(place, 784, 400, 20)),
+      {"dlrm_b512", "DLRM-like (8 EmbeddingBag tables of 100000 x 64, bags of 8), batch 512", sparse_ids(place, kDlrm), dlrm(place, kDlrm)},
   };
 }
 
@@ -58,6 +79,10 @@ std::vector<Model> test_models(const Placement& place) {
       decode("gpt_decode", "", token_ids(place, 2, 1, 97), gpt_decoder(place, 2, 32, 4, 97, 16, 2)),
       {"llama", "", token_ids(place, 2, 16, 97), llama(place, 2, 32, 4, 2, 97)},
       {"cross_entropy", "", scores(place, 12, 100), cross_entropy(targets)},
+      {"bert", "", token_ids(place, 2, 16, 97), bert(place, 2, 32, 4, 64, 97, 32)},
+      {"lstm_lm", "", token_ids(place, 2, 8, 97), lstm_lm(place, 97, 16, 2)},
+      drawing("vae", "", pixels(place, 4, 64), vae(place, 64, 32, 8)),
+      {"dlrm", "", sparse_ids(place, kSmallDlrm), dlrm(place, kSmallDlrm)},
   };
 }
 

@@ -299,6 +299,84 @@ class Llama(nn.Module):
         return self.head(rms_norm(x, self.norm))
 
 
+class BertLayer(nn.Module):
+    def __init__(self, width, heads, hidden):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.proj, self.ln1 = nn.Linear(width, 3 * width), nn.Linear(width, width), nn.LayerNorm(width)
+        self.fc, self.out, self.ln2 = nn.Linear(width, hidden), nn.Linear(hidden, width), nn.LayerNorm(width)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (p.view(b, t, self.heads, c // self.heads).transpose(1, 2) for p in self.qkv(x).split(c, 2))
+        y = F.scaled_dot_product_attention(q, k, v)
+        h = self.ln1(x + self.proj(y.transpose(1, 2).reshape(b, t, c)))
+        return self.ln2(h + self.out(F.gelu(self.fc(h))))
+
+
+class Bert(nn.Module):
+    def __init__(self, layers, width, heads, hidden, vocab, context):
+        super().__init__()
+        self.tokens, self.positions, self.ln = nn.Embedding(vocab, width), nn.Embedding(context, width), nn.LayerNorm(width)
+        self.pooler = nn.Linear(width, width)
+        self.blocks = nn.ModuleList(BertLayer(width, heads, hidden) for _ in range(layers))
+
+    def forward(self, ids):
+        x = self.ln(self.tokens(ids) + self.positions(torch.arange(ids.shape[1], device=ids.device)))
+        for block in self.blocks:
+            x = block(x)
+        return torch.tanh(self.pooler(x[:, 0]))
+
+
+class LstmLm(nn.Module):
+    def __init__(self, vocab, width, layers):
+        super().__init__()
+        self.embed, self.lstm, self.head = nn.Embedding(vocab, width), nn.LSTM(width, width, layers, batch_first=True), nn.Linear(width, vocab)
+
+    def forward(self, ids):
+        return self.head(self.lstm(self.embed(ids))[0])
+
+
+class Vae(nn.Module):
+    def __init__(self, pixels, hidden, latent):
+        super().__init__()
+        self.fc1, self.mu, self.logvar = nn.Linear(pixels, hidden), nn.Linear(hidden, latent), nn.Linear(hidden, latent)
+        self.fc3, self.fc4 = nn.Linear(latent, hidden), nn.Linear(hidden, pixels)
+
+    def forward(self, x):
+        h = F.relu(self.fc1(x))
+        m, lv = self.mu(h), self.logvar(h)
+        z = m + torch.randn_like(m) * torch.exp(0.5 * lv)
+        recon = torch.sigmoid(self.fc4(F.relu(self.fc3(z))))
+        return F.binary_cross_entropy(recon, x, reduction="sum") - 0.5 * torch.sum(1 + lv - m.pow(2) - lv.exp())
+
+
+def mlp(widths, last_relu):
+    layers = []
+    for k in range(len(widths) - 1):
+        layers.append(nn.Linear(widths[k], widths[k + 1]))
+        if k + 2 < len(widths) or last_relu:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class Dlrm(nn.Module):
+    def __init__(self, batch, dense, tables, rows, dim, bag):
+        super().__init__()
+        self.bottom = mlp([dense, 4 * dim, 2 * dim, dim], True)
+        self.top = mlp([dim + (tables + 1) * tables // 2, 4 * dim, 2 * dim, 1], False)
+        self.tables = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(tables))
+        self.register_buffer("dense", torch.randn(batch, dense))
+        features = tables + 1
+        self.register_buffer("pairs", torch.tensor([i * features + j for i in range(features) for j in range(i)]))
+
+    def forward(self, ids):
+        d = self.bottom(self.dense)
+        everything = torch.stack([d] + [table(ids[:, t]) for t, table in enumerate(self.tables)], 1)
+        interactions = torch.bmm(everything, everything.transpose(1, 2)).flatten(1).index_select(1, self.pairs)
+        return torch.sigmoid(self.top(torch.cat([d, interactions], 1)))
+
+
 def models(device, dtype):
     """bench_models' benchmark list (models.cpp), in table order: (name, make_input, module)."""
     torch.manual_seed(0)
@@ -317,6 +395,10 @@ def models(device, dtype):
         ("gpt2_decode_b8", tokens(8, 1, 50257), Decoder(12, 768, 12, 50257, 1024, 8)),
         ("llama_prefill_b1", tokens(1, 256, 32000), Llama(4, 512, 8, 2, 32000)),
         ("cross_entropy", lambda: torch.randn(256, 32000, device=device, dtype=dtype), lambda logits: F.cross_entropy(logits, targets)),
+        ("bert_base_b8", tokens(8, 128, 30522), Bert(12, 768, 12, 3072, 30522, 512)),
+        ("lstm_lm_b8", tokens(8, 35, 10000), LstmLm(10000, 650, 2)),
+        ("vae_b128", lambda: torch.rand(128, 784, device=device, dtype=dtype), Vae(784, 400, 20)),
+        ("dlrm_b512", lambda: torch.randint(100000, (512, 8, 8), device=device), Dlrm(512, 13, 8, 100000, 64, 8)),
     ]
 
 
@@ -347,7 +429,10 @@ def measure(name, make_input, model, rounds, mode, device, dtype):
             torch.compiler.cudagraph_mark_step_begin()
         return inner(x)
     compile_s = timed(lambda: compiled(x))
-    expected, got = model(x), compiled(x).clone()  # a CUDA graph overwrites its outputs on the next replay
+    torch.manual_seed(0)  # the same draws for a model that draws (the VAE's noise)
+    expected = model(x)
+    torch.manual_seed(0)
+    got = compiled(x).clone()  # a CUDA graph overwrites its outputs on the next replay
     diff = (got.double() - expected.double()).abs().max().item()  # for a decoder: one step further than eager
     for _ in range(2):
         model(x), compiled(x)
