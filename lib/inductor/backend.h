@@ -147,6 +147,10 @@ class Backend {
   virtual void tune(Binary& binary, const LoadedKernels& loaded, const std::vector<const KernelLaunch*>& kernels,
                     const TuningShapes& shapes) const {}
 
+  // What JITC_LOGS=output_code shows of one unit: its source as rendered (`file`: Source::file) under a
+  // heading, unless the backend has a text closer to what runs (the CPU's IR after optimization).
+  virtual std::string output_code(const std::string& source, const std::string& file, const Binary& binary) const;
+
   // Memory for a value a kernel writes: `sizes` with these strides on `device`.
   virtual at::Tensor allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device device) const;
 };

@@ -37,6 +37,10 @@ std::string Schedule::text() const {
   return out.empty() ? "defaults" : out;
 }
 
+std::string Backend::output_code(const std::string& source, const std::string& file, const Binary&) const {
+  return fmt::format("\n// {} ({})\n{}", file, target().name, source);
+}
+
 at::Tensor Backend::allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device device) const {
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(dtype).device(device));
 }

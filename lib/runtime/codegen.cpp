@@ -53,17 +53,10 @@ void dump_artifacts(const std::string& root, const std::string& name, const grap
   }
 }
 
-// Kernel IR, then each backend's source: LLVM IR after O3 where the binary has it (not when the code came
-// from the disk cache, which keeps the object code and the IR it was made from), CUDA C.
+// Kernel IR, then what each backend shows of its code (Backend::output_code).
 std::string output_code(const runtime::Program& program) {
   std::string text = program.code().kernel_ir;
-  for (const auto& unit : program.code().units) {
-    const auto& artifacts = unit.binary->artifacts;
-    auto optimized = std::find_if(artifacts.begin(), artifacts.end(), [](const auto& a) { return a.file == "kernels.opt.ll"; });
-    if (optimized != artifacts.end()) text += "\n; LLVM IR after O3\n" + optimized->text;
-    else if (unit.source_file == "kernels.ll") text += "\n; LLVM IR (before O3: the object code came from the disk cache)\n" + unit.source;
-    else text += fmt::format("\n// {} ({})\n{}", unit.source_file, unit.backend->target().name, unit.source);
-  }
+  for (const auto& unit : program.code().units) text += unit.backend->output_code(unit.source, unit.source_file, *unit.binary);
   return text;
 }
 

@@ -16,6 +16,9 @@ namespace jitc::detail {
 
 }  // namespace jitc::detail
 
+// A place jitc's own code never reaches (a switch over every case it produces).
+#define JITC_INTERNAL_UNREACHABLE(message) ::jitc::detail::internal_assert_failed(__FILE__, __LINE__, "unreachable", message)
+
 #define JITC_INTERNAL_ASSERT(condition, message)                                                       \
   do {                                                                                                 \
     if (!(condition)) ::jitc::detail::internal_assert_failed(__FILE__, __LINE__, #condition, message); \

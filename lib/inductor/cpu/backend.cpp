@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <set>
@@ -22,6 +23,8 @@
 namespace jitc::inductor {
 
 namespace {
+
+constexpr const char* kOptimizedIr = "kernels.opt.ll";  // under JITC_DEBUG_DIR
 
 using cpu::CpuModule;
 
@@ -152,7 +155,7 @@ class CpuBackend final : public Backend {
     auto binary = std::make_unique<CpuBinary>();
     binary->object = std::move(compiled.object);
     binary->schedules = source.schedules;
-    binary->artifacts = {{"kernels.opt.ll", std::move(compiled.optimized_ir)}, {"kernels.s", std::move(compiled.assembly)}};
+    binary->artifacts = {{kOptimizedIr, std::move(compiled.optimized_ir)}, {"kernels.s", std::move(compiled.assembly)}};
     return binary;
   }
 
@@ -169,6 +172,14 @@ class CpuBackend final : public Backend {
   }
 
   // Straight from the allocator: the dispatcher's round trip is a good part of a small call's host cost.
+  // The IR after O3 where compile kept it; a binary from the disk cache keeps the IR it was made from.
+  std::string output_code(const std::string& source, const std::string&, const Binary& binary) const override {
+    const auto& artifacts = binary.artifacts;
+    auto optimized = std::find_if(artifacts.begin(), artifacts.end(), [](const auto& a) { return a.file == kOptimizedIr; });
+    if (optimized != artifacts.end()) return "\n; LLVM IR after O3\n" + optimized->text;
+    return "\n; LLVM IR (before O3: the object code came from the disk cache)\n" + source;
+  }
+
   at::Tensor allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device) const override {
     return at::Tensor(at::detail::empty_strided_cpu(sizes, strides, dtype));
   }

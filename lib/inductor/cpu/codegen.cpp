@@ -9,6 +9,8 @@
 // the two bodies at run time.
 #include "inductor/cpu/codegen.h"
 
+#include <jitc/detail/internal_assert.h>
+
 #include "inductor/cpu/printer.h"
 #include "inductor/index_analysis.h"
 
@@ -16,7 +18,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 namespace jitc::inductor {
 
@@ -172,7 +173,7 @@ std::string Printer::row_count() {
 std::string Printer::tiles_per_row() {
   if (k_.tile == 0) return "1";
   const auto inner = k_.inner_vars();
-  if (inner.size() != 1) throw std::invalid_argument("cpu codegen: a tiled kernel needs exactly one inner dim");
+  JITC_INTERNAL_ASSERT(inner.size() == 1, "cpu codegen: a tiled kernel needs exactly one inner dim");
   const std::string extent = emit(k_.vars[inner[0]].extent);
   const std::string bumped = fresh("ext"), count = fresh("tpr");
   line(fmt::format("{} = add i64 {}, {}", bumped, extent, k_.tile - 1));

@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <utility>
 
 namespace jitc::inductor::llvm_ir {
@@ -74,7 +73,7 @@ std::string Printer::combine(ReduceKind kind, ScalarType t, const std::string& a
       line(fmt::format("{} = select i1 {}, {} {}, {} {}", out, take, ty, v, ty, acc));
       break;
     }
-    default: throw std::invalid_argument("cpu codegen: bad reduction");
+    default: JITC_INTERNAL_UNREACHABLE("cpu codegen: bad reduction");
   }
   return out;
 }

@@ -1,11 +1,12 @@
 #include "inductor/cpu/llvm_emitter.h"
 
+#include <jitc/detail/internal_assert.h>
+
 #include <fmt/format.h>
 
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <tuple>
 
 namespace jitc::inductor::llvm_ir {
@@ -25,7 +26,7 @@ const char* compute_type(ScalarType t) {
     case ScalarType::Char:
     case ScalarType::Byte: return "i8";
     case ScalarType::Bool: return "i1";
-    default: throw std::invalid_argument(fmt::format("cpu codegen: no compute type for {}", c10::toString(t)));
+    default: JITC_INTERNAL_UNREACHABLE(fmt::format("cpu codegen: no compute type for {}", c10::toString(t)));
   }
 }
 

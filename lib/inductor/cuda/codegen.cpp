@@ -21,6 +21,8 @@
 // Signature: extern "C" __global__ void <name>(Buffers buffers, Symbols symbols, long long tiles).
 #include "inductor/cuda/codegen.h"
 
+#include <jitc/detail/internal_assert.h>
+
 #include "inductor/cuda/printer.h"
 #include "inductor/cuda/scalars.h"
 #include "inductor/index_analysis.h"
@@ -34,7 +36,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <stdexcept>
 #include <unordered_map>
 
 namespace jitc::inductor {
@@ -156,7 +157,7 @@ void Printer::plan_persistent_rows() {
 std::string Printer::tiles_per_row() {
   if (tile_ == 0) return "1ll";
   const auto inner = k_.inner_vars();
-  if (inner.size() != 1) throw std::invalid_argument("cuda codegen: a tiled kernel needs exactly one inner dim");
+  JITC_INTERNAL_ASSERT(inner.size() == 1, "cuda codegen: a tiled kernel needs exactly one inner dim");
   const std::string v = fresh("tpr");
   line(fmt::format("const idx_t {} = ({} + {}) / {};", v, name(k_.vars[inner[0]].extent), tile_ - 1, tile_));
   return v;

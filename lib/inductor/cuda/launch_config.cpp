@@ -2,13 +2,14 @@
 // size arithmetic the launcher evaluates (tiles per launch).
 #include "inductor/cuda/codegen.h"
 
+#include <jitc/detail/internal_assert.h>
+
 #include "inductor/index_analysis.h"
 
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace jitc::inductor {
 
@@ -208,7 +209,7 @@ int64_t evaluate_size(const Kernel& k, int e, const int64_t* symbols) {
     case ScalarOp::kAdd: return evaluate_size(k, x.a, symbols) + evaluate_size(k, x.b, symbols);
     case ScalarOp::kSub: return evaluate_size(k, x.a, symbols) - evaluate_size(k, x.b, symbols);
     case ScalarOp::kMul: return evaluate_size(k, x.a, symbols) * evaluate_size(k, x.b, symbols);
-    default: throw std::invalid_argument(fmt::format("a size expression uses {}", op_name(x.op)));
+    default: JITC_INTERNAL_UNREACHABLE(fmt::format("a size expression uses {}", op_name(x.op)));
   }
 }
 

@@ -2,10 +2,11 @@
 // reduction identities and combiners. Shared by the CUDA printer's pieces.
 #include "inductor/cuda/scalars.h"
 
+#include <jitc/detail/internal_assert.h>
+
 #include <fmt/format.h>
 
 #include <cmath>
-#include <stdexcept>
 
 namespace jitc::inductor::cuda {
 
@@ -24,7 +25,7 @@ const char* c_type(ScalarType t) {
     case ScalarType::Char: return "signed char";
     case ScalarType::Byte: return "unsigned char";
     case ScalarType::Bool: return "bool";
-    default: throw std::invalid_argument(fmt::format("cuda codegen: no compute type for {}", c10::toString(t)));
+    default: JITC_INTERNAL_UNREACHABLE(fmt::format("cuda codegen: no compute type for {}", c10::toString(t)));
   }
 }
 
@@ -84,7 +85,7 @@ const char* combiner(ReduceKind kind) {
     case ReduceKind::kAll: return "a & b";
     case ReduceKind::kMax: return "max_nan(a, b)";
     case ReduceKind::kMin: return "min_nan(a, b)";
-    default: throw std::invalid_argument("cuda codegen: bad reduction");
+    default: JITC_INTERNAL_UNREACHABLE("cuda codegen: bad reduction");
   }
 }
 
@@ -127,7 +128,7 @@ const char* vector_type(size_t bytes) {
     case 4: return "unsigned int";
     case 8: return "uint2";
     case 16: return "uint4";
-    default: throw std::invalid_argument(fmt::format("cuda codegen: no {}-byte vector type", bytes));
+    default: JITC_INTERNAL_UNREACHABLE(fmt::format("cuda codegen: no {}-byte vector type", bytes));
   }
 }
 
@@ -174,7 +175,7 @@ std::string value_of(const Expr& e, const std::string& ty, const std::string& a,
     case ScalarOp::kLe: return fmt::format("({} <= {})", a, b);
     case ScalarOp::kGt: return fmt::format("({} > {})", a, b);
     case ScalarOp::kGe: return fmt::format("({} >= {})", a, b);
-    default: throw std::invalid_argument(fmt::format("cuda codegen: {} on {}", op_name(e.op), c10::toString(t)));
+    default: JITC_INTERNAL_UNREACHABLE(fmt::format("cuda codegen: {} on {}", op_name(e.op), c10::toString(t)));
   }
 }
 
