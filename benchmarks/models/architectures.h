@@ -63,5 +63,10 @@ Trainable train_gpt(const Placement& place, int64_t layers, int64_t width, int64
                     int64_t context);  // models_text.cpp
 Trainable train_llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads,
                       int64_t vocab);  // models_text.cpp
+// models_other.cpp
+Trainable train_bert(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t hidden, int64_t vocab, int64_t context);
+Trainable train_lstm_lm(const Placement& place, int64_t vocab, int64_t width, int64_t layers);
+Trainable train_vae(const Placement& place, int64_t pixels, int64_t hidden, int64_t latent);
+Trainable train_dlrm(const Placement& place, const DlrmShape& shape);
 
 }  // namespace jitc::bench

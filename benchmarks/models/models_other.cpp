@@ -164,4 +164,18 @@ Forward vae(const Placement& place, int64_t pixels, int64_t hidden, int64_t late
 }
 Forward dlrm(const Placement& place, const DlrmShape& shape) { return forward_of(Dlrm(shape), place); }
 
+Trainable train_bert(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t hidden, int64_t vocab, int64_t context) {
+  return trainable_of(Bert(layers, width, heads, hidden, vocab, context), place);
+}
+Trainable train_lstm_lm(const Placement& place, int64_t vocab, int64_t width, int64_t layers) {
+  LstmLm model(vocab, width, layers);
+  Trainable trainable = trainable_of(model, place);
+  model->lstm->flatten_parameters();
+  return trainable;
+}
+Trainable train_vae(const Placement& place, int64_t pixels, int64_t hidden, int64_t latent) {
+  return trainable_of(Vae(pixels, hidden, latent), place);
+}
+Trainable train_dlrm(const Placement& place, const DlrmShape& shape) { return trainable_of(Dlrm(shape), place); }
+
 }  // namespace jitc::bench

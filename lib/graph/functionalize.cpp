@@ -174,14 +174,35 @@ class Functionalizer {
   }
 
   // ---- inputs ----
+  // The storages of the arguments that nodes write (their schemas mark them written).
+  std::vector<int32_t> written_storages() const {
+    std::vector<int32_t> written;
+    for (const auto& n : raw_.nodes) {
+      if (!n.mutates) continue;
+      const auto& schema_args = n.op.schema().arguments();
+      for (size_t i = 0; i < n.args.size() && i < schema_args.size(); ++i) {
+        const auto* alias = schema_args[i].alias_info();
+        if (!alias || !alias->isWrite()) continue;
+        if (n.args[i].kind == Arg::Kind::kValue) written.push_back(raw_.values[n.args[i].value].storage);
+        for (ValueId v : n.args[i].list)
+          if (v != kNoValue) written.push_back(raw_.values[v].storage);
+      }
+    }
+    return written;
+  }
+
   bool inputs() {
     std::vector<int32_t> storages;
     for (const auto& v : raw_.values) next_storage_ = std::max(next_storage_, v.storage + 1);
     current_.assign(raw_.values.size(), kNoValue);
     version_.assign(raw_.values.size(), 0);
+    // Inputs sharing memory only matter where something writes it (a backward graph's saved values are
+    // often views of one tensor, and nothing writes them).
+    const std::vector<int32_t> written = written_storages();
     for (const auto& in : raw_.inputs) {
       const int32_t s = raw_.values[in.value].storage;
-      if (std::find(storages.begin(), storages.end(), s) != storages.end())
+      const bool is_written = std::find(written.begin(), written.end(), s) != written.end();
+      if (is_written && std::find(storages.begin(), storages.end(), s) != storages.end())
         return fail(fmt::format("{} shares memory with another input", in.name));
       storages.push_back(s);
       Input copy = in;

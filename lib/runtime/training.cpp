@@ -94,7 +94,12 @@ const graph::Graph& graph_of(const Entry& e) {
 class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, ForwardCall* call, at::TensorList /*linked inputs*/) {
-    call->completed = call->forward();
+    {
+      // The joint graph was traced in grad mode, and some kernels read it (mkldnn's LSTM returns the
+      // workspace its backward needs only then). Autograd itself stays out: the program runs below it.
+      at::AutoGradMode traced_mode(true);
+      call->completed = call->forward();
+    }
     if (!call->completed) return {};
     const BackwardPart& part = *call->entry.backward;
     const auto& outputs = call->graph.outputs;
