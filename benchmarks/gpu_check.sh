@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build jitc on the GPU host and run its CUDA tests (and, with `bench`, the CUDA benchmarks).
 #   run (device tool): bash benchmarks/gpu_check.sh [bench|bench-only|models]   with carry = ["gpu-deps"]
+# Without an argument: the [cuda] tests of test_cuda and test_models (the model suite at small shapes).
 # bench: the tests, then torch.compile on the CUDA workloads (peer_torch_compile.py --device cuda, modes
 # default and reduce-overhead, $OUT/peer_cuda.json), then bench_cuda --peer (eager, jitc default and
 # reduce-overhead, the torch.compile columns from the peer file; $OUT/cuda_bench.{json,log}).
@@ -28,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 start=$(date +%s)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITC_WITH_LLVM=OFF \
   -DCMAKE_PREFIX_PATH="$PREFIX;$PWD/gpu-deps" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-targets=(test_cuda bench_cuda)
+targets=(test_cuda bench_cuda test_models)
 [ "${1:-}" = models ] && targets=(bench_models)
 [ "${1:-}" = training ] && targets=(test_cuda bench_training)
 cmake --build build-gpu -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
@@ -63,6 +64,10 @@ if [ "${1:-}" != bench-only ]; then
   status=$?
   grep -E "FAILED|with message|expansion|^  \"|passed|failed" -A1 "$OUT/test_cuda.log" | head -80
   tail -3 "$OUT/test_cuda.log"
+  # The model suite at small shapes on the GPU: inference and training against eager.
+  ./build-gpu/test/test_models "[cuda]" > "$OUT/test_models_cuda.log" 2>&1 || status=1
+  grep -E "FAILED|with message|expansion" -A2 "$OUT/test_models_cuda.log" | head -40
+  tail -3 "$OUT/test_models_cuda.log"
   # A device-side assert ends the CUDA context: its case runs in a process of its own.
   ./build-gpu/test/test_cuda "[cuda_assert]" > "$OUT/test_cuda_assert.log" 2>&1 || status=1
   tail -3 "$OUT/test_cuda_assert.log"

@@ -16,10 +16,14 @@
 #include <functional>
 #include <string>
 
-TEST_CASE("the model suite's models match eager at small shapes", "[models]") {
+namespace {
+
+bool have_gpu() { return at::hasCUDA(); }
+
+void check_the_suite(c10::Device device) {
   c10::InferenceMode inference;
-  for (const auto& model : jitc::bench::make_models(jitc::bench::ModelScale::kTest)) {
-    INFO(model.name);
+  for (const auto& model : jitc::bench::make_models(jitc::bench::ModelScale::kTest, device)) {
+    INFO(model.name << " on " << device);
     const at::Tensor x = model.make_input();
     auto compiled = jitc::compile(model.forward);
     auto call = [&](const at::Tensor& input) { return compiled(input); };
@@ -33,6 +37,14 @@ TEST_CASE("the model suite's models match eager at small shapes", "[models]") {
     CHECK(stats.hits >= 1);
     CHECK(stats.recompiles == 0);
   }
+}
+
+}  // namespace
+
+TEST_CASE("the model suite's models match eager at small shapes", "[models]") { check_the_suite(c10::kCPU); }
+
+TEST_CASE("CUDA: the model suite's models match eager at small shapes", "[cuda][models]") {
+  if (have_gpu()) check_the_suite(c10::kCUDA);
 }
 
 namespace {
@@ -80,70 +92,75 @@ void train_side_by_side(const std::string& name, const std::function<jitc::bench
 
 }  // namespace
 
-TEST_CASE("the suite's models train through compiled losses as in eager", "[models][training]") {
+namespace {
+
+void train_the_suite(c10::Device device) {
   using namespace jitc::bench;
-  const Placement cpu;
-  const at::Tensor targets = at::randint(97, {16}, at::kLong), clicks = at::randint(2, {4, 1}).to(at::kFloat);
+  const Placement on{device, c10::kFloat}, on64{device, c10::kDouble};
+  const auto ids = at::device(device).dtype(at::kLong), floats = at::device(device), doubles = at::device(device).dtype(at::kDouble);
+  const at::Tensor targets = at::randint(97, {16}, ids), clicks = at::randint(2, {4, 1}, floats);
   train_side_by_side(
-      "bert", [&] { return train_bert(cpu, 2, 32, 4, 64, 97, 32); },
-      [] {
-        return at::randint(97, {2, 16}, at::kLong);
+      "bert", [&] { return train_bert(on, 2, 32, 4, 64, 97, 32); },
+      [&] {
+        return at::randint(97, {2, 16}, ids);
       },
       [](const at::Tensor& pooled) { return pooled.pow(2).mean(); });
   train_side_by_side(
-      "lstm_lm", [&] { return train_lstm_lm(cpu, 97, 16, 2); },
-      [] {
-        return at::randint(97, {2, 8}, at::kLong);
+      "lstm_lm", [&] { return train_lstm_lm(on, 97, 16, 2); },
+      [&] {
+        return at::randint(97, {2, 8}, ids);
       },
       [&](const at::Tensor& logits) {
         return at::cross_entropy_loss(logits.reshape({-1, 97}), targets);
       });
   train_side_by_side(
-      "vae", [&] { return train_vae(cpu, 64, 32, 8); },
-      [] {
-        return at::rand({4, 64});
+      "vae", [&] { return train_vae(on, 64, 32, 8); },
+      [&] {
+        return at::rand({4, 64}, floats);
       },
       [](const at::Tensor& loss) { return loss / 4; });
-  const at::Tensor labels = at::randint(10, {4}, at::kLong);
+  const at::Tensor labels = at::randint(10, {4}, ids);
   train_side_by_side(
-      "resnet18",
+      "resnet18", [&] { return train_resnet(on64, 18, 8, 10); },
       [&] {
-        return train_resnet({c10::kCPU, c10::kDouble}, 18, 8, 10);
-      },
-      [] {
-        return at::randn({4, 3, 64, 64}, at::kDouble);
+        return at::randn({4, 3, 64, 64}, doubles);
       },
       [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
   train_side_by_side(
-      "mobilenet_v2",
+      "mobilenet_v2", [&] { return train_mobilenet_v2(on64, 4, 10); },
       [&] {
-        return train_mobilenet_v2({c10::kCPU, c10::kDouble}, 4, 10);
-      },
-      [] {
-        return at::randn({4, 3, 64, 64}, at::kDouble);
+        return at::randn({4, 3, 64, 64}, doubles);
       },
       [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
   train_side_by_side(
-      "gpt", [&] { return train_gpt(cpu, 2, 32, 4, 97, 64); },
-      [] {
-        return at::randint(97, {2, 8}, at::kLong);
+      "gpt", [&] { return train_gpt(on, 2, 32, 4, 97, 64); },
+      [&] {
+        return at::randint(97, {2, 8}, ids);
       },
       [&](const at::Tensor& logits) {
         return at::cross_entropy_loss(logits.reshape({-1, 97}), targets);
       });
   train_side_by_side(
-      "llama", [&] { return train_llama(cpu, 2, 32, 4, 2, 97); },
-      [] {
-        return at::randint(97, {2, 8}, at::kLong);
+      "llama", [&] { return train_llama(on, 2, 32, 4, 2, 97); },
+      [&] {
+        return at::randint(97, {2, 8}, ids);
       },
       [&](const at::Tensor& logits) {
         return at::cross_entropy_loss(logits.reshape({-1, 97}), targets);
       });
   const DlrmShape shape{.batch = 4, .dense = 5, .tables = 3, .rows = 50, .dim = 8, .bag = 2};
   train_side_by_side(
-      "dlrm", [&] { return train_dlrm(cpu, shape); },
+      "dlrm", [&] { return train_dlrm(on, shape); },
       [&] {
-        return at::randint(shape.rows, {4, 3, 2}, at::kLong);
+        return at::randint(shape.rows, {4, 3, 2}, ids);
       },
       [&](const at::Tensor& p) { return at::binary_cross_entropy(p, clicks); });
+}
+
+}  // namespace
+
+TEST_CASE("the suite's models train through compiled losses as in eager", "[models][training]") { train_the_suite(c10::kCPU); }
+
+TEST_CASE("CUDA: the suite's models train through compiled losses as in eager", "[cuda][models][training]") {
+  if (have_gpu()) train_the_suite(c10::kCUDA);
 }
