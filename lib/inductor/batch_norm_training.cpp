@@ -10,7 +10,8 @@
 //   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
-// On static float32 and float64 tensors, the input contiguous (the result is).
+// On static float32 and float64 tensors, the input contiguous (the result is). cuDNN's batch norm (what
+// at::batch_norm runs on CUDA) becomes the native one first (native_batch_norms).
 #include "graph/args.h"
 #include "inductor/decompositions.h"
 #include "inductor/emitter.h"
@@ -177,7 +178,39 @@ std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node&
   return results;
 }
 
+bool is_true(const Arg& a) { return a.kind == Arg::Kind::kConstant && a.constant.isBool() && a.constant.toBool(); }
+
 }  // namespace
+
+graph::Graph native_batch_norms(const graph::Graph& joint) {
+  Graph g = joint;
+  auto& dispatcher = c10::Dispatcher::singleton();
+  std::vector<char> reserve(g.values.size(), 0);  // the reserve spaces of the rewritten forwards
+  for (auto& n : g.nodes) {
+    if (n.op.operator_name().name != "aten::cudnn_batch_norm" || n.outputs.size() != 4 || n.args.size() != 8 || !is_true(n.args[5]))
+      continue;
+    n.op = dispatcher.findSchemaOrThrow("aten::native_batch_norm", "");
+    for (ValueId v : n.outputs[3].values) reserve[v] = 1, g.values[v].producer = -1;
+    n.outputs.resize(3);
+  }
+  for (auto& n : g.nodes) {
+    const bool pairs = n.op.operator_name().name == "aten::cudnn_batch_norm_backward" && n.args.size() == 9 &&
+                       n.args[8].kind == Arg::Kind::kValue && reserve[n.args[8].value];
+    if (!pairs) continue;
+    n.op = dispatcher.findSchemaOrThrow("aten::native_batch_norm_backward", "");
+    // (x, dy, w, running_mean, running_var, save_mean, save_invstd, eps, reserve) ->
+    // (dy, x, w, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask)
+    n.args = {n.args[1], n.args[0], n.args[2],          n.args[3], n.args[4],
+              n.args[5], n.args[6], constant_arg(true), n.args[7], constant_arg(c10::IValue(c10::List<bool>({true, true, true})))};
+  }
+  // A reserve space read by anything else: nothing is rewritten.
+  for (const auto& n : g.nodes)
+    for (const auto& a : n.args)
+      if (a.kind == Arg::Kind::kValue && reserve[a.value]) return joint;
+  for (ValueId v : g.outputs)
+    if (v != graph::kNoValue && reserve[v]) return joint;
+  return g;
+}
 
 graph::Graph decompose_batch_norm_training(const graph::Graph& g) {
   return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {

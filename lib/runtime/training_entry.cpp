@@ -1,6 +1,7 @@
 // Engine: the entry of a training trace. Its joint graph is split into a forward graph (the entry's own,
 // guarded and run like any entry) and a backward graph (an entry without guards that autograd runs).
 #include "graph/partition.h"
+#include "inductor/decompositions.h"
 #include "graph/passes.h"
 #include "runtime/engine.h"
 #include "runtime/log.h"
@@ -34,7 +35,8 @@ std::string saved_text(const graph::Graph& forward, size_t saved) {
 std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves,
                                                             const std::vector<uint64_t>& dynamic_dims) {
   const tracer::BackwardRecord& record = *outcome.backward;
-  graph::SplitGraphs split = graph::split_joint({&outcome.graph, record.forward_nodes, record.tangents, record.input_grads});
+  const graph::Graph joint = inductor::native_batch_norms(outcome.graph);  // node for node: the record's positions hold
+  graph::SplitGraphs split = graph::split_joint({&joint, record.forward_nodes, record.tangents, record.input_grads});
   auto entry = make_entry(std::move(split.forward), leaves, outcome.result, dynamic_dims, {});
   auto part = std::make_shared<runtime::BackwardPart>();
   part->outputs = record.outputs;

@@ -84,6 +84,7 @@ void train_side_by_side(const std::string& name, const std::function<jitc::bench
     const auto a = eager.module->parameters(), b = mine.module->parameters();
     for (size_t k = 0; k < a.size(); ++k) CHECK(at::allclose(b[k], a[k], 1e-4, 1e-5));
   }
+  INFO("logs: " << logs.text());
   CHECK(compiled.stats().compiles == 1);
   CHECK(compiled.stats().hits == steps - 1);
   // No fallback of the forward or the backward (a slow compile's progress lines may appear).
