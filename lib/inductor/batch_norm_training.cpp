@@ -180,13 +180,37 @@ std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node&
 
 bool is_true(const Arg& a) { return a.kind == Arg::Kind::kConstant && a.constant.isBool() && a.constant.toBool(); }
 
+// The autograd engine hands a backward formula its saved outputs as new tensors: the trace records a
+// detach (or another alias) between the forward's reserve space and cuDNN's backward. Such an alias
+// becomes an empty tensor of its meta, read by nothing once the backward is native (DCE drops it).
+bool aliases_reserve(const Node& n, const std::vector<char>& reserve) {
+  const auto& returns = n.op.schema().returns();
+  return n.outputs.size() == 1 && n.outputs[0].values.size() == 1 && !returns.empty() && returns[0].alias_info() && !n.args.empty() &&
+         n.args[0].kind == Arg::Kind::kValue && reserve[n.args[0].value];
+}
+
+void make_empty(Graph& g, Node& n) {
+  const auto& meta = g.values[n.outputs[0].values[0]].meta;
+  std::vector<int64_t> sizes;
+  for (const auto& e : meta.sizes) sizes.push_back(e.offset);
+  n.op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::empty", "memory_format");
+  n.args = {constant_arg(c10::IValue(sizes)), constant_arg(c10::IValue(static_cast<int64_t>(meta.dtype))),
+            constant_arg(c10::IValue()),      constant_arg(c10::IValue(meta.device)),
+            constant_arg(c10::IValue()),      constant_arg(c10::IValue())};
+}
+
 }  // namespace
 
 graph::Graph native_batch_norms(const graph::Graph& joint) {
   Graph g = joint;
   auto& dispatcher = c10::Dispatcher::singleton();
-  std::vector<char> reserve(g.values.size(), 0);  // the reserve spaces of the rewritten forwards
+  std::vector<char> reserve(g.values.size(), 0);  // the reserve spaces of the rewritten forwards, and their aliases
   for (auto& n : g.nodes) {
+    if (aliases_reserve(n, reserve)) {
+      reserve[n.outputs[0].values[0]] = 1;
+      make_empty(g, n);
+      continue;
+    }
     if (n.op.operator_name().name != "aten::cudnn_batch_norm" || n.outputs.size() != 4 || n.args.size() != 8 || !is_true(n.args[5]))
       continue;
     n.op = dispatcher.findSchemaOrThrow("aten::native_batch_norm", "");
@@ -203,7 +227,7 @@ graph::Graph native_batch_norms(const graph::Graph& joint) {
     n.args = {n.args[1], n.args[0], n.args[2],          n.args[3], n.args[4],
               n.args[5], n.args[6], constant_arg(true), n.args[7], constant_arg(c10::IValue(c10::List<bool>({true, true, true})))};
   }
-  // A reserve space read by anything else: nothing is rewritten.
+  // A reserve space (or an alias of it) read by anything else: nothing is rewritten.
   for (const auto& n : g.nodes)
     for (const auto& a : n.args)
       if (a.kind == Arg::Kind::kValue && reserve[a.value]) return joint;
