@@ -180,13 +180,15 @@ std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node&
 
 bool is_true(const Arg& a) { return a.kind == Arg::Kind::kConstant && a.constant.isBool() && a.constant.toBool(); }
 
-// The autograd engine hands a backward formula its saved outputs as new tensors: the trace records a
-// detach (or another alias) between the forward's reserve space and cuDNN's backward. Such an alias
-// becomes an empty tensor of its meta, read by nothing once the backward is native (DCE drops it).
+// cuDNN's backward formula reads the reserve space through a clone (derivatives.yaml: result3.clone()
+// when the graph is retained) or an alias: such a copy becomes an empty tensor of its meta, read by
+// nothing once the backward is native (DCE drops it).
 bool aliases_reserve(const Node& n, const std::vector<char>& reserve) {
   const auto& returns = n.op.schema().returns();
-  return n.outputs.size() == 1 && n.outputs[0].values.size() == 1 && !returns.empty() && returns[0].alias_info() && !n.args.empty() &&
-         n.args[0].kind == Arg::Kind::kValue && reserve[n.args[0].value];
+  const std::string& name = n.op.operator_name().name;
+  const bool copies = name == "aten::clone" || name == "aten::contiguous" || (!returns.empty() && returns[0].alias_info());
+  return copies && n.outputs.size() == 1 && n.outputs[0].values.size() == 1 && !n.args.empty() && n.args[0].kind == Arg::Kind::kValue &&
+         reserve[n.args[0].value];
 }
 
 void make_empty(Graph& g, Node& n) {
