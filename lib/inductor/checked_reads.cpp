@@ -16,7 +16,8 @@ using graph::ValueId;
 // Ops whose lowering reads every element of its tensor arguments: pointwise ops (broadcasting repeats
 // elements, it skips none), reductions and normalizations, the activations' backward formulas, views
 // that reorder or repeat elements, and the ops that assemble whole tensors. Slices, selects, windows,
-// indexing, padding and triangles read part of theirs.
+// indexing, padding and triangles read part of theirs. A lowering that reads only part of a tensor
+// argument belongs in none of the three registries read here (register_views or register_windows take it).
 const std::unordered_set<std::string>& whole_readers() {
   static const std::unordered_set<std::string> names = [] {
     Registry r;
