@@ -59,6 +59,8 @@ struct Trainable {
 };
 Trainable train_resnet(const Placement& place, int depth, int64_t width, int64_t classes);  // models_cnn.cpp
 Trainable train_mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes);     // models_cnn.cpp
+Trainable train_shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes);    // models_cnn.cpp
+Trainable train_unet(const Placement& place, int64_t width, int64_t depth);                 // models_cnn.cpp
 Trainable train_gpt(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t vocab,
                     int64_t context);  // models_text.cpp
 Trainable train_llama(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t kv_heads,

@@ -232,5 +232,9 @@ Trainable train_resnet(const Placement& place, int depth, int64_t width, int64_t
 Trainable train_mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes) {
   return trainable_of(MobileNetV2(divisor, classes), place);
 }
+Trainable train_shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes) {
+  return trainable_of(ShuffleNetV2(divisor, classes), place);
+}
+Trainable train_unet(const Placement& place, int64_t width, int64_t depth) { return trainable_of(UNet(width, depth), place); }
 
 }  // namespace jitc::bench

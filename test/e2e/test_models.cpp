@@ -142,6 +142,18 @@ void train_the_suite(c10::Device device) {
       },
       [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
   train_side_by_side(
+      "shufflenet_v2", [&] { return train_shufflenet_v2(on64, 4, 10); },
+      [&] {
+        return at::randn({4, 3, 64, 64}, doubles);
+      },
+      [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
+  train_side_by_side(
+      "unet", [&] { return train_unet(on64, 4, 2); },
+      [&] {
+        return at::randn({2, 3, 32, 32}, doubles);
+      },
+      [](const at::Tensor& out) { return out.pow(2).mean(); });
+  train_side_by_side(
       "gpt", [&] { return train_gpt(on, 2, 32, 4, 97, 64); },
       [&] {
         return at::randint(97, {2, 8}, ids);
