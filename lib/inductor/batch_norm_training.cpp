@@ -213,8 +213,12 @@ graph::Graph native_batch_norms(const graph::Graph& joint) {
       make_empty(g, n);
       continue;
     }
-    if (n.op.operator_name().name != "aten::cudnn_batch_norm" || n.outputs.size() != 4 || n.args.size() != 8 || !is_true(n.args[5]))
+    if (n.op.operator_name().name != "aten::cudnn_batch_norm" || n.outputs.size() != 4 || n.args.size() != 8 || !is_true(n.args[5]) ||
+        n.args[0].kind != Arg::Kind::kValue)
       continue;
+    // Where the decomposition does not apply (half, bfloat16) the op would only trade cuDNN's kernel for ATen's.
+    const c10::ScalarType t = g.values[n.args[0].value].meta.dtype;
+    if (t != c10::kFloat && t != c10::kDouble) continue;
     n.op = dispatcher.findSchemaOrThrow("aten::native_batch_norm", "");
     for (ValueId v : n.outputs[3].values) reserve[v] = 1, g.values[v].producer = -1;
     n.outputs.resize(3);

@@ -18,7 +18,7 @@ graph::Graph decompose_losses(const graph::Graph& g);
 // running statistics updated by annotated in-place copies (batch_norm_training.cpp). Runs before
 // functionalization, which refuses native_batch_norm's unannotated writes.
 graph::Graph decompose_batch_norm_training(const graph::Graph& g);
-// A joint training graph with cuDNN's batch norms in training mode (forward and backward) replaced by
+// A joint training graph with cuDNN's float32/float64 batch norms in training mode (forward and backward) replaced by
 // ATen's native ones: the same statistics (cuDNN saves the inverse standard deviation, as native does),
 // without the reserve space only cuDNN's backward reads; decompose_batch_norm_training then applies to
 // the forward and backward graphs. Unchanged where a reserve space has another reader.
