@@ -181,8 +181,7 @@ class Functionalizer {
       if (!n.mutates) continue;
       const auto& schema_args = n.op.schema().arguments();
       for (size_t i = 0; i < n.args.size() && i < schema_args.size(); ++i) {
-        const auto* alias = schema_args[i].alias_info();
-        if (!alias || !alias->isWrite()) continue;
+        if (!writes(schema_args[i])) continue;
         if (n.args[i].kind == Arg::Kind::kValue) written.push_back(raw_.values[n.args[i].value].storage);
         for (ValueId v : n.args[i].list)
           if (v != kNoValue) written.push_back(raw_.values[v].storage);

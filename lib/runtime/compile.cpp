@@ -2,6 +2,7 @@
 // turn two static entries that differ only in dynamic dims into one symbolic entry.
 #include "graph/generalize.h"
 #include "graph/passes.h"
+#include "graph/written_inputs.h"
 #include "runtime/engine.h"
 #include "runtime/global_state.h"
 #include "runtime/module_state.h"
@@ -40,16 +41,7 @@ std::vector<size_t> inputs_written_before_last_break(const graph::Graph& g) {
   int last_break = -1;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (g.nodes[i].checked()) last_break = static_cast<int>(i);
-  std::vector<size_t> positions;
-  for (size_t p = 0; p < g.inputs.size(); ++p) {
-    const int32_t storage = g.values[g.inputs[p].value].storage;
-    bool written = false;
-    for (int i = 0; i < last_break && !written; ++i)
-      for (const auto& o : g.nodes[i].outputs)
-        for (auto v : o.values) written = written || (g.nodes[i].mutates && g.values[v].storage == storage);
-    if (written) positions.push_back(p);
-  }
-  return positions;
+  return last_break < 0 ? std::vector<size_t>{} : graph::inputs_written_before(g, static_cast<size_t>(last_break));
 }
 
 bool draws_before_last_break(const graph::Graph& g) {

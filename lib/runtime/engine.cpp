@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 #include "runtime/global_state.h"
 
+#include "graph/written_inputs.h"
 #include "runtime/eager_replay.h"
 #include "runtime/program.h"
 #include "runtime/training.h"
@@ -48,14 +49,8 @@ thread_local std::vector<at::Tensor> ValuesLease::shared_;
 // After a failed run-time check the program's writes into inputs have happened: the replay that raises
 // eager's error writes into copies, so that no write happens twice.
 void copy_written_inputs(const graph::Graph& g, std::vector<at::Tensor>& values) {
-  std::vector<int32_t> written;
-  for (const auto& n : g.nodes)
-    if (n.mutates)
-      for (const auto& a : n.args)
-        if (a.kind == graph::Arg::Kind::kValue) written.push_back(g.values[a.value].storage);
-  for (const auto& in : g.inputs)
-    if (values[in.value].defined() && std::count(written.begin(), written.end(), g.values[in.value].storage))
-      values[in.value] = values[in.value].clone();
+  for (size_t p : graph::inputs_written_before(g, g.nodes.size()))
+    if (at::Tensor& t = values[g.inputs[p].value]; t.defined()) t = t.clone();
 }
 
 // Undoes the draws of a run that did not complete (`state` undefined: nothing was saved).
