@@ -1,5 +1,7 @@
 #include "inductor/index_analysis.h"
 
+#include <c10/core/ScalarType.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -125,6 +127,32 @@ int64_t constant_row_elements(const Kernel& k) {
     elements *= k.body[e].ivalue;
   }
   return elements;
+}
+
+size_t side_by_side_row_bytes(const Kernel& k) {
+  const auto outer = k.outer_vars();
+  if (k.tile > 0 || k.num_reduction_loops == 0 || outer.empty()) return 0;
+  // The variables that step fastest inside a row: the innermost of each reduction loop and of the
+  // element loop. If any access is contiguous along one of them, one block per row reads well already.
+  std::vector<int> in_row;
+  for (int loop = 0; loop < k.num_reduction_loops; ++loop)
+    if (auto vars = k.loop_vars(loop); !vars.empty()) in_row.push_back(vars.back());
+  if (auto inner = k.inner_vars(); !inner.empty()) in_row.push_back(inner.back());
+  const IndexAnalysis analysis(k);
+  size_t narrowest = 0;  // bytes of the narrowest element read or written contiguously across rows
+  for (const Expr& e : k.body) {
+    if (e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) continue;
+    bool in_loop = false;
+    for (int v : in_row) {
+      if (analysis.unit_stride(e.a, v)) return 0;
+      in_loop = in_loop || analysis.depends_on(e.a, v);
+    }
+    if (in_loop && analysis.unit_stride(e.a, outer.back())) {
+      const size_t bytes = c10::elementSize(k.buffers[e.buffer].dtype);
+      narrowest = narrowest == 0 ? bytes : std::min(narrowest, bytes);
+    }
+  }
+  return narrowest;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #pragma once
 #include "inductor/kernel_ir.h"
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -56,5 +57,11 @@ std::optional<int64_t> integer_constant(const Kernel& kernel, int expr);
 // (positional keys then name the same element in every loop); 0 otherwise. Persistent rows (CUDA) and
 // kept row values (CPU) need it.
 int64_t constant_row_elements(const Kernel& kernel);
+
+// Reductions whose neighbouring rows are neighbours in memory and whose reduced elements are not (a
+// reduction over an outer dim, x.sum(0)): the bytes of the narrowest element read or written
+// contiguously across rows, which both backends size their blocks of rows side by side by; 0 for every
+// other kernel.
+size_t side_by_side_row_bytes(const Kernel& kernel);
 
 }  // namespace jitc::inductor

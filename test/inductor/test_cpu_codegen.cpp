@@ -1,7 +1,9 @@
 // The CPU path from hand-built kernel IR: LLVM IR text -> ORC -> native code, checked against eager.
 #include "inductor/channels_last.h"
 #include "inductor/cpu/codegen.h"
+#include "inductor/cpu/schedule.h"
 #include "inductor/kernel_builder.h"
+#include "inductor/scheduler.h"
 #include "inductor/cpu/jit.h"
 #include "support/parity.h"
 #include "support/trace_of.h"
@@ -342,4 +344,67 @@ TEST_CASE("one compiled program runs with the thread count of each call", "[indu
   at::set_num_threads(before);
   CHECK(compiled.stats().programs_compiled == 1);
   CHECK(compiled.stats().recompiles == 0);
+}
+
+namespace {
+
+// The one kernel of fn's graph over x, and fn(x) computed by it when printed as `schedule` says.
+template <class F>
+jitc::inductor::Kernel only_kernel(F fn, const at::Tensor& x) {
+  const auto plan = jitc::inductor::schedule(jitc::testing::trace_of(fn, x).graph, "sched", {});
+  REQUIRE(plan.kernels.size() == 1);
+  return plan.kernels[0].kernel;
+}
+
+at::Tensor run_as_scheduled(const jitc::inductor::Kernel& kernel, const jitc::inductor::llvm_ir::CpuSchedule& schedule,
+                            const at::Tensor& x) {
+  REQUIRE(kernel.buffers.size() == 2);  // x, then the result
+  REQUIRE((!kernel.buffers[0].written && kernel.buffers[1].written));
+  auto out = at::empty_like(x);
+  auto module = jitc::inductor::cpu::compile_cpu_module(jitc::inductor::emit_llvm_ir(kernel, schedule), kernel.name);
+  run(*module, kernel.name, {x, out});
+  return out;
+}
+
+}  // namespace
+
+// Schedules are data: the scheduling step decides, the printer prints what it is given. Each strategy
+// the step chose for a softmax and a layer norm, dropped from the schedule by hand, leaves a kernel
+// without it that still computes eager's result.
+TEST_CASE("the CPU printer prints each strategy of the schedule it is given and no other", "[inductor][cpu]") {
+  using jitc::inductor::llvm_ir::CpuSchedule;
+  const auto x = at::randn({64, 1024});
+  auto softmax = [](const at::Tensor& t) { return at::softmax(t, -1); };
+  auto layer_norm = [](const at::Tensor& t) { return at::layer_norm(t, {t.size(-1)}); };
+  const auto tol = jitc::testing::tolerance_for(at::kFloat);
+  struct Case {
+    const char* strategy;
+    bool (*chosen)(const CpuSchedule&);
+    void (*drop)(CpuSchedule&);
+    const char* printed;  // what the IR holds only with the strategy
+  };
+  const std::vector<Case> cases = {
+      {"row cache", [](const CpuSchedule& s) { return !s.row_cache.empty(); }, [](CpuSchedule& s) { s.row_cache.clear(); }, "%rowcache"},
+      {"prefetch", [](const CpuSchedule& s) { return !s.prefetch.empty(); }, [](CpuSchedule& s) { s.prefetch.clear(); }, "@llvm.prefetch"},
+      {"pipelined rows", [](const CpuSchedule& s) { return !s.pipelined.empty(); }, [](CpuSchedule& s) { s.pipelined.clear(); }, "%carry"},
+      {"streaming stores", [](const CpuSchedule& s) { return !s.staged.empty(); }, [](CpuSchedule& s) { s.staged.clear(); }, ".stream("},
+  };
+  for (const auto& [name, kernel, eager] :
+       {std::tuple{"softmax", only_kernel(softmax, x), softmax(x)}, std::tuple{"layer_norm", only_kernel(layer_norm, x), layer_norm(x)}}) {
+    const auto placement = jitc::inductor::place(kernel);
+    const CpuSchedule chosen = jitc::inductor::llvm_ir::schedule_cpu_kernel(kernel, placement);
+    CHECK(at::allclose(run_as_scheduled(kernel, chosen, x), eager, tol.rtol, tol.atol));
+    int dropped = 0;
+    for (const Case& c : cases) {
+      if (!c.chosen(chosen)) continue;
+      INFO(name << " without " << c.strategy);
+      ++dropped;
+      CpuSchedule without = chosen;
+      c.drop(without);
+      CHECK(jitc::inductor::emit_llvm_ir(kernel, chosen).find(c.printed) != std::string::npos);
+      CHECK(jitc::inductor::emit_llvm_ir(kernel, without).find(c.printed) == std::string::npos);
+      CHECK(at::allclose(run_as_scheduled(kernel, without, x), eager, tol.rtol, tol.atol));
+    }
+    CHECK(dropped >= 2);  // softmax: row cache, prefetch, streaming; layer_norm: pipelined, streaming
+  }
 }

@@ -23,28 +23,21 @@ namespace jitc::inductor {
 
 namespace llvm_ir {
 
-Printer::Printer(const Kernel& k) : k_(k), checks_(has_checks(k)), emitted_(k.body.size()), lane_array_(k.body.size()) {
-  Placement p = place(k_);
-  scope_ = std::move(p.scope);
-  loop_of_ = std::move(p.loop);
-}
+Printer::Printer(const Kernel& k, const Placement& placement, const CpuSchedule& schedule)
+    : k_(k),
+      schedule_(schedule),
+      checks_(has_checks(k)),
+      scope_(placement.scope),
+      loop_of_(placement.loop),
+      emitted_(k.body.size()),
+      lane_array_(k.body.size()),
+      lane_type_(k.body.size(), nullptr) {}
 
 std::string Printer::run() {
-  lanes_ = column_lanes();
-  plan_row_cache();
-  plan_row_pipeline();
-  plan_row_prefetch();
-  plan_streaming_stores();
-  schedule_.set("tile", k_.tile)
-      .set("rows_side_by_side", lanes_)
-      .set("row_cache_arrays", static_cast<int64_t>(row_cache_.size()))
-      .set("pipelined_reductions", static_cast<int64_t>(pipelined_.size()))
-      .set("prefetched_loads", static_cast<int64_t>(prefetch_.size()))
-      .set("streamed_stores", static_cast<int64_t>(staged_.size()))
-      .set("fast_sin_cos", fast_trig_planned() ? 1 : 0);
+  if (!schedule_.staged.empty()) declare_stream_copy();
   std::string bodies;
-  if (lanes_ == 0 || guarded_) bodies += body_function(false);
-  if (lanes_ > 0) bodies += body_function(true);
+  if (schedule_.lanes == 0 || schedule_.guarded) bodies += body_function(false);
+  if (schedule_.lanes > 0) bodies += body_function(true);
   return declarations_ + bodies + wrapper() + tiles_function();
 }
 
@@ -120,13 +113,13 @@ std::string Printer::wrapper() {
     line(fmt::format("call void @{}.{}({}ptr %syms, i64 %tile_begin, i64 %tile_end)", k_.name, body, args));
     line("ret void");
   };
-  if (lanes_ > 0 && guarded_) {
+  if (schedule_.lanes > 0 && schedule_.guarded) {
     line(fmt::format("br i1 {}, label %columns, label %rows", columns_guard()));
     label("columns");
     call("columns");
     label("rows");
   }
-  call(lanes_ > 0 && !guarded_ ? "columns" : "body");
+  call(schedule_.lanes > 0 && !schedule_.guarded ? "columns" : "body");
   out_ += "}\n";
   return std::exchange(out_, "");
 }
@@ -136,15 +129,15 @@ std::string Printer::tiles_function() {
   out_ += fmt::format("define i64 @{}.tiles(ptr %syms) {{\n", k_.name);
   label("entry");
   std::string total;
-  if (lanes_ == 0 || guarded_) {
+  if (schedule_.lanes == 0 || schedule_.guarded) {
     const std::string rows = row_count();
     const std::string per_row = tiles_per_row();
     total = fresh("tiles");
     line(fmt::format("{} = mul i64 {}, {}", total, rows, per_row));
   }
-  if (lanes_ > 0) {
+  if (schedule_.lanes > 0) {
     const std::string blocks = column_tiles();
-    if (guarded_) {
+    if (schedule_.guarded) {
       const std::string either = fresh("tiles");
       line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", either, columns_guard(), blocks, total));
       total = either;
@@ -264,7 +257,7 @@ void Printer::element_loop(const std::string& column_tile) {
     line(fmt::format("{} = icmp slt i64 {}, {}", over, name(k_.vars[inner[0]].extent), end));
     line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", hi, over, name(k_.vars[inner[0]].extent), end));
   }
-  if (!pipelined_.empty()) return pipelined_element_loop();
+  if (!schedule_.pipelined.empty()) return pipelined_element_loop();
   const bool fast_trig = begin_fast_trig();
   element_pass(lo, hi);
   if (fast_trig) redo_tile_with_libm(lo, hi);
@@ -281,7 +274,7 @@ void Printer::element_pass(const std::string& lo, const std::string& hi) {
       if (scope_[i] == Scope::kElement) emit(static_cast<int>(i));
     accumulate_next_row();
   };
-  if (k_.tile == 0 && pipelined_.empty()) pass_loop(kElementLoop, inner, body);
+  if (k_.tile == 0 && schedule_.pipelined.empty()) pass_loop(kElementLoop, inner, body);
   else loop_nest(inner, lo, hi, body);
   pass_ = -1;
   emitted_ = std::move(saved);
@@ -320,7 +313,7 @@ void Printer::reduction(int r) {
     line(fmt::format("{} = alloca i64", pos));
     line(fmt::format("store i64 0, ptr {}", pos));
   }
-  const bool nan_flag = needs_nan_flag(r);
+  const bool nan_flag = needs_nan_flag(k_, r);
   const std::string nan = fmt::format("%nan{}", r);
   if (nan_flag) {
     line(fmt::format("{} = alloca i1", nan));
@@ -355,13 +348,6 @@ void Printer::reduction(int r) {
   emitted_[r] = true;
 }
 
-// Float max/min: maxnum/minnum (a reduction LLVM vectorizes) and a separate "saw a NaN" flag, since
-// ATen's max propagates NaN and maxnum ignores it.
-bool Printer::needs_nan_flag(int r) const {
-  const Expr& e = k_.body[r];
-  return is_float(k_.body[e.a].dtype) && (e.reduce == ReduceKind::kMax || e.reduce == ReduceKind::kMin);
-}
-
 void Printer::accumulate(int r, const std::string& acc, const std::string& nan, const std::string& v) {
   const Expr& e = k_.body[r];
   const ScalarType vt = k_.body[e.a].dtype;
@@ -383,80 +369,11 @@ void Printer::accumulate(int r, const std::string& acc, const std::string& nan, 
 }
 
 // ---- values a row's later loops reuse ------------------------------------------------------------
-namespace {
-
-bool expensive(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kExp:
-    case ScalarOp::kExp2:
-    case ScalarOp::kExpm1:
-    case ScalarOp::kLog:
-    case ScalarOp::kLog2:
-    case ScalarOp::kLog10:
-    case ScalarOp::kLog1p:
-    case ScalarOp::kSin:
-    case ScalarOp::kCos:
-    case ScalarOp::kTan:
-    case ScalarOp::kAsin:
-    case ScalarOp::kAcos:
-    case ScalarOp::kAtan:
-    case ScalarOp::kSinh:
-    case ScalarOp::kCosh:
-    case ScalarOp::kTanh:
-    case ScalarOp::kAsinh:
-    case ScalarOp::kAcosh:
-    case ScalarOp::kAtanh:
-    case ScalarOp::kErf:
-    case ScalarOp::kErfc:
-    case ScalarOp::kPow:
-    case ScalarOp::kAtan2: return true;
-    default: return false;
-  }
-}
-
-// The stack a kernel's row cache may take (a row of floats up to 16K elements: it stays in L1/L2).
-constexpr int64_t kRowCacheBytes = 64 * 1024;
-
-}  // namespace
-
-// Positional keys name the same value at the same position of every loop when all loops of the row run
-// over one constant shape. A value computed in passes P1 < P2 < ... is kept by P1 and loaded by the rest.
-void Printer::plan_row_cache() {
-  row_elements_ = constant_row_elements(k_);
-  if (lanes_ > 0 || row_elements_ <= 0) return;
-  keys_ = IndexAnalysis(k_).positional_keys();
-  std::unordered_map<int, std::pair<int, int>> passes;  // key -> first and last pass computing it
-  const int n = static_cast<int>(k_.body.size());
-  for (int i = 0; i < n; ++i) {
-    const ScalarType t = k_.body[i].dtype;
-    if (!expensive(k_.body[i].op) || (t != ScalarType::Float && t != ScalarType::Double)) continue;
-    std::vector<int> in;  // the passes that print expression i: each reduction of its loop after it
-    if (scope_[i] == Scope::kElement) in.push_back(kElementPass);
-    if (scope_[i] == Scope::kReduction)
-      for (int r = i + 1; r < n; ++r)
-        if (k_.body[r].op == ScalarOp::kReduce && k_.body[r].loop == loop_of_[i]) in.push_back(r);
-    if (in.empty()) continue;
-    auto [it, fresh_key] = passes.try_emplace(keys_[i], in.front(), in.back());
-    it->second.first = std::min(it->second.first, in.front());
-    it->second.second = std::max(it->second.second, in.back());
-  }
-  int64_t bytes = 0;
-  for (int i = 0; i < n; ++i) {
-    auto it = passes.find(keys_[i]);
-    if (it == passes.end() || it->second.first == it->second.second || row_cache_.count(keys_[i])) continue;
-    const int64_t size = row_elements_ * (k_.body[i].dtype == ScalarType::Double ? 8 : 4);
-    if (bytes + size > kRowCacheBytes) continue;
-    bytes += size;
-    const int array = static_cast<int>(row_cache_.size());
-    row_cache_.emplace(keys_[i], CachedValue{array, it->second.first, compute_type(k_.body[i].dtype)});
-  }
-}
-
 void Printer::row_cache_allocas() {
-  std::vector<const char*> types(row_cache_.size());  // in array order: the IR text is deterministic
-  for (const auto& [key, cached] : row_cache_) types[cached.array] = cached.type;
+  std::vector<const char*> types(schedule_.row_cache.size());  // in array order: the IR text is deterministic
+  for (const auto& [key, cached] : schedule_.row_cache) types[cached.array] = compute_type(cached.dtype);
   for (size_t array = 0; array < types.size(); ++array)
-    line(fmt::format("%rowcache{} = alloca {}, i64 {}, align 64", array, types[array], row_elements_));
+    line(fmt::format("%rowcache{} = alloca {}, i64 {}, align 64", array, types[array], schedule_.row_elements));
 }
 
 std::string Printer::row_position() {
@@ -471,40 +388,44 @@ std::string Printer::row_position() {
   return position;
 }
 
-const Printer::CachedValue* Printer::cached_value(int i) const {
-  if (pass_ < 0 || keys_.empty() || (scope_[i] != Scope::kReduction && scope_[i] != Scope::kElement)) return nullptr;
-  auto it = row_cache_.find(keys_[i]);
-  return it == row_cache_.end() ? nullptr : &it->second;
+const RowCacheArray* Printer::cached_value(int i) const {
+  if (pass_ < 0 || schedule_.keys.empty() || (scope_[i] != Scope::kReduction && scope_[i] != Scope::kElement)) return nullptr;
+  auto it = schedule_.row_cache.find(schedule_.keys[i]);
+  return it == schedule_.row_cache.end() ? nullptr : &it->second;
 }
 
-std::string Printer::row_cache_element(const CachedValue& c, const char* stem) {
+std::string Printer::row_cache_element(const RowCacheArray& c, const char* stem) {
   const std::string slot = fresh(stem);
-  line(fmt::format("{} = getelementptr {}, ptr %rowcache{}, i64 {}", slot, c.type, c.array, row_position()));
+  line(fmt::format("{} = getelementptr {}, ptr %rowcache{}, i64 {}", slot, compute_type(c.dtype), c.array, row_position()));
   return slot;
 }
 
 bool Printer::load_cached(int i) {
-  const CachedValue* c = cached_value(i);
+  const RowCacheArray* c = cached_value(i);
   if (!c || pass_ <= c->first_pass) return false;
   const std::string slot = row_cache_element(*c, "cached");
-  line(fmt::format("{} = load {}, ptr {}", name(i), c->type, slot));
+  line(fmt::format("{} = load {}, ptr {}", name(i), compute_type(c->dtype), slot));
   return true;
 }
 
 void Printer::store_if_cached(int i) {
-  const CachedValue* c = cached_value(i);
+  const RowCacheArray* c = cached_value(i);
   if (!c || pass_ != c->first_pass) return;
   const std::string slot = row_cache_element(*c, "keep");
-  line(fmt::format("store {} {}, ptr {}", c->type, name(i), slot));
+  line(fmt::format("store {} {}, ptr {}", compute_type(c->dtype), name(i), slot));
 }
 
 }  // namespace llvm_ir
 
 std::string emit_llvm_ir(const Kernel& kernel, Schedule* schedule) {
-  llvm_ir::Printer printer(kernel);
-  std::string ir = printer.run();
-  if (schedule) *schedule = printer.schedule();
-  return ir;
+  const Placement placement = place(kernel);
+  const llvm_ir::CpuSchedule decided = llvm_ir::schedule_cpu_kernel(kernel, placement);
+  if (schedule) *schedule = decided.decisions(kernel);
+  return llvm_ir::Printer(kernel, placement, decided).run();
+}
+
+std::string emit_llvm_ir(const Kernel& kernel, const llvm_ir::CpuSchedule& schedule) {
+  return llvm_ir::Printer(kernel, place(kernel), schedule).run();
 }
 
 }  // namespace jitc::inductor

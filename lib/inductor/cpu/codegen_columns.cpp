@@ -1,7 +1,7 @@
 // Rows side by side: reductions over outer dims on the CPU. In x.sum(0) over a contiguous [N, C] a row
 // is a column j; one row at a time, its reduction loop steps C elements per iteration: one element per
 // cache line read, and nothing vectorizes. When neighbouring rows are neighbours in memory and the
-// reduced elements are not (the test the CUDA printer uses: column_width in cuda_launch_config.cpp), a
+// reduced elements are not (side_by_side_row_bytes, the test the CUDA backend uses too; cpu/schedule.cpp decides), a
 // tile takes a block of `lanes_` consecutive values of the last outer var instead, and every loop of the
 // row runs the block's lanes innermost:
 //
@@ -16,7 +16,6 @@
 // the last outer dim: the last block of a dim starts lanes_ before its end (overlapping the previous
 // one) and stores only the lanes the previous block did not. A normalization over outer dims (softmax
 // over dim 0) has an element loop as well: it runs after the reductions, the lanes innermost again.
-#include "inductor/cuda/codegen.h"
 #include "inductor/cpu/printer.h"
 
 #include <fmt/format.h>
@@ -28,61 +27,16 @@ namespace jitc::inductor::llvm_ir {
 
 namespace {
 
-// A block spans 256 bytes of the narrowest element its reduction loops load, 8 to 128 lanes. x.sum(0) on
-// a 2-core AVX-512 Xeon measured 256 bytes best: 64 float lanes clearly fastest on [4096, 1024] and level
-// with 32 and 128 on [8192, 4096] (16 far slower on both), and 128 half lanes fastest on [8192, 4096]
-// (benchmarks/RESULTS.md).
-constexpr int kBlockBytes = 256;
-constexpr int kMaxLanes = 128;
-constexpr int kMinLanes = 8;
 constexpr int kChunk = 64;  // steps of a float sum between two additions into the total
 
 const char* array_type(const char* type) { return std::string_view(type) == "i1" ? "i8" : type; }
 
 }  // namespace
 
-// Lanes per block, or 0 where the kernel keeps one row per tile; sets guarded_.
-int Printer::column_lanes() {
-  if (column_width(k_) == 0) return 0;  // the CUDA printer's test; its width is tuned for GPUs
-  size_t narrowest = 8;
-  for (size_t i = 0; i < k_.body.size(); ++i) {
-    if (scope_[i] != Scope::kRow && scope_[i] != Scope::kEntry && k_.body[i].op == ScalarOp::kLoad)
-      narrowest = std::min(narrowest, c10::elementSize(k_.buffers[k_.body[i].buffer].dtype));
-  }
-  int lanes = std::clamp(static_cast<int>(kBlockBytes / narrowest), kMinLanes, kMaxLanes);
-  const Expr& extent = k_.body[k_.vars[k_.outer_vars().back()].extent];
-  guarded_ = extent.op != ScalarOp::kConst;
-  if (!guarded_) {  // a narrower block for a short dim; none for a very short one
-    if (extent.ivalue < kMinLanes) return 0;
-    lanes = std::min<int>(lanes, static_cast<int>(std::bit_floor(static_cast<uint64_t>(extent.ivalue))));
-  }
-  find_kept_row_values();
-  return lanes;
-}
-
-// Row values computed from reductions that a later reduction loop or the element loop reads (var's
-// mean, softmax's 1 / sum): one array each.
-void Printer::find_kept_row_values() {
-  std::vector<bool> from_reduction(k_.body.size(), false);
-  needs_array_.assign(k_.body.size(), false);
-  lane_type_.assign(k_.body.size(), nullptr);
-  for (size_t i = 0; i < k_.body.size(); ++i) {
-    const Expr& e = k_.body[i];
-    from_reduction[i] = e.op == ScalarOp::kReduce;
-    for (int operand : {e.a, e.b, e.c}) {
-      if (operand < 0) continue;
-      from_reduction[i] = from_reduction[i] || from_reduction[operand];
-      const bool row_value = scope_[operand] == Scope::kRow && k_.body[operand].op != ScalarOp::kStore;
-      const bool in_loop = scope_[i] == Scope::kReduction || scope_[i] == Scope::kElement;
-      if (row_value && from_reduction[operand] && in_loop) needs_array_[operand] = true;
-    }
-  }
-}
-
 // i1: does the block fit the last outer dim (symbolic extents only).
 std::string Printer::columns_guard() {
   const std::string extent = emit(k_.vars[k_.outer_vars().back()].extent), wide = fresh("wide");
-  line(fmt::format("{} = icmp sge i64 {}, {}", wide, extent, lanes_));
+  line(fmt::format("{} = icmp sge i64 {}, {}", wide, extent, schedule_.lanes));
   return wide;
 }
 
@@ -97,8 +51,8 @@ std::string Printer::column_tiles() {
   }
   const std::string extent = emit(k_.vars[outer.back()].extent);
   const std::string bumped = fresh("ext"), blocks = fresh("blocks"), total = fresh("tiles");
-  line(fmt::format("{} = add i64 {}, {}", bumped, extent, lanes_ - 1));
-  line(fmt::format("{} = sdiv i64 {}, {}", blocks, bumped, lanes_));
+  line(fmt::format("{} = add i64 {}, {}", bumped, extent, schedule_.lanes - 1));
+  line(fmt::format("{} = sdiv i64 {}, {}", blocks, bumped, schedule_.lanes));
   line(fmt::format("{} = mul i64 {}, {}", total, rows, blocks));
   return total;
 }
@@ -108,15 +62,15 @@ void Printer::column_allocas() {
   for (size_t i = 0; i < k_.body.size(); ++i) {
     const Expr& e = k_.body[i];
     if (e.op == ScalarOp::kReduce) {
-      line(fmt::format("%cacc{} = alloca [{} x {}], align 64", i, lanes_, array_type(compute_type(k_.body[e.a].dtype))));
+      line(fmt::format("%cacc{} = alloca [{} x {}], align 64", i, schedule_.lanes, array_type(compute_type(k_.body[e.a].dtype))));
       if (e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin)
-        line(fmt::format("%cpos{} = alloca [{} x i64], align 64", i, lanes_));
+        line(fmt::format("%cpos{} = alloca [{} x i64], align 64", i, schedule_.lanes));
       if (chunked_sum(e)) {
-        line(fmt::format("%cpart{} = alloca [{} x {}], align 64", i, lanes_, compute_type(k_.body[e.a].dtype)));
+        line(fmt::format("%cpart{} = alloca [{} x {}], align 64", i, schedule_.lanes, compute_type(k_.body[e.a].dtype)));
         line(fmt::format("%ccount{} = alloca i64", i));
       }
-    } else if (needs_array_[i]) {
-      line(fmt::format("%lane{} = alloca [{} x {}], align 64", i, lanes_, array_type(compute_type(e.dtype))));
+    } else if (schedule_.kept_row_values[i]) {
+      line(fmt::format("%lane{} = alloca [{} x {}], align 64", i, schedule_.lanes, array_type(compute_type(e.dtype))));
     }
   }
 }
@@ -126,8 +80,8 @@ void Printer::column_row() {
   const auto outer = k_.outer_vars();
   const std::string extent = name(k_.vars[outer.back()].extent);
   const std::string bumped = fresh("ext"), blocks = fresh("blocks"), block = fresh("block");
-  line(fmt::format("{} = add i64 {}, {}", bumped, extent, lanes_ - 1));
-  line(fmt::format("{} = sdiv i64 {}, {}", blocks, bumped, lanes_));
+  line(fmt::format("{} = add i64 {}, {}", bumped, extent, schedule_.lanes - 1));
+  line(fmt::format("{} = sdiv i64 {}, {}", blocks, bumped, schedule_.lanes));
   line(fmt::format("{} = srem i64 %t, {}", block, blocks));
   std::string rest = fresh("q");
   line(fmt::format("{} = sdiv i64 %t, {}", rest, blocks));
@@ -143,8 +97,8 @@ void Printer::column_row() {
   // previous block's to store.
   const std::string wanted = fresh("first"), back = fresh("back"), over = fresh("over"), skip = fresh("skip");
   first_column_ = fresh("c0");
-  line(fmt::format("{} = mul i64 {}, {}", wanted, block, lanes_));
-  line(fmt::format("{} = sub i64 {}, {}", back, extent, lanes_));
+  line(fmt::format("{} = mul i64 {}, {}", wanted, block, schedule_.lanes));
+  line(fmt::format("{} = sub i64 {}, {}", back, extent, schedule_.lanes));
   line(fmt::format("{} = icmp sgt i64 {}, {}", over, wanted, back));
   line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", first_column_, over, back, wanted));
   line(fmt::format("{} = sub i64 {}, {}", skip, wanted, first_column_));
@@ -174,7 +128,7 @@ void Printer::lane_loop(const std::string& lo, const std::function<void(const st
   const std::string tag = fresh("lane").substr(1);
   suffix_ = "." + tag;  // names unique to this loop
   for (size_t i = 0; i < k_.body.size(); ++i) emitted_[i] = scope_[i] == Scope::kEntry;
-  const std::string lane = open_loop(tag, lo, std::to_string(lanes_)), column = "%" + tag + ".c";
+  const std::string lane = open_loop(tag, lo, std::to_string(schedule_.lanes)), column = "%" + tag + ".c";
   line(fmt::format("{} = add nsw i64 {}, {}", column, first_column_, lane));
   var_value_[k_.outer_vars().back()] = column;
   lane_ = lane;
@@ -281,7 +235,7 @@ void Printer::column_accumulate(int r, const std::string& lane) {
 void Printer::materialize_after(int r) {
   std::vector<int> kept;
   for (size_t j = r + 1; j < k_.body.size() && k_.body[j].op != ScalarOp::kReduce; ++j)
-    if (needs_array_[j]) kept.push_back(static_cast<int>(j));
+    if (schedule_.kept_row_values[j]) kept.push_back(static_cast<int>(j));
   if (kept.empty()) return;
   lane_loop("0", [&](const std::string& lane) {
     for (int j : kept) {

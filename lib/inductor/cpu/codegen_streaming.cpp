@@ -13,7 +13,6 @@
 // least kStreamingBytes in all; otherwise by memcpy (no cost measured for rows of 4 KB in cache). A fence
 // at the end of each tile range orders the streaming stores before the thread reports its work done.
 #include "inductor/cpu/printer.h"
-#include "inductor/index_analysis.h"
 
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
@@ -24,15 +23,12 @@ namespace jitc::inductor::llvm_ir {
 
 namespace {
 
-constexpr int64_t kMinStagedBytes = 1024;      // shorter rows: a call per row costs more than it saves
-constexpr int64_t kMaxStageBytes = 64 * 1024;  // stack for all stage arrays of a kernel
-constexpr int64_t kStreamingBytes = 8 << 20;   // below this a kernel's output may still be in cache
+constexpr int64_t kStreamingBytes = 8 << 20;  // below this a kernel's output may still be in cache
 
 int64_t element_bytes(ScalarType t) { return static_cast<int64_t>(c10::elementSize(t)); }
 
 // The copy of a staged row: 64-byte non-temporal stores while a whole line remains, memcpy for the rest;
 // memcpy for all of it when not streaming or when the output row is not 64-byte aligned.
-// One copy per kernel (@<kernel>.stream, see plan_streaming_stores): a module holds all kernels of a graph.
 constexpr const char* kStreamBody = R"(entry:
   %addr = ptrtoint ptr %dst to i64
   %offset = and i64 %addr, 63
@@ -65,33 +61,8 @@ rest:
 
 }  // namespace
 
-// Stores of the element loop whose index steps by one element along its single inner variable, into a
-// buffer the kernel neither reads nor stores to elsewhere, of a row (or tile) of known length between
-// 1 KB and the stack budget.
-void Printer::plan_streaming_stores() {
-  const auto inner = k_.inner_vars();
-  if (lanes_ > 0 || inner.size() != 1) return;
-  const Expr& extent = k_.body[k_.vars[inner[0]].extent];
-  int64_t elements = extent.op == ScalarOp::kConst ? extent.ivalue : 0;
-  if (k_.tile > 0) elements = elements > 0 ? std::min(elements, k_.tile) : k_.tile;
-  if (elements <= 0) return;
-  const IndexAnalysis analysis(k_);
-  // A buffer the kernel also reads, or stores to twice, keeps its stores in place: staging delays them.
-  auto touched_elsewhere = [&](const Expr& store) {
-    return std::any_of(k_.body.begin(), k_.body.end(), [&](const Expr& e) {
-      return e.buffer == store.buffer && (e.op == ScalarOp::kLoad || (e.op == ScalarOp::kStore && &e != &store));
-    });
-  };
-  int64_t stack = 0;
-  for (size_t i = 0; i < k_.body.size(); ++i) {
-    const Expr& e = k_.body[i];
-    if (e.op != ScalarOp::kStore || scope_[i] != Scope::kElement || touched_elsewhere(e)) continue;
-    const int64_t bytes = elements * element_bytes(k_.buffers[e.buffer].dtype);
-    if (bytes < kMinStagedBytes || stack + bytes > kMaxStageBytes || !analysis.unit_stride(e.a, inner[0])) continue;
-    stack += bytes;
-    staged_.push_back({e.buffer, e.a, static_cast<int>(staged_.size()), elements});
-  }
-  if (staged_.empty()) return;
+// One copy function per kernel: a module holds all kernels of a graph.
+void Printer::declare_stream_copy() {
   declare("void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)");
   declarations_ +=
       fmt::format("define internal void @{}.stream(ptr noalias %dst, ptr noalias %src, i64 %bytes, i1 %streaming) {{\n", k_.name);
@@ -100,9 +71,9 @@ void Printer::plan_streaming_stores() {
 
 // In the body's entry: the stage arrays, and whether this call stores enough to stream.
 void Printer::stage_allocas() {
-  if (staged_.empty()) return;
+  if (schedule_.staged.empty()) return;
   int64_t row_bytes = 0;
-  for (const StagedStore& s : staged_) {
+  for (const StagedStore& s : schedule_.staged) {
     const ScalarType dtype = k_.buffers[s.buffer].dtype;
     line(fmt::format("%stage{} = alloca {}, i64 {}, align 64", s.array, storage_type(dtype), s.elements));
     row_bytes += element_bytes(dtype);
@@ -116,7 +87,7 @@ void Printer::stage_allocas() {
 // store() asks: the stage array's element for this store, or empty when it goes straight to its buffer.
 std::string Printer::stage_address(const Expr& e) {
   if (pass_ != kElementPass) return "";
-  for (const StagedStore& s : staged_) {
+  for (const StagedStore& s : schedule_.staged) {
     if (s.buffer != e.buffer) continue;
     const std::string position = fresh("spos"), slot = fresh("sp");
     line(fmt::format("{} = sub nsw i64 {}, {}", position, var_value_.at(k_.inner_vars()[0]), stage_lo_));
@@ -128,14 +99,14 @@ std::string Printer::stage_address(const Expr& e) {
 
 // After the element loop over [lo, hi): each stage array goes to its buffer from the index of position lo.
 void Printer::flush_staged(const std::string& lo, const std::string& hi) {
-  if (staged_.empty()) return;
+  if (schedule_.staged.empty()) return;
   std::vector<int> indices;
-  for (const StagedStore& s : staged_) indices.push_back(s.index);
+  for (const StagedStore& s : schedule_.staged) indices.push_back(s.index);
   const std::vector<std::string> starts = emit_with(indices, k_.inner_vars()[0], lo);
   const std::string count = fresh("scount");
   line(fmt::format("{} = sub nsw i64 {}, {}", count, hi, lo));
-  for (size_t i = 0; i < staged_.size(); ++i) {
-    const StagedStore& s = staged_[i];
+  for (size_t i = 0; i < schedule_.staged.size(); ++i) {
+    const StagedStore& s = schedule_.staged[i];
     const ScalarType dtype = k_.buffers[s.buffer].dtype;
     const std::string dst = fresh("sdst"), bytes = fresh("sbytes");
     line(fmt::format("{} = getelementptr {}, ptr %buf{}, i64 {}", dst, storage_type(dtype), s.buffer, starts[i]));
@@ -146,7 +117,7 @@ void Printer::flush_staged(const std::string& lo, const std::string& hi) {
 
 // At the end of a tile range: the streaming stores reach memory before the thread reports its work done.
 void Printer::fence_streaming_stores() {
-  if (!staged_.empty()) line("fence seq_cst");
+  if (!schedule_.staged.empty()) line("fence seq_cst");
 }
 
 }  // namespace jitc::inductor::llvm_ir

@@ -9,37 +9,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
 namespace jitc::inductor::llvm_ir {
 
 // Whether this element loop takes the fast path: float sin or cos in it, and no buffer that the kernel
 // both reads and writes (a second pass would read the first one's stores). Opens the tile's flag.
 bool Printer::begin_fast_trig() {
-  if (!fast_trig_planned()) return false;
+  if (!schedule_.fast_sin_cos) return false;
   trig_flag_ = fresh("trigflag");
   fast_sincos_.clear();
   line(fmt::format("{} = alloca i1", trig_flag_));
   line(fmt::format("store i1 false, ptr {}", trig_flag_));
   return true;
-}
-
-bool Printer::fast_trig_planned() const {
-  bool trig = false;
-  for (size_t i = 0; i < k_.body.size(); ++i) {
-    const Expr& e = k_.body[i];
-    trig = trig || ((e.op == ScalarOp::kSin || e.op == ScalarOp::kCos) && e.dtype == ScalarType::Float && scope_[i] == Scope::kElement);
-  }
-  return trig && !stores_into_a_read_buffer();
-}
-
-bool Printer::stores_into_a_read_buffer() const {
-  std::set<int> loaded, stored;
-  for (const Expr& e : k_.body) {
-    if (e.op == ScalarOp::kLoad) loaded.insert(e.buffer);
-    if (e.op == ScalarOp::kStore) stored.insert(e.buffer);
-  }
-  return std::any_of(stored.begin(), stored.end(), [&](int b) { return loaded.count(b) > 0; });
 }
 
 // After the first pass: if a lane raised the flag, the element loop again over [lo, hi) through libm.

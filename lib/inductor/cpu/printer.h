@@ -7,6 +7,7 @@
 #pragma once
 #include "inductor/backend.h"
 #include "inductor/cpu/llvm_emitter.h"
+#include "inductor/cpu/schedule.h"
 #include "inductor/kernel_ir.h"
 #include "inductor/placement.h"
 
@@ -19,9 +20,9 @@ namespace jitc::inductor::llvm_ir {
 
 class Printer : private Emitter {
  public:
-  explicit Printer(const Kernel& k);
+  // Prints what `schedule` (schedule_cpu_kernel's) decided for kernel k placed as `placement`.
+  Printer(const Kernel& k, const Placement& placement, const CpuSchedule& schedule);
   std::string run();
-  const Schedule& schedule() const { return schedule_; }  // what run() decided
 
  private:
   // ---- functions and rows (cpu/codegen.cpp) ------------------------------------------------------
@@ -40,16 +41,12 @@ class Printer : private Emitter {
   void reduction(int r);
   void check(const std::string& v, const std::string& holds);  // a kCheck
   void report_failed_checks();                                 // at the body's exit
-  // Float max/min reductions track NaN in a flag of their own (maxnum ignores NaN; ATen's max keeps it).
-  bool needs_nan_flag(int r) const;
   // One step of reduction r (not argmax/argmin): value `v` combined into accumulator `acc` (and `nan`).
   void accumulate(int r, const std::string& acc, const std::string& nan, const std::string& v);
 
   // ---- values a row's later loops reuse (cpu/codegen.cpp) ----------------------------------------
   // An expensive value (exp, erf, ...) that a later loop of the row computes again at the same position
-  // (softmax's exp(x - max), summed by one loop and scaled by the element loop) is stored by the first
-  // loop that computes it into a row-sized array on the stack and loaded by the later ones.
-  void plan_row_cache();
+  // is stored by the first loop that computes it into a row-sized array and loaded by the later ones.
   void row_cache_allocas();
   // emit(i) asks: true when i was loaded from the row cache instead of being computed.
   bool load_cached(int i);
@@ -57,13 +54,11 @@ class Printer : private Emitter {
   std::string row_position();   // the current loop's position in the row, 0 .. row_elements_ - 1
 
   // ---- prefetch of the next row (cpu/codegen_prefetch.cpp) ---------------------------------------
-  void plan_row_prefetch();
   // The loop nest of reduction loop `loop` (kElementLoop: the element loop) over `vars`.
   void pass_loop(int loop, const std::vector<int>& vars, const std::function<void()>& body);
   void prefetch_next_row(const std::string& position);
 
   // ---- pipelined rows (cpu/codegen_pipeline.cpp) ---------------------------------------------------
-  void plan_row_pipeline();
   bool pipelined(int r) const;  // reduction r's result is carried over from the previous row
   void pipeline_prologue();     // entry block: the carried accumulators, filled with the range's first row
   void reset_carried();
@@ -73,7 +68,7 @@ class Printer : private Emitter {
   void accumulate_row(const std::string& tile, const std::string& position);
 
   // ---- streaming stores of large outputs (cpu/codegen_streaming.cpp) -----------------------------
-  void plan_streaming_stores();
+  void declare_stream_copy();
   void stage_allocas();
   std::string stage_address(const Expr& e);  // empty: the store goes straight to its buffer
   void flush_staged(const std::string& lo, const std::string& hi);
@@ -81,8 +76,6 @@ class Printer : private Emitter {
 
   // ---- sin and cos in the element loop (cpu/codegen_trig.cpp) -------------------------------------
   bool begin_fast_trig();
-  bool fast_trig_planned() const;  // float sin or cos in the element loop, and no buffer read and written
-  bool stores_into_a_read_buffer() const;
   void redo_tile_with_libm(const std::string& lo, const std::string& hi);
   bool fast_trig_applies(const Expr& e) const;
   void fast_trig(const std::string& v, const Expr& e);
@@ -117,8 +110,6 @@ class Printer : private Emitter {
   std::string better(bool max, ScalarType t, const std::string& v, const std::string& acc);
 
   // ---- rows side by side (cpu/codegen_columns.cpp) -----------------------------------------------
-  int column_lanes();
-  void find_kept_row_values();
   std::string columns_guard();
   std::string column_tiles();
   void column_allocas();
@@ -138,7 +129,7 @@ class Printer : private Emitter {
   void store_lane(const std::string& slot, const char* type, const std::string& value);
 
   const Kernel& k_;
-  Schedule schedule_;
+  const CpuSchedule& schedule_;
   const bool checks_;  // the kernel has kCheck expressions: it takes a status word
   std::vector<Scope> scope_;
   std::vector<int> loop_of_;
@@ -146,61 +137,24 @@ class Printer : private Emitter {
   std::unordered_map<int, std::string> var_value_;
   std::string tiles_per_row_;
 
-  // Rows side by side: lanes per block (0: one row per tile); guarded_: the block fits the last outer dim
-  // only for some symbol values, checked at run time; the current context's name suffix, lane and the
-  // block's first column; per expression the array of its per-lane values and their type (empty:
-  // computed where used), and whether a later reduction loop needs it kept in an array.
-  int lanes_ = 0;
-  bool guarded_ = false;
+  // Rows side by side: the current context's name suffix, lane and the block's first column; per
+  // expression the array of its per-lane values and their type (empty: computed where used).
   std::string suffix_, lane_, first_column_;
   std::vector<std::string> lane_array_;
   std::vector<const char*> lane_type_;
-  std::vector<bool> needs_array_;
 
-  // Row cache: per positional key of a cached value, its array and the pass that fills it. A pass is the
-  // body index of the reduction whose loop is being printed (kElementPass: the element loop; -1: none).
-  struct CachedValue {
-    int array;
-    int first_pass;
-    const char* type;  // its LLVM type
-  };
-  // The cached value expression i reads in the current pass, if any; its element at this position.
-  const CachedValue* cached_value(int i) const;
-  std::string row_cache_element(const CachedValue& c, const char* stem);
-  static constexpr int kElementPass = 1 << 30;
-  int64_t row_elements_ = 0;
-  std::vector<int> keys_;
-  std::unordered_map<int, CachedValue> row_cache_;
+  // The row cache array expression i reads in the current pass, if any; its element at this position.
+  // pass_: the body index of the reduction whose loop is being printed (kElementPass: the element loop;
+  // -1: none).
+  const RowCacheArray* cached_value(int i) const;
+  std::string row_cache_element(const RowCacheArray& c, const char* stem);
   int pass_ = -1;
   std::vector<int> pass_vars_;
 
-  // Prefetch of the next row: the first loop's loads to prefetch (buffer, index expression, elements
-  // between rows), the loop that prefetches them (-1: none) and the first loop's variable.
-  struct RowPrefetch {
-    int buffer;
-    int index;
-    int64_t row_step;
-  };
-  static constexpr int kElementLoop = -2;
-  std::vector<RowPrefetch> prefetch_;
-  int prefetch_pass_loop_ = -1;
-  int prefetch_first_var_ = -1;
-  int64_t prefetch_row_elements_ = 0;
-
-  // Streaming stores: per staged store its buffer, index expression, stage array and the array's
-  // elements (a row, or a tile); stage_lo_ is the element loop's first position in the current tile.
-  struct StagedStore {
-    int buffer;
-    int index;
-    int array;
-    int64_t elements;
-  };
-  std::vector<StagedStore> staged_;
+  // Streaming stores: the element loop's first position in the current tile.
   std::string stage_lo_;
 
-  // Pipelined rows: the first loop's reductions whose results are carried over from the previous row,
-  // and the tile index of the row the current element loop reads ahead.
-  std::vector<int> pipelined_;
+  // Pipelined rows: the tile index of the row the current element loop reads ahead.
   std::string next_row_;
 
   // sin and cos in the element loop: the flag a lane outside sincos_float's range raises (empty: sin and

@@ -14,30 +14,8 @@
 namespace jitc::inductor {
 
 int column_width(const Kernel& k) {
-  const auto outer = k.outer_vars();
-  if (k.tile > 0 || k.num_reduction_loops == 0 || outer.empty()) return 0;
-  // The variables that step fastest inside a row: the innermost of each reduction loop and of the
-  // element loop. If any access is contiguous along one of them, one block per row reads well already.
-  std::vector<int> in_row;
-  for (int loop = 0; loop < k.num_reduction_loops; ++loop)
-    if (auto vars = k.loop_vars(loop); !vars.empty()) in_row.push_back(vars.back());
-  if (auto inner = k.inner_vars(); !inner.empty()) in_row.push_back(inner.back());
-  const IndexAnalysis analysis(k);
-  size_t narrowest = 0;  // bytes of the narrowest element read or written contiguously across rows
-  for (const Expr& e : k.body) {
-    if (e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) continue;
-    bool in_loop = false;
-    for (int v : in_row) {
-      if (analysis.unit_stride(e.a, v)) return 0;
-      in_loop = in_loop || analysis.depends_on(e.a, v);
-    }
-    if (in_loop && analysis.unit_stride(e.a, outer.back())) {
-      const size_t bytes = c10::elementSize(k.buffers[e.buffer].dtype);
-      narrowest = narrowest == 0 ? bytes : std::min(narrowest, bytes);
-    }
-  }
-  if (narrowest == 0) return 0;
-  return static_cast<int>(std::clamp<size_t>(64 / narrowest, 8, 32));
+  const size_t narrowest = side_by_side_row_bytes(k);
+  return narrowest == 0 ? 0 : static_cast<int>(std::clamp<size_t>(64 / narrowest, 8, 32));
 }
 
 namespace {

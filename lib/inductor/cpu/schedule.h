@@ -1,0 +1,89 @@
+// The CPU scheduling step: what a kernel's LLVM IR does beyond its plain loop nest, decided from the
+// kernel IR before anything is printed (cpu/schedule.cpp holds each strategy's rule and the measurements
+// behind it; the printer's files print what it decided). The decisions are a value: the printer reads
+// them, JITC_LOGS=schedule and the disk cache show them as a Schedule, tests read them without parsing IR.
+#pragma once
+#include "inductor/backend.h"
+#include "inductor/kernel_ir.h"
+#include "inductor/placement.h"
+
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace jitc::inductor::llvm_ir {
+
+// A pass is the loop the printer is in: the body index of the reduction whose loop it prints, or this
+// for the element loop.
+constexpr int kElementPass = 1 << 30;
+// A reduction loop's index (0, 1, ...), or this for the element loop.
+constexpr int kElementLoop = -2;
+
+// An expensive value a row's later loops read from a row-sized stack array instead of computing it
+// again: the array's number and the pass that computes and stores it.
+struct RowCacheArray {
+  int array;
+  int first_pass;
+  c10::ScalarType dtype;
+};
+
+// A load of the row's first loop that is prefetched for the next row: buffer, index expression, and the
+// elements between two rows.
+struct RowPrefetch {
+  int buffer;
+  int index;
+  int64_t row_step;
+};
+
+// A store of the element loop staged in a stack array and copied out with streaming stores: buffer,
+// index expression, stage array, and the array's elements (a row, or a tile).
+struct StagedStore {
+  int buffer;
+  int index;
+  int array;
+  int64_t elements;
+};
+
+struct CpuSchedule {
+  // Rows side by side (reductions over outer dims, cpu/codegen_columns.cpp): rows per block, 0 for one
+  // row per tile; `guarded`: the block fits the last outer dim only for some symbol values, tested at run
+  // time; per expression, whether it is a row value a later loop reads (kept in a per-lane array).
+  int lanes = 0;
+  bool guarded = false;
+  std::vector<bool> kept_row_values;
+
+  // Row cache (cpu/codegen.cpp): the row's constant elements, the positional key of each expression and
+  // the arrays by key.
+  int64_t row_elements = 0;
+  std::vector<int> keys;
+  std::unordered_map<int, RowCacheArray> row_cache;
+
+  // Pipelined rows (cpu/codegen_pipeline.cpp): the first loop's reductions carried over from the
+  // previous row.
+  std::vector<int> pipelined;
+
+  // Prefetch of the next row (cpu/codegen_prefetch.cpp): the loads, the loop that prefetches them (-1:
+  // none, kElementLoop, or a reduction loop), the first loop's variable and its constant extent.
+  std::vector<RowPrefetch> prefetch;
+  int prefetch_loop = -1;
+  int prefetch_first_var = -1;
+  int64_t prefetch_row_elements = 0;
+
+  // Streaming stores of large outputs (cpu/codegen_streaming.cpp).
+  std::vector<StagedStore> staged;
+
+  // sin and cos of floats in the element loop through sincos_float (cpu/codegen_trig.cpp).
+  bool fast_sin_cos = false;
+
+  // As named integers, for logs, the cache and tests.
+  Schedule decisions(const Kernel& kernel) const;
+};
+
+CpuSchedule schedule_cpu_kernel(const Kernel& kernel, const Placement& placement);
+
+// Float max/min reductions track NaN in a flag of their own (maxnum ignores NaN; ATen's max keeps it).
+bool needs_nan_flag(const Kernel& kernel, int reduction);
+
+}  // namespace jitc::inductor::llvm_ir
