@@ -217,7 +217,7 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   const runtime::Entry& a = *first;
   const runtime::Entry& b = *second;
   if (a.traced.num_symbols != 0 || a.leaf_sizes.size() != b.leaf_sizes.size()) return nullptr;
-  if (a.backward || b.backward) return nullptr;  // training entries stay static (sizes of both graphs would need fitting)
+  if (!a.backward != !b.backward) return nullptr;
   // Only sizes may differ: a scalar argument, an aliasing pattern or global state the two traces saw
   // differently could also explain a differing integer, and the fit would then be wrong.
   if (!guards::same_except_shapes(a.guards, b.guards)) return nullptr;
@@ -248,6 +248,9 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
     runtime::log(runtime::Artifact::kDynamic, fmt::format("keeping sizes and scalars static for '{}': {}", name_, why));
     return nullptr;
   }
+  // A training entry's backward graph is fitted with the same symbols: it runs with the forward's values.
+  std::shared_ptr<const runtime::BackwardPart> backward = a.backward ? generalized_backward(a, b, values) : nullptr;
+  if (a.backward && !backward) return nullptr;
   std::vector<graph::SymExpr> result_ints;
   for (size_t k = 0; k < b.result.size(); ++k) {
     const auto fitted = graph::fit(a.result[k].i.offset, b.result[k].i.offset, values);
@@ -257,6 +260,7 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   ResultLeaves dummy(b.result.size());
   for (size_t k = 0; k < dummy.size(); ++k) dummy[k].kind = b.result[k].kind, dummy[k].d = b.result[k].d;
   auto e = make_entry(std::move(*g), leaves, dummy, candidates, ranges, scalar_symbols);
+  e->backward = std::move(backward);
   for (size_t k = 0; k < result_ints.size(); ++k) e->result[k].i = result_ints[k];
   size_t bound = e->guards.symbols.size();
   for (const auto& s : e->guards.scalar_symbols) bound += s.bind;
@@ -276,6 +280,7 @@ void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> 
     auto symbolic = generalized(entries_[i], entry, leaves, candidates);
     if (!symbolic) continue;
     symbolic->compile_number = entry->compile_number;
+    if (symbolic->backward) symbolic->backward->entry->compile_number = entry->compile_number;
     symbolic->trace_seconds = entry->trace_seconds;  // the trace that completed it
     for (const auto& sym : symbolic->guards.symbols)
       runtime::log(
@@ -445,8 +450,15 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
 
 namespace {
 
+bool same_backward(const runtime::Entry& a, const runtime::Entry& b) {
+  if (!a.backward || !b.backward) return !a.backward && !b.backward;
+  const runtime::BackwardPart &x = *a.backward, &y = *b.backward;
+  return x.outputs == y.outputs && x.grad_inputs == y.grad_inputs && x.saved == y.saved &&
+         graph::to_text(x.entry->graph) == graph::to_text(y.entry->graph);
+}
+
 bool same_program(const runtime::Entry& a, const runtime::Entry& b) {
-  if (graph::to_text(a.graph) != graph::to_text(b.graph) || a.result.size() != b.result.size()) return false;
+  if (graph::to_text(a.graph) != graph::to_text(b.graph) || a.result.size() != b.result.size() || !same_backward(a, b)) return false;
   for (size_t k = 0; k < a.result.size(); ++k)
     if (a.result[k].kind != b.result[k].kind || a.result[k].i != b.result[k].i || a.result[k].d != b.result[k].d) return false;
   return true;
@@ -481,8 +493,9 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   const Unchecked::Candidate* confirmed = nullptr;
   try {
-    if (outcome.backward) throw InternalError("a training trace where a symbolic inference entry's guards passed");
-    std::shared_ptr<const runtime::Entry> fresh = make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
+    std::shared_ptr<const runtime::Entry> fresh = outcome.backward
+                                                      ? make_training_entry(outcome, leaves, candidates)
+                                                      : make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     for (const auto& c : unchecked.candidates) {
       const bool ok = follows(*c.entry, fresh, leaves, candidates);
       c.entry->sizes.record(c.symbols, ok);
@@ -502,12 +515,12 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
     compile_stats_.size_checks += confirmed != nullptr;  // a rejected check counts below, as a compile or an eager call
     compile_stats_.compile_seconds += seconds;
   }
-  if (confirmed && !outcome.backward) {
+  if (confirmed) {
     const runtime::Entry& symbolic = *confirmed->entry;
     runtime::log(runtime::Artifact::kDynamic,
                  fmt::format("{}: sizes {} follow the symbolic graph", name_, sizes_text(confirmed->symbols, symbolic.symbol_values)),
                  compile_id(symbolic.compile_number));
-    return std::move(outcome.result);
+    return outcome.backward ? invoker_(leaves) : std::move(outcome.result);  // a training trace's tensors have no history
   }
   const Unchecked::Candidate& first = unchecked.candidates.front();
   const runtime::Entry& symbolic = *first.entry;

@@ -238,7 +238,7 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
       const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
       return replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
     };
-    completed = entry.backward ? runtime::run_training(entry, g, values, run, name_) : run();
+    completed = entry.backward ? runtime::run_training(entry, g, values, run, name_, symbols) : run();
   } catch (const runtime::ChecksFailed& failed) {
     runtime::log(runtime::Artifact::kPerfHints,
                  fmt::format("{}: a run-time check of kernel {} failed (an index out of range or a division by "

@@ -113,6 +113,10 @@ class Engine {
   // (training_entry.cpp).
   std::shared_ptr<runtime::Entry> make_training_entry(const tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves,
                                                       const std::vector<uint64_t>& dynamic_dims);
+  // The backward part of the symbolic entry generalized from training entries a and b (nullptr: their
+  // backward graphs do not generalize, and the sizes stay static).
+  std::shared_ptr<const runtime::BackwardPart> generalized_backward(const runtime::Entry& a, const runtime::Entry& b,
+                                                                    const graph::SymbolValues& values) const;
   std::shared_ptr<runtime::Entry> generalized(const EntryPtr& partner, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
                                               const std::vector<uint64_t>& candidates);
   void install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);

@@ -24,6 +24,7 @@ struct ForwardCall {
   std::vector<at::Tensor>& values;
   const std::function<bool()>& forward;
   const std::string& name;
+  const int64_t* symbols;  // a symbolic entry's symbol values for this call (the backward runs with them too)
   // Saved values that are inputs of the forward, with their versions before it ran: one the forward then
   // writes in place no longer holds what the backward needs (eager's backward raises; so does this one).
   std::vector<std::pair<size_t, uint32_t>> input_versions;
@@ -40,6 +41,7 @@ struct BackwardState : torch::CustomClassHolder {
   std::string name;
   std::vector<at::Tensor> saved;
   std::vector<uint32_t> versions;
+  std::vector<int64_t> symbols;
   bool freed = false;
 };
 
@@ -72,12 +74,12 @@ std::vector<at::Tensor> take_saved(BackwardState& state) {
 // Runs the backward entry over `values` (inputs filled for graph_of(backward)): its program, or eager
 // replay where it has none. A failed run-time check cannot be replayed (the program released the saved
 // values it read): its error says what failed.
-void run_backward_graph(const Entry& backward, std::vector<at::Tensor>& values) {
+void run_backward_graph(const Entry& backward, std::vector<at::Tensor>& values, const int64_t* symbols) {
   const Program* program = backward.program_built.load(std::memory_order_acquire) ? backward.program.get() : nullptr;
   std::string why;
   bool completed = false;
   try {
-    completed = program ? program->run(values, nullptr, &why) : replay(backward.graph, {&values, nullptr}, &why);
+    completed = program ? program->run(values, symbols, &why) : replay(backward.graph, {&values, symbols}, &why);
   } catch (const ChecksFailed& failed) {
     throw c10::Error(
         fmt::format("jitc: a run-time check of kernel {} of a compiled backward failed: an index out of range or an integer "
@@ -107,6 +109,7 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     auto state = c10::make_intrusive<BackwardState>();
     state->part = call->entry.backward;
     state->name = call->name;
+    if (const int n = call->entry.graph.num_symbols; n > 0) state->symbols.assign(call->symbols, call->symbols + n);
     for (size_t k = first_saved; k < outputs.size(); ++k) {
       state->saved.push_back(call->values[outputs[k]].detach());  // shares the version counter
       state->versions.push_back(state->saved.back()._version());
@@ -141,7 +144,7 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     {
       at::AutoGradMode no_grad(false);
       ExcludeBelowAutograd below;
-      run_backward_graph(backward, values);
+      run_backward_graph(backward, values, state->symbols.empty() ? nullptr : state->symbols.data());
     }
     variable_list out{at::Tensor()};  // the ForwardCall argument has no gradient
     for (graph::ValueId v : g.outputs) out.push_back(v == graph::kNoValue ? at::Tensor() : values[v]);
@@ -152,11 +155,11 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
 }  // namespace
 
 bool run_training(const Entry& entry, const graph::Graph& graph, std::vector<at::Tensor>& values, const std::function<bool()>& forward,
-                  const std::string& name) {
+                  const std::string& name, const int64_t* symbols) {
   const BackwardPart& part = *entry.backward;
   std::vector<at::Tensor> linked;
   for (size_t position : part.grad_inputs) linked.push_back(values[graph.inputs[position].value]);
-  ForwardCall call{entry, graph, values, forward, name};
+  ForwardCall call{entry, graph, values, forward, name, symbols};
   for (const auto& [k, position] : part.saved_inputs)
     if (const at::Tensor& t = values[graph.inputs[position].value]; t.defined()) call.input_versions.emplace_back(k, t._version());
   variable_list outputs = CompiledFunction::apply(&call, at::TensorList(linked));

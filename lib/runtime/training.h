@@ -17,8 +17,9 @@ namespace jitc::runtime {
 
 // `values`: one slot per value of `graph` (the forward program's graph, or the entry's), inputs filled;
 // `forward` runs it. On return the differentiable outputs in `values` carry the Function's history.
-// `name`: the compiled function's, for error messages.
+// `name`: the compiled function's, for error messages; `symbols`: a symbolic entry's values for this call,
+// which its backward graph runs with as well.
 bool run_training(const Entry& entry, const graph::Graph& graph, std::vector<at::Tensor>& values, const std::function<bool()>& forward,
-                  const std::string& name);
+                  const std::string& name, const int64_t* symbols);
 
 }  // namespace jitc::runtime

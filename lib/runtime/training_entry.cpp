@@ -1,8 +1,9 @@
 // Engine: the entry of a training trace. Its joint graph is split into a forward graph (the entry's own,
 // guarded and run like any entry) and a backward graph (an entry without guards that autograd runs).
+#include "graph/generalize.h"
 #include "graph/partition.h"
-#include "inductor/decompositions.h"
 #include "graph/passes.h"
+#include "inductor/decompositions.h"
 #include "runtime/engine.h"
 #include "runtime/log.h"
 
@@ -30,7 +31,35 @@ std::string saved_text(const graph::Graph& forward, size_t saved) {
   return text;
 }
 
+// The backward graph's entry: no guards (autograd runs it with the forward's symbol values).
+std::shared_ptr<runtime::Entry> backward_entry(graph::Graph traced) {
+  auto backward = std::make_shared<runtime::Entry>();
+  backward->part = "backward";
+  backward->graph = graph::eliminate_common_subexpressions(graph::eliminate_dead_code(traced));
+  graph::verify(backward->graph);
+  backward->traced = std::move(traced);
+  return backward;
+}
+
+bool same_layout(const runtime::BackwardPart& a, const runtime::BackwardPart& b) {
+  return a.outputs == b.outputs && a.grad_inputs == b.grad_inputs && a.saved == b.saved && a.saved_inputs == b.saved_inputs;
+}
+
 }  // namespace
+
+std::shared_ptr<const runtime::BackwardPart> Engine::generalized_backward(const runtime::Entry& a, const runtime::Entry& b,
+                                                                          const graph::SymbolValues& values) const {
+  if (!same_layout(*a.backward, *b.backward)) return nullptr;
+  std::string why;
+  auto g = graph::generalize(a.backward->entry->traced, b.backward->entry->traced, values, &why);
+  if (!g) {
+    runtime::log(runtime::Artifact::kDynamic, fmt::format("keeping sizes static for the backward of '{}': {}", name_, why));
+    return nullptr;
+  }
+  auto part = std::make_shared<runtime::BackwardPart>(*b.backward);
+  part->entry = backward_entry(std::move(*g));
+  return part;
+}
 
 std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves,
                                                             const std::vector<uint64_t>& dynamic_dims) {
@@ -46,12 +75,7 @@ std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceO
   for (size_t k = outputs.size() - split.saved; k < outputs.size(); ++k)
     for (size_t p = 0; p < entry->graph.inputs.size(); ++p)
       if (entry->graph.inputs[p].value == outputs[k]) part->saved_inputs.emplace_back(k - (outputs.size() - split.saved), p);
-  auto backward = std::make_shared<runtime::Entry>();
-  backward->part = "backward";
-  backward->graph = graph::eliminate_common_subexpressions(graph::eliminate_dead_code(split.backward));
-  graph::verify(backward->graph);
-  backward->traced = std::move(split.backward);
-  part->entry = std::move(backward);
+  part->entry = backward_entry(std::move(split.backward));
   if (runtime::log_enabled(runtime::Artifact::kAotGraphs))
     runtime::log(runtime::Artifact::kAotGraphs, fmt::format("TRAINING GRAPHS of {}: {} saved values, {} recomputed by the backward{}\n"
                                                             "===== forward graph =====\n{}\n===== backward graph =====\n{}",

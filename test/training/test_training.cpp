@@ -363,3 +363,9 @@ TEST_CASE("a transformer trains under CPU autocast (bfloat16) as in eager", "[tr
   at::autocast::set_autocast_enabled(at::kCPU, false);
   at::autocast::clear_cache();
 }
+
+// Batch sizes that change from step to step (the last batch of an epoch, variable-length sequences):
+// see training_support.h.
+TEST_CASE("training over changing batch sizes: two compiles, then every size runs the symbolic forward and backward", "[training]") {
+  train_over_changing_batch_sizes(at::kCPU);
+}

@@ -63,3 +63,8 @@ TEST_CASE("CUDA training: a CNN with batch norm and a GPT-style transformer trai
   b->to(at::kCUDA, at::kDouble);
   train_side_by_side(a, b, data, loss_of, 4, 1e-9);
 }
+
+TEST_CASE("CUDA training over changing batch sizes: two compiles, then the symbolic forward and backward", "[cuda][training]") {
+  if (!have_gpu()) return;
+  train_over_changing_batch_sizes(at::kCUDA);
+}

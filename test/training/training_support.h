@@ -201,4 +201,35 @@ inline void train_side_by_side(std::shared_ptr<Model> eager_model, std::shared_p
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
+// Batch sizes that change from step to step: as for inference, the second size makes the batch dim
+// symbolic; each later size is traced once to check that it follows the symbolic graphs, then runs the
+// symbolic forward and backward programs. Losses and gradients equal eager's at every size.
+inline void train_over_changing_batch_sizes(c10::Device device) {
+  at::manual_seed(11);
+  auto model = std::make_shared<Mlp>(), eager_model = std::make_shared<Mlp>();
+  model->to(device, at::kDouble);
+  eager_model->to(device, at::kDouble);
+  copy_parameters(*model, *eager_model);
+  auto loss_of = [](Mlp& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+  auto compiled = jitc::compile([&](const at::Tensor& x, const at::Tensor& y) { return loss_of(*model, x, y); });
+  for (int64_t batch : {4, 6, 8, 10, 12, 7, 4, 6, 8, 10, 12, 7}) {
+    INFO("batch " << batch);
+    const at::Tensor x = at::randn({batch, 8}, at::TensorOptions(device).dtype(at::kDouble));
+    const at::Tensor y = at::randint(0, 4, {batch}, at::TensorOptions(device).dtype(at::kLong));
+    model->zero_grad();
+    eager_model->zero_grad();
+    const at::Tensor loss = compiled(x, y), eager_loss = loss_of(*eager_model, x, y);
+    loss.backward();
+    eager_loss.backward();
+    CHECK(at::allclose(loss, eager_loss, 1e-12, 1e-12));
+    for (size_t i = 0; i < model->parameters().size(); ++i)
+      CHECK(at::allclose(model->parameters()[i].grad(), eager_model->parameters()[i].grad(), 1e-12, 1e-12));
+  }
+  const auto stats = compiled.stats();
+  CHECK(stats.compiles == 2);
+  CHECK(stats.size_checks == 4);  // 8, 10, 12 and 7
+  CHECK(stats.hits == 6);         // the second pass
+  CHECK(stats.eager_fallbacks == 0);
+}
+
 }  // namespace jitc::testing
