@@ -51,6 +51,14 @@ struct DlrmShape {
 };
 Forward dlrm(const Placement& place, const DlrmShape& shape);  // sparse ids [batch, tables, bag] in, click probabilities out
 
+// models_optim.cpp: steps over ResNet-18's parameter list (width 64 and 1000 classes as published),
+// float32 whatever the placement's dtype.
+Stateful adamw_step(const Placement& place, int64_t width, int64_t classes);         // input: [-lr / (1 - b1^t), sqrt(1 - b2^t)]
+Stateful sgd_momentum_step(const Placement& place, int64_t width, int64_t classes);  // input: the learning rate, 0-dim
+Forward clip_grad_norm(const Placement& place, int64_t width, int64_t classes);      // input: a gradient scale, 0-dim; out: the norm
+Forward mse_loss(const at::Tensor& targets);                                         // predictions in, mean loss out
+Forward label_smoothing_cross_entropy(const at::Tensor& targets, double smoothing);  // logits in, mean loss out
+
 // A model to train (bench_training.cpp): its forward in training mode, and its module, whose parameters
 // an optimizer updates.
 struct Trainable {

@@ -26,6 +26,10 @@ std::function<at::Tensor()> sparse_ids(const Placement& place, const DlrmShape& 
   return [=] { return at::randint(shape.rows, {shape.batch, shape.tables, shape.bag}, at::device(place.device).dtype(at::kLong)); };
 }
 
+std::function<at::Tensor()> optimizer_values(const Placement& place, std::vector<double> values) {
+  return [=] { return at::tensor(values, at::device(place.device).dtype(at::kFloat)).squeeze(); };
+}
+
 // A model that draws random numbers: its "state" is the generator's, reset to a seed.
 Model drawing(std::string name, std::string shapes, std::function<at::Tensor()> input, Forward forward) {
   return {std::move(name), std::move(shapes), std::move(input), std::move(forward), [] { at::manual_seed(0); }};
@@ -63,6 +67,16 @@ std::vector<Model> benchmark_models(const Placement& place) {
        lstm_lm(place, 10000, 650, 2)},
       drawing("vae_b128", "VAE (784-400-20, pytorch/examples), [128, 784]", pixels(place, 128, 784), vae(place, 784, 400, 20)),
       {"dlrm_b512", "DLRM-like (8 EmbeddingBag tables of 100000 x 64, bags of 8), batch 512", sparse_ids(place, kDlrm), dlrm(place, kDlrm)},
+      {"mse_loss", "MSE loss, [256, 32000]", scores(place, 256, 32000),
+       mse_loss(at::randn({256, 32000}, at::device(place.device).dtype(place.dtype)))},
+      {"label_smoothing_ce", "cross-entropy with label smoothing 0.1, [256, 32000] logits", scores(place, 256, 32000),
+       label_smoothing_cross_entropy(targets, 0.1)},
+      decode("adamw_step", "AdamW step over ResNet-18's 62 parameters (11.7M, float32)", optimizer_values(place, {-1e-3, 0.0316}),
+             adamw_step(place, 64, 1000)),
+      decode("sgd_momentum_step", "SGD-with-momentum step over ResNet-18's 62 parameters (float32)", optimizer_values(place, {0.1}),
+             sgd_momentum_step(place, 64, 1000)),
+      {"clip_grad_norm", "gradient clipping by global norm over ResNet-18's 62 gradients (float32)", optimizer_values(place, {1.0}),
+       clip_grad_norm(place, 64, 1000)},
   };
 }
 
@@ -83,6 +97,11 @@ std::vector<Model> test_models(const Placement& place) {
       {"lstm_lm", "", token_ids(place, 2, 8, 97), lstm_lm(place, 97, 16, 2)},
       drawing("vae", "", pixels(place, 4, 64), vae(place, 64, 32, 8)),
       {"dlrm", "", sparse_ids(place, kSmallDlrm), dlrm(place, kSmallDlrm)},
+      {"mse_loss", "", scores(place, 12, 100), mse_loss(at::randn({12, 100}, at::device(place.device).dtype(place.dtype)))},
+      {"label_smoothing_ce", "", scores(place, 12, 100), label_smoothing_cross_entropy(targets, 0.1)},
+      decode("adamw_step", "", optimizer_values(place, {-1e-3, 0.0316}), adamw_step(place, 4, 10)),
+      decode("sgd_momentum_step", "", optimizer_values(place, {0.1}), sgd_momentum_step(place, 4, 10)),
+      {"clip_grad_norm", "", optimizer_values(place, {1.0}), clip_grad_norm(place, 4, 10)},
   };
 }
 

@@ -377,6 +377,76 @@ class Dlrm(nn.Module):
         return torch.sigmoid(self.top(torch.cat([d, interactions], 1)))
 
 
+def resnet18_parameter_shapes(width, classes):
+    """ResNet-18's parameter shapes (torchvision's layout), as models_optim.cpp lists them."""
+    shapes = [(width, 3, 7, 7), (width,), (width,)]
+
+    def conv_bn(out, inp, k):
+        shapes.extend([(out, inp, k, k), (out,), (out,)])
+    inp = width
+    for stage in range(4):
+        out = width << stage
+        for block in range(2):
+            block_in = inp if block == 0 else out
+            conv_bn(out, block_in, 3)
+            conv_bn(out, out, 3)
+            if block == 0 and block_in != out:
+                conv_bn(out, block_in, 1)
+        inp = out
+    return shapes + [(classes, inp), (classes,)]
+
+
+class ParameterList:
+    """Parameters, gradients and two float32 state tensors each (models_optim.cpp)."""
+
+    def __init__(self, device, width=64, classes=1000):
+        self.params, self.grads, self.first, self.second = [], [], [], []
+        for shape in resnet18_parameter_shapes(width, classes):
+            self.params.append(torch.randn(shape, device=device) * 0.05)
+            self.grads.append(torch.randn(shape, device=device) * 1e-3)
+            self.first.append(torch.zeros(shape, device=device))
+            self.second.append(torch.zeros(shape, device=device))
+
+
+def adamw_step(device):
+    state = ParameterList(device)
+
+    def step(corrections):
+        neg_step_size, bias2_sqrt = corrections[0], corrections[1]
+        for p, g, m, v in zip(state.params, state.grads, state.first, state.second):
+            p.mul_(1 - 1e-3 * 0.01)
+            m.lerp_(g, 1 - 0.9)
+            v.mul_(0.999).addcmul_(g, g, value=1 - 0.999)
+            p.add_(m / (v.sqrt() / bias2_sqrt).add_(1e-8) * neg_step_size)
+        return state.params[-1]
+    return step
+
+
+def sgd_momentum_step(device):
+    state = ParameterList(device)
+
+    def step(lr):
+        for p, g, buf in zip(state.params, state.grads, state.first):
+            buf.mul_(0.9).add_(g.add(p, alpha=1e-4))
+            p.sub_(buf * lr)
+        return state.params[-1]
+    return step
+
+
+def clip_grad_norm(device):
+    state = ParameterList(device)
+    initial = [g.clone() * 1e3 for g in state.grads]
+
+    def clip(scale):
+        norms = [torch.linalg.vector_norm(g.copy_(g0).mul_(scale)) for g, g0 in zip(state.grads, initial)]
+        total = torch.linalg.vector_norm(torch.stack(norms))
+        coefficient = torch.clamp_max(1.0 / (total + 1e-6), 1.0)
+        for g in state.grads:
+            g.mul_(coefficient)
+        return total
+    return clip
+
+
 def models(device, dtype):
     """bench_models' benchmark list (models.cpp), in table order: (name, make_input, module)."""
     torch.manual_seed(0)
@@ -399,6 +469,13 @@ def models(device, dtype):
         ("lstm_lm_b8", tokens(8, 35, 10000), LstmLm(10000, 650, 2)),
         ("vae_b128", lambda: torch.rand(128, 784, device=device, dtype=dtype), Vae(784, 400, 20)),
         ("dlrm_b512", lambda: torch.randint(100000, (512, 8, 8), device=device), Dlrm(512, 13, 8, 100000, 64, 8)),
+        ("mse_loss", lambda: torch.randn(256, 32000, device=device, dtype=dtype),
+         (lambda t: lambda p: F.mse_loss(p, t))(torch.randn(256, 32000, device=device, dtype=dtype))),
+        ("label_smoothing_ce", lambda: torch.randn(256, 32000, device=device, dtype=dtype),
+         lambda logits: F.cross_entropy(logits, targets, label_smoothing=0.1)),
+        ("adamw_step", lambda: torch.tensor([-1e-3, 0.0316], device=device), adamw_step(device)),
+        ("sgd_momentum_step", lambda: torch.tensor(0.1, device=device), sgd_momentum_step(device)),
+        ("clip_grad_norm", lambda: torch.tensor(1.0, device=device), clip_grad_norm(device)),
     ]
 
 
