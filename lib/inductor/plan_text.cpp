@@ -20,8 +20,12 @@ std::string kernel_line(const KernelLaunch& launch) {
   std::vector<graph::ValueId> reads;
   for (graph::ValueId v : launch.buffers)
     if (std::find(launch.outputs.begin(), launch.outputs.end(), v) == launch.outputs.end()) reads.push_back(v);
-  return fmt::format("kernel {} on {}: writes {}; reads {}", launch.kernel.name, launch.device.str(), values_text(launch.outputs),
-                     values_text(reads));
+  std::string in_place;
+  for (size_t j = 0; j < launch.output_memory.size(); ++j)
+    if (launch.output_memory[j] != graph::kNoValue)
+      in_place += fmt::format(", buf{} in input buf{}", launch.outputs[j], launch.output_memory[j]);
+  return fmt::format("kernel {} on {}: writes {}; reads {}{}", launch.kernel.name, launch.device.str(), values_text(launch.outputs),
+                     values_text(reads), in_place.empty() ? "" : " (in place:" + in_place.substr(1) + ")");
 }
 
 std::string extern_line(const graph::Node& n) {

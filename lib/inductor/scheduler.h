@@ -27,6 +27,9 @@ struct KernelLaunch {
   std::vector<graph::ValueId> buffers;  // the value each kernel buffer holds, in argument order
   std::vector<graph::ValueId> outputs;  // the values it writes (allocated just before it runs)
   std::vector<std::string> ops;         // the ATen ops it computes, for messages (not kept in the disk cache)
+  // Per output (empty: none): the graph input whose memory it is stored into instead of a fresh buffer
+  // (kNoValue: fresh), an update of that input (in_place_updates.h).
+  std::vector<graph::ValueId> output_memory;
 };
 
 struct Step {

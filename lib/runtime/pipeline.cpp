@@ -10,7 +10,8 @@
 //     6. channels-last convolutions inductor/channels_last.h
 //   7. cache lookup                 program_cache.h          memory, then disk: a hit skips 8-12
 //   kernel stages
-//     8. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls
+//     8. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls,
+//                                   inductor/in_place_updates.h  then updates of inputs stored in place
 //     9. render                     Backend::render          per backend and device (inductor/backend.h)
 //    10. compile                    Backend::compile
 //    11. load                       Backend::load
@@ -26,6 +27,7 @@
 #include "inductor/backend.h"
 #include "inductor/channels_last.h"
 #include "inductor/decompositions.h"
+#include "inductor/in_place_updates.h"
 #include "inductor/group_norm_stats.h"
 #include "inductor/scheduler.h"
 #include "runtime/env.h"
@@ -112,7 +114,11 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
 
 inductor::Plan schedule_stage(const graph::Graph& g, const PipelineRequest& request, CompileTimes& times) {
   return timed(&times, &CodegenStages::lower_schedule, [&] {
-    return inductor::schedule(g, inductor::kKernelPrefix, [&](const std::string& m) { log(Artifact::kFusion, m, request.compile_id); });
+    inductor::Plan plan =
+        inductor::schedule(g, inductor::kKernelPrefix, [&](const std::string& m) { log(Artifact::kFusion, m, request.compile_id); });
+    if (const int placed = inductor::store_input_updates_in_place(plan, g); placed > 0)
+      log(Artifact::kFusion, fmt::format("{} updates of inputs stored in place by the kernels computing them", placed), request.compile_id);
+    return plan;
   });
 }
 

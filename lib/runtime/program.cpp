@@ -103,7 +103,10 @@ Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, st
 void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
   const auto& launch = code_->plan.kernels[k];
   const ProgramCode::KernelRef& ref = code_->kernels[k];
-  for (graph::ValueId v : launch.outputs) values[v] = allocate(*ref.backend, v, symbols, pool);
+  for (size_t j = 0; j < launch.outputs.size(); ++j) {
+    const graph::ValueId memory = j < launch.output_memory.size() ? launch.output_memory[j] : graph::kNoValue;
+    values[launch.outputs[j]] = memory != graph::kNoValue ? values[memory] : allocate(*ref.backend, launch.outputs[j], symbols, pool);
+  }
   c10::SmallVector<void*, 16> pointers;
   c10::SmallVector<at::Tensor, 2> copies;  // aligned copies of misaligned inputs, alive until launched
   int64_t largest = 1;

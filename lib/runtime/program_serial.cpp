@@ -21,7 +21,7 @@ void write_plan(Writer& w, const inductor::Plan& plan) {
     inductor::write_kernel(w, k.kernel);
     w.number(static_cast<int64_t>(k.device.type()));
     w.number(k.device.index());
-    for (const auto* values : {&k.buffers, &k.outputs}) {
+    for (const auto* values : {&k.buffers, &k.outputs, &k.output_memory}) {
       w.number(static_cast<int64_t>(values->size()));
       for (auto v : *values) w.number(v);
     }
@@ -46,7 +46,7 @@ inductor::Plan read_plan(Reader& r) {
     inductor::KernelLaunch k;
     k.kernel = inductor::read_kernel(r);
     k.device = read_device(r);
-    for (auto* values : {&k.buffers, &k.outputs})
+    for (auto* values : {&k.buffers, &k.outputs, &k.output_memory})
       for (int64_t j = r.number(); j > 0; --j) values->push_back(static_cast<graph::ValueId>(r.number()));
     plan.kernels.push_back(std::move(k));
   }

@@ -266,3 +266,106 @@ TEST_CASE("intermediates are released after their last use and their buffers reu
   CHECK(compiled <= 2 * block);
   CHECK(jitc::testing::difference(f(x, w), chain(x, w), {1e-5, 1e-5}) == "");
 }
+
+namespace {
+
+using Tensors = std::vector<at::Tensor>;
+
+Tensors clones(const Tensors& ts) {
+  Tensors out;
+  for (const auto& t : ts) out.push_back(t.clone());
+  return out;
+}
+
+// SGD with momentum over a parameter list, in place, as a C++ team writes an update to compile it.
+void sgd_update(const Tensors& params, const Tensors& grads, const Tensors& momentum, const at::Tensor& lr) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    momentum[i].mul_(0.9).add_(grads[i]);
+    params[i].sub_(momentum[i] * lr);
+  }
+}
+
+// Outputs stored into the input they update, as JITC_LOGS=schedule lists them ("in input bufN").
+int in_place_outputs(const jitc::testing::LogCapture& logs) {
+  const std::string text = logs.text();
+  int n = 0;
+  for (size_t at = text.find(" in input buf"); at != std::string::npos; at = text.find(" in input buf", at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("updates of arguments that pointwise kernels compute are stored into the arguments", "[inductor][fusion][memory]") {
+  // Functionalization makes each in-place update a new value and a write-back copy: stored through a
+  // buffer, an optimizer step would allocate every parameter and state tensor again and move each twice.
+  auto& allocator = jitc::bench::CountingAllocator::install();
+  jitc::testing::LogCapture logs("schedule");
+  const Tensors shapes{at::randn({64, 33}), at::randn({33}), at::randn({8, 4, 3, 3})};
+  Tensors params = clones(shapes), grads, momentum;
+  for (const auto& p : shapes) grads.push_back(at::randn_like(p)), momentum.push_back(at::zeros_like(p));
+  Tensors eager_params = clones(params), eager_momentum = clones(momentum);
+  auto compiled =
+      jitc::compile([](const Tensors& p, const Tensors& g, const Tensors& m, const at::Tensor& lr) { sgd_update(p, g, m, lr); });
+  const at::Tensor lr = at::scalar_tensor(0.1);
+  int64_t peak = 0;
+  for (int step = 0; step < 4; ++step) {
+    allocator.reset_peak();
+    const int64_t before = allocator.live_bytes();
+    compiled(params, grads, momentum, lr);
+    if (step >= 2) peak = std::max(peak, allocator.peak_bytes() - before);
+    sgd_update(eager_params, grads, eager_momentum, lr);
+    INFO("step " << step);
+    for (size_t i = 0; i < params.size(); ++i) {
+      CHECK(at::equal(params[i], eager_params[i]));
+      CHECK(at::equal(momentum[i], eager_momentum[i]));
+    }
+  }
+  CHECK(compiled.stats().hits == 3);
+  CHECK(in_place_outputs(logs) == 6);
+  CHECK(peak == 0);  // no buffer for a new parameter or momentum
+  // An update reading a reduction of its input (computed by an earlier kernel) and the input at the
+  // element it writes goes in place too.
+  auto center = [](const at::Tensor& x) { x.sub_(x.mean(0, true)); };
+  auto centered = jitc::compile(center);
+  const at::Tensor x0 = at::randn({40, 7});
+  at::Tensor x = x0.clone(), eager_x = x0.clone();
+  for (int call = 0; call < 3; ++call) {
+    centered(x);
+    center(eager_x);
+    CHECK(at::allclose(x, eager_x, 1e-6, 1e-6));
+  }
+  CHECK(in_place_outputs(logs) == 7);
+}
+
+TEST_CASE("updates that read their input at other elements or whose input is read again before the write-back go through a buffer",
+          "[inductor][fusion]") {
+  using Fn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+  const std::vector<std::pair<const char*, Fn>> cases = {
+      {"transposed", [](const at::Tensor& x, const at::Tensor&) { return x.copy_(x.t() + 1).sum(); }},
+      {"a row read by every row",
+       [](const at::Tensor& x, const at::Tensor&) {
+         return x.copy_(x.select(0, 0).expand({6, 6}) + 1).sum();
+       }},
+      {"read transposed beside",
+       [](const at::Tensor& x, const at::Tensor& y) {
+         const at::Tensor w = x.t() * y;
+         x.add_(1);
+         return w;
+       }},
+      {"returned", [](const at::Tensor& x, const at::Tensor&) { return x.add_(1); }},
+  };
+  for (const auto& [name, fn] : cases) {
+    INFO(name);
+    jitc::testing::LogCapture logs("schedule");
+    const at::Tensor x0 = at::randn({6, 6}), y = at::randn({6, 6});
+    at::Tensor x = x0.clone(), eager_x = x0.clone();
+    auto compiled = jitc::compile(fn);
+    for (int call = 0; call < 3; ++call) {
+      const at::Tensor got = compiled(x, y).clone(), want = fn(eager_x, y).clone();
+      CHECK(at::allclose(got, want, 1e-5, 1e-5));
+      CHECK(at::allclose(x, eager_x, 1e-5, 1e-5));
+    }
+    CHECK(compiled.stats().hits == 2);
+    CHECK(in_place_outputs(logs) == 0);
+  }
+}

@@ -1,0 +1,20 @@
+// Updates of graph inputs stored in place. Functionalization turns `p.sub_(u)` on an argument or a
+// captured tensor into a new value and a write-back `copy_(p, new value)` at the end of the graph, so a
+// kernel computing the new value writes a fresh buffer that the write-back then copies into p: twice
+// eager's memory traffic for an optimizer step, and a buffer per parameter. Where a pointwise kernel
+// computes the new value, reads p only at the element it writes, and nothing reads p's memory between
+// that kernel and the write-back, the kernel reads and writes p's memory through one buffer (Inductor's
+// in-out buffers): the new value is never allocated and the write-back copies p onto itself, which ATen
+// returns from at once. Not in plans with run-time checks: a failed check replays the call eagerly from
+// the arguments as they were, which the plan keeps by writing them only in its epilogue.
+#pragma once
+#include "graph/graph.h"
+#include "inductor/scheduler.h"
+
+namespace jitc::inductor {
+
+// Sets KernelLaunch::output_memory where an output can be stored into the input it updates, and points
+// the kernel's loads of that input at the output's buffer. Returns how many outputs it placed so.
+int store_input_updates_in_place(Plan& plan, const graph::Graph& g);
+
+}  // namespace jitc::inductor
