@@ -26,6 +26,7 @@ struct Loss {
   bool from_logits = false;  // cross_entropy_loss; otherwise nll_loss over log-probabilities
   ValueId scores = graph::kNoValue, target = graph::kNoValue;
   int64_t reduction = at::Reduction::Mean, ignore_index = -100;
+  double label_smoothing = 0;  // cross_entropy_loss only
 };
 
 bool static_shape(const graph::TensorMeta& m) {
@@ -38,14 +39,35 @@ std::optional<Loss> loss_of(const Graph& g, const Node& n) {
   if (!logits && name != "aten::nll_loss" && name != "aten::nll_loss_nd") return std::nullopt;
   if (n.mutates || n.args.size() < 5 || n.args[0].kind != Arg::Kind::kValue || n.args[1].kind != Arg::Kind::kValue) return std::nullopt;
   if (!n.args[2].constant.isNone() || !n.args[3].constant.isInt() || !n.args[4].constant.isInt()) return std::nullopt;
-  if (logits && (n.args.size() < 6 || !n.args[5].constant.isDouble() || n.args[5].constant.toDouble() != 0.0)) return std::nullopt;
+  if (logits && (n.args.size() < 6 || !n.args[5].constant.isDouble())) return std::nullopt;
   const auto& x = g.values[n.args[0].value].meta;
   const auto& t = g.values[n.args[1].value].meta;
   if (x.sizes.size() != 2 || t.sizes.size() != 1 || t.dtype != c10::kLong || !static_shape(x) || !static_shape(t)) return std::nullopt;
   if (x.dtype != c10::kFloat && x.dtype != c10::kDouble) return std::nullopt;
   if (x.sizes[0].offset == 0 || x.sizes[1].offset == 0 || x.sizes[0] != t.sizes[0]) return std::nullopt;
   if (n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return std::nullopt;
-  return Loss{logits, n.args[0].value, n.args[1].value, n.args[3].constant.toInt(), n.args[4].constant.toInt()};
+  return Loss{logits,
+              n.args[0].value,
+              n.args[1].value,
+              n.args[3].constant.toInt(),
+              n.args[4].constant.toInt(),
+              logits ? n.args[5].constant.toDouble() : 0.0};
+}
+
+// With label smoothing e over C classes, eager adds e / C times the row's smoothing loss
+// -sum_j log_softmax(x)_j = C * lse - sum_j x_j to (1 - e) times the row's nll, each reduced as the loss
+// is (a mean divides both by the rows not ignored).
+ValueId smoothed(Emitter& e, const Graph& g, const Loss& l, ValueId lse, ValueId nll) {
+  const int64_t rows = g.values[l.scores].meta.sizes[0].offset, classes = g.values[l.scores].meta.sizes[1].offset;
+  const c10::ScalarType t = g.values[l.scores].meta.dtype;
+  const ValueId sums =
+      e.call("aten::sum", "dim_IntList",
+             {value_arg(l.scores), constant_arg(std::vector<int64_t>{1}), constant_arg(false), constant_arg(c10::IValue())}, t, {rows});
+  const ValueId scaled = e.call("aten::mul", "Scalar", {value_arg(lse), constant_arg(static_cast<double>(classes))}, t, {rows});
+  const ValueId smooth = e.call("aten::sub", "Tensor", {value_arg(scaled), value_arg(sums), constant_arg(c10::Scalar(1))}, t, {rows});
+  const ValueId kept = e.call("aten::mul", "Scalar", {value_arg(nll), constant_arg(1.0 - l.label_smoothing)}, t, {rows});
+  return e.call("aten::add", "Tensor", {value_arg(kept), value_arg(smooth), constant_arg(c10::Scalar(l.label_smoothing / classes))}, t,
+                {rows});
 }
 
 // The loss of each row, 0 where the target is ignore_index; then the reduction. Returns the result.
@@ -64,6 +86,7 @@ ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
     const ValueId lse =
         e.call("aten::logsumexp", "", {value_arg(l.scores), constant_arg(std::vector<int64_t>{1}), constant_arg(false)}, t, {rows});
     row_loss = e.call("aten::sub", "Tensor", {value_arg(lse), value_arg(picked), constant_arg(c10::Scalar(1))}, t, {rows});
+    if (l.label_smoothing != 0) row_loss = smoothed(e, g, l, lse, row_loss);
   } else {
     row_loss = e.call("aten::neg", "", {value_arg(picked)}, t, {rows});
   }
@@ -75,10 +98,32 @@ ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
   return e.call("aten::div", "Tensor", {value_arg(total), value_arg(counted)}, t, {});  // 0 / 0 = nan when all are ignored, as eager
 }
 
+// mse_loss(x, y, reduction) over float32/float64 tensors of one static shape: (x - y)^2, then eager's
+// reduction of it (a mean or a sum over every element). Nullopt where it does not apply.
+std::optional<ValueId> mse_loss(Emitter& e, const Graph& g, const Node& n) {
+  if (n.op.operator_name().name != "aten::mse_loss" || n.mutates || n.args.size() != 3) return std::nullopt;
+  if (n.args[0].kind != Arg::Kind::kValue || n.args[1].kind != Arg::Kind::kValue || !n.args[2].constant.isInt()) return std::nullopt;
+  const auto& x = g.values[n.args[0].value].meta;
+  const auto& y = g.values[n.args[1].value].meta;
+  const int64_t reduction = n.args[2].constant.toInt();
+  if (x.dtype != y.dtype || (x.dtype != c10::kFloat && x.dtype != c10::kDouble) || x.sizes != y.sizes || !static_shape(x))
+    return std::nullopt;
+  if (reduction != at::Reduction::None && reduction != at::Reduction::Mean && reduction != at::Reduction::Sum) return std::nullopt;
+  std::vector<int64_t> sizes;
+  for (const auto& s : x.sizes) sizes.push_back(s.offset);
+  const ValueId d =
+      e.call("aten::sub", "Tensor", {value_arg(n.args[0].value), value_arg(n.args[1].value), constant_arg(c10::Scalar(1))}, x.dtype, sizes);
+  const ValueId squared = e.call("aten::mul", "Tensor", {value_arg(d), value_arg(d)}, x.dtype, sizes);
+  if (reduction == at::Reduction::None) return squared;
+  return e.call(reduction == at::Reduction::Mean ? "aten::mean" : "aten::sum", "", {value_arg(squared), constant_arg(c10::IValue())},
+                x.dtype, {});
+}
+
 }  // namespace
 
 graph::Graph decompose_losses(const graph::Graph& g) {
   return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
+    if (auto mse = mse_loss(e, original, n)) return {*mse};
     const auto loss = loss_of(original, n);
     if (!loss ||
         (loss->reduction != at::Reduction::None && loss->reduction != at::Reduction::Mean && loss->reduction != at::Reduction::Sum))

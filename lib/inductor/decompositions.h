@@ -9,8 +9,9 @@
 namespace jitc::inductor {
 
 // Rewrites, on static sizes:
-//   cross_entropy_loss(x [N, C], target [N] int64, weight None, reduction, ignore_index, label_smoothing 0)
+//   cross_entropy_loss(x [N, C], target [N] int64, weight None, reduction, ignore_index, label_smoothing)
 //   nll_loss / nll_loss_nd(x [N, C], target [N] int64, weight None, reduction, ignore_index)
+//   mse_loss(x, y of x's shape, reduction)
 // for float32 and float64 x. Returns g unchanged where there is no such node.
 graph::Graph decompose_losses(const graph::Graph& g);
 

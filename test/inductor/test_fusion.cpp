@@ -46,6 +46,28 @@ TEST_CASE("cross-entropy reads its logits in one row kernel, then sums the rows'
         1);
 }
 
+TEST_CASE("label smoothing and MSE losses are row and whole-tensor reductions with eager's results", "[inductor][fusion]") {
+  // Label smoothing adds each row's sum of scores to the same row kernel; with ignored targets a mean
+  // divides by the rows not ignored, as eager's does. MSE is one reduction of (x - y)^2.
+  for (const auto dtype : {at::kFloat, at::kDouble}) {
+    INFO(dtype);
+    const auto x = at::randn({64, 1000}, dtype), y = at::randn({64, 1000}, dtype);
+    at::Tensor t = at::randint(1000, {64});
+    t.slice(0, 0, 5).fill_(-100);
+    for (const auto reduction : {at::Reduction::Mean, at::Reduction::Sum}) {
+      INFO("reduction " << reduction);
+      CHECK(kernels_for(
+                [reduction](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t, {}, reduction, -100, 0.1); }, x,
+                t) == 2);
+      CHECK(kernels_for([reduction](const at::Tensor& x, const at::Tensor& y) { return at::mse_loss(x, y, reduction); }, x, y) == 1);
+    }
+    CHECK(kernels_for(
+              [](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t, {}, at::Reduction::None, -100, 0.25); }, x,
+              t) == 1);
+    CHECK(kernels_for([](const at::Tensor& x, const at::Tensor& y) { return at::mse_loss(x, y, at::Reduction::None) * 2; }, x, y) == 1);
+  }
+}
+
 TEST_CASE("a causal mask built from ones and tril fuses into the masked softmax", "[inductor][fusion]") {
   auto masked_softmax = [](const at::Tensor& scores) {
     const at::Tensor causal = at::ones({scores.size(-1), scores.size(-1)}, scores.options().dtype(at::kBool)).tril().logical_not();
