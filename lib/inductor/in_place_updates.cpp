@@ -37,12 +37,10 @@ bool same_layout(const graph::TensorMeta& a, const graph::TensorMeta& b) {
   return a.dtype == b.dtype && a.device == b.device && a.sizes == b.sizes && a.strides == b.strides;
 }
 
-// Whether anything the graph returns shares the input's memory or is the new value (a returned value
-// must stay what eager returns; a training forward returns the values its backward reads).
-bool returned(const graph::Graph& g, const WriteBack& w) {
-  const int32_t storage = g.values[w.input].storage;
-  return std::any_of(g.outputs.begin(), g.outputs.end(),
-                     [&](ValueId o) { return o != graph::kNoValue && (o == w.value || (storage >= 0 && g.values[o].storage == storage)); });
+// Whether the graph returns a value sharing this storage (a returned value must stay what eager
+// returns; a training forward returns the values its backward reads).
+bool returned(const graph::Graph& g, int32_t storage) {
+  return std::any_of(g.outputs.begin(), g.outputs.end(), [&](ValueId o) { return o != graph::kNoValue && g.values[o].storage == storage; });
 }
 
 // Whether step s reads or writes memory of `storage`.
@@ -59,66 +57,125 @@ bool touches(const Plan& plan, const graph::Graph& g, const Step& step, int32_t 
   return false;
 }
 
-// The index expression of the kernel's one store into buffer b.
-std::optional<int> store_index(const Kernel& k, int b) {
-  std::optional<int> index;
-  for (const Expr& e : k.body) {
-    if (e.op != ScalarOp::kStore || e.buffer != b) continue;
-    if (index) return std::nullopt;
-    index = e.a;
+// The kernel's one store into buffer b (its body index).
+std::optional<int> store_of(const Kernel& k, int b) {
+  std::optional<int> store;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    if (k.body[i].op != ScalarOp::kStore || k.body[i].buffer != b) continue;
+    if (store) return std::nullopt;
+    store = static_cast<int>(i);
   }
-  return index;
+  return store;
 }
 
-// The loads of kernel `launch` that read the input's memory, when each reads the input itself at the
-// element the new value's store writes; nullopt otherwise.
-std::optional<std::vector<int>> same_element_loads(const KernelLaunch& launch, const graph::Graph& g, const WriteBack& w, int out) {
+// Per expression: whether the store `store` computes from it.
+std::vector<bool> feeding(const Kernel& k, int store) {
+  std::vector<bool> feeds(k.body.size(), false);
+  feeds[store] = true;
+  for (int i = store; i >= 0; --i) {
+    if (!feeds[i]) continue;
+    for (int operand : {k.body[i].a, k.body[i].b, k.body[i].c})
+      if (operand >= 0) feeds[operand] = true;
+  }
+  return feeds;
+}
+
+// The loads of kernel `launch` that read the memory of `held` (the value an input's memory holds), when
+// each reads that value at the element the new value's store writes and feeds that store; nullopt
+// otherwise. A printer emits a store's operands before the store, and every later use of a load reuses
+// its value, so each element is read before it is written.
+std::optional<std::vector<int>> same_element_loads(const KernelLaunch& launch, const graph::Graph& g, ValueId held, int out) {
   const Kernel& k = launch.kernel;
-  const auto index = store_index(k, out);
-  if (k.num_reduction_loops > 0 || !index) return std::nullopt;
-  const int32_t storage = g.values[w.input].storage;
+  const auto store = store_of(k, out);
+  if (k.num_reduction_loops > 0 || !store) return std::nullopt;
+  const std::vector<bool> feeds = feeding(k, *store);
+  const int32_t storage = g.values[held].storage;
   std::vector<int> loads;
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Expr& e = k.body[i];
     if (e.op != ScalarOp::kLoad) continue;
     const ValueId read = launch.buffers[e.buffer];
-    if (read != w.input && g.values[read].storage != storage) continue;
-    if (read != w.input || e.a != *index) return std::nullopt;
+    if (read != held && g.values[read].storage != storage) continue;
+    if (read != held || e.a != k.body[*store].a || !feeds[i]) return std::nullopt;
     loads.push_back(static_cast<int>(i));
   }
   return loads;
 }
 
-// Places one write-back's value in its input's memory if nothing forbids it.
-bool place_in_input(Plan& plan, const graph::Graph& g, const WriteBack& w, const std::vector<size_t>& kernel_step) {
-  if (!same_layout(g.values[w.input].meta, g.values[w.value].meta) || returned(g, w)) return false;
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    KernelLaunch& launch = plan.kernels[k];
-    const auto output = std::find(launch.outputs.begin(), launch.outputs.end(), w.value);
-    if (output == launch.outputs.end()) continue;
-    const int out = static_cast<int>(std::find(launch.buffers.begin(), launch.buffers.end(), w.value) - launch.buffers.begin());
-    const auto loads = same_element_loads(launch, g, w, out);
+// The memory of an input the epilogue writes back, and the value it holds now: the input's own contents
+// until a kernel stores a value there (the input's next version, or any value of its layout once the
+// input's contents are read no more).
+struct InputMemory {
+  WriteBack write_back;
+  ValueId held;
+};
+
+class Placer {
+ public:
+  Placer(Plan& plan, const graph::Graph& g) : plan_(plan), g_(g) {
+    for (const WriteBack& w : write_backs(plan, g))
+      if (!returned(g, g.values[w.input].storage)) memories_.push_back({w, w.input});
+  }
+
+  int run() {
+    int placed = 0;
+    for (size_t s = 0; s < plan_.steps.size(); ++s)
+      if (plan_.steps[s].kind == Step::Kind::kKernel) placed += place_outputs(s);
+    return placed;
+  }
+
+ private:
+  // Places the outputs of the kernel at step s in input memories where nothing forbids it.
+  int place_outputs(size_t s) {
+    KernelLaunch& launch = plan_.kernels[plan_.steps[s].index];
+    std::vector<bool> used(memories_.size(), false);  // one output per memory per kernel
+    int placed = 0;
+    for (size_t j = 0; j < launch.outputs.size(); ++j)
+      for (size_t m = 0; m < memories_.size(); ++m) {
+        if (used[m] || !place(launch, j, s, memories_[m])) continue;
+        used[m] = true;
+        ++placed;
+        break;
+      }
+    return placed;
+  }
+
+  // Whether a step in [from, to) other than `except` touches the storage of `v`.
+  bool touched(ValueId v, size_t from, size_t to, size_t except) const {
+    for (size_t s = from; s < to; ++s)
+      if (s != except && touches(plan_, g_, plan_.steps[s], g_.values[v].storage)) return true;
+    return false;
+  }
+
+  bool place(KernelLaunch& launch, size_t j, size_t s, InputMemory& memory) {
+    const ValueId v = launch.outputs[j], held = memory.held;
+    const WriteBack& w = memory.write_back;
+    if (w.step < s || !same_layout(g_.values[w.input].meta, g_.values[v].meta) || returned(g_, g_.values[v].storage)) return false;
+    // What the memory holds is read by nothing after this kernel: the input's contents until the
+    // write-back (which writes them), a stored value ever after.
+    if (touched(held, s + 1, held == w.input ? w.step : plan_.steps.size(), plan_.steps.size())) return false;
+    // The write-back overwrites the memory: v must not be read after it, unless it is what it writes.
+    if (v != w.value && touched(v, w.step, plan_.steps.size(), w.step)) return false;
+    const int out = static_cast<int>(std::find(launch.buffers.begin(), launch.buffers.end(), v) - launch.buffers.begin());
+    const auto loads = same_element_loads(launch, g_, held, out);
     if (!loads) return false;
-    for (size_t s = kernel_step[k] + 1; s < w.step; ++s)
-      if (touches(plan, g, plan.steps[s], g.values[w.input].storage)) return false;
     for (int i : *loads) launch.kernel.body[i].buffer = out;
     launch.output_memory.resize(launch.outputs.size(), graph::kNoValue);
-    launch.output_memory[output - launch.outputs.begin()] = w.input;
+    launch.output_memory[j] = w.input;
+    memory.held = v;
     return true;
   }
-  return false;
-}
+
+  Plan& plan_;
+  const graph::Graph& g_;
+  std::vector<InputMemory> memories_;
+};
 
 }  // namespace
 
 int store_input_updates_in_place(Plan& plan, const graph::Graph& g) {
   if (std::any_of(plan.kernels.begin(), plan.kernels.end(), [](const KernelLaunch& k) { return has_checks(k.kernel); })) return 0;
-  std::vector<size_t> kernel_step(plan.kernels.size());
-  for (size_t s = 0; s < plan.steps.size(); ++s)
-    if (plan.steps[s].kind == Step::Kind::kKernel) kernel_step[plan.steps[s].index] = s;
-  int placed = 0;
-  for (const WriteBack& w : write_backs(plan, g)) placed += place_in_input(plan, g, w, kernel_step);
-  return placed;
+  return Placer(plan, g).run();
 }
 
 }  // namespace jitc::inductor

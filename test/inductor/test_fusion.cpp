@@ -357,6 +357,27 @@ TEST_CASE("updates of arguments that pointwise kernels compute are stored into t
     CHECK(at::allclose(x, eager_x, 1e-6, 1e-6));
   }
   CHECK(in_place_outputs(logs) == 7);
+  // Gradient clipping: each gradient's scaled copy is a stored value (the norms read it), then scaled
+  // again: both versions live in the gradient's memory, one after the other.
+  auto clip = [](const Tensors& grads, const Tensors& from, const at::Tensor& scale) {
+    Tensors norms;
+    for (size_t i = 0; i < grads.size(); ++i) norms.push_back(grads[i].copy_(from[i]).mul_(scale).norm());
+    const at::Tensor coefficient = at::clamp_max(1.0 / (at::stack(norms).norm() + 1e-6), 1.0);
+    for (const auto& g : grads) g.mul_(coefficient);
+  };
+  auto clipped = jitc::compile(clip);
+  Tensors from = clones(shapes), clip_grads = clones(shapes), eager_clip_grads = clones(shapes);
+  for (int call = 0; call < 4; ++call) {
+    allocator.reset_peak();
+    const int64_t before = allocator.live_bytes();
+    clipped(clip_grads, from, at::scalar_tensor(30.0));
+    const int64_t clip_peak = allocator.peak_bytes() - before;
+    clip(eager_clip_grads, from, at::scalar_tensor(30.0));
+    INFO("call " << call << ", peak " << clip_peak);
+    for (size_t i = 0; i < shapes.size(); ++i) CHECK(at::allclose(clip_grads[i], eager_clip_grads[i], 1e-6, 1e-6));
+    if (call >= 2) CHECK(clip_peak < 1024);  // the norms only
+  }
+  CHECK(in_place_outputs(logs) == 7 + 6);
 }
 
 TEST_CASE("updates that read their input at other elements or whose input is read again before the write-back go through a buffer",
