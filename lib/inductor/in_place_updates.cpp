@@ -175,6 +175,9 @@ class Placer {
 
 int store_input_updates_in_place(Plan& plan, const graph::Graph& g) {
   if (std::any_of(plan.kernels.begin(), plan.kernels.end(), [](const KernelLaunch& k) { return has_checks(k.kernel); })) return 0;
+  // A failed break check restores only the inputs written before the break, from copies taken before
+  // the call; the write-backs come after it, in the epilogue.
+  if (std::any_of(g.nodes.begin(), g.nodes.end(), [](const graph::Node& n) { return n.checked(); })) return 0;
   return Placer(plan, g).run();
 }
 

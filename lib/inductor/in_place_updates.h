@@ -5,8 +5,9 @@
 // computes the new value, reads p only at the element it writes, and nothing reads p's memory between
 // that kernel and the write-back, the kernel reads and writes p's memory through one buffer (Inductor's
 // in-out buffers): the new value is never allocated and the write-back copies p onto itself, which ATen
-// returns from at once. Not in plans with run-time checks: a failed check replays the call eagerly from
-// the arguments as they were, which the plan keeps by writing them only in its epilogue.
+// returns from at once. Not in plans with run-time checks or graph breaks: a failed check replays the
+// call eagerly from the arguments as they were, and a failed break check restores the inputs written
+// before the break; both rely on the plan writing inputs only in its epilogue.
 #pragma once
 #include "graph/graph.h"
 #include "inductor/scheduler.h"

@@ -410,5 +410,21 @@ TEST_CASE("updates that read their input at other elements or whose input is rea
     }
     CHECK(compiled.stats().hits == 2);
     CHECK(in_place_outputs(logs) == 0);
+  }  // A graph break before the update: a call whose break check fails re-traces from the argument as it
+  // was, so the update stays in the epilogue.
+  jitc::testing::LogCapture logs("schedule");
+  auto fn = [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& flag) {
+    const bool on = flag.item<bool>();
+    x.mul_(2);
+    return on ? y + 1 : y - 1;
+  };
+  auto compiled = jitc::compile(fn);
+  const at::Tensor y = at::randn({16});
+  at::Tensor x = at::randn({16}), eager_x = x.clone();
+  for (bool on : {true, true, true, false}) {
+    const at::Tensor flag = at::scalar_tensor(on);
+    CHECK(at::equal(compiled(x, y, flag), fn(eager_x, y, flag)));
+    CHECK(at::equal(x, eager_x));
   }
+  CHECK(in_place_outputs(logs) == 0);
 }
