@@ -45,26 +45,39 @@ bool values_at(const Node& n, std::initializer_list<size_t> positions) {
   return true;
 }
 
-// (grad, output, dim, input_dtype): the sizes, dtype and the normalized dim, or nothing.
+// (grad, output, dim, input_dtype): the sizes, dtype and the normalized dim, or nothing. Half and
+// bfloat16 gradients compute in float32 (`dtype`), rounded once to `stored` as eager's kernels do.
 struct SoftmaxGrad {
   ValueId grad, output;
   std::vector<int64_t> sizes, reduced;
-  c10::ScalarType dtype;
+  c10::ScalarType dtype, stored;
   int64_t dim;
 };
+
+bool is_half_precision(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
+
+ValueId cast(Emitter& e, ValueId v, c10::ScalarType to, const std::vector<int64_t>& sizes) {
+  const c10::IValue none;
+  return e.call("aten::_to_copy", "",
+                {value_arg(v), constant_arg(static_cast<int64_t>(to)), constant_arg(none), constant_arg(none), constant_arg(none),
+                 constant_arg(false), constant_arg(none)},
+                to, sizes);
+}
 
 std::optional<SoftmaxGrad> softmax_grad_of(const Graph& g, const Node& n) {
   if (!values_at(n, {0, 1}) || n.args.size() < 4 || !n.args[2].constant.isInt() || !n.args[3].constant.isInt()) return std::nullopt;
   const auto& meta = g.values[n.args[0].value].meta;
   const std::vector<int64_t> sizes = static_sizes(meta);
   const auto input_dtype = static_cast<c10::ScalarType>(n.args[3].constant.toInt());
-  if (sizes.empty() || !is_float(meta.dtype) || input_dtype != meta.dtype || g.values[n.args[1].value].meta.dtype != meta.dtype)
+  if (sizes.empty() || !(is_float(meta.dtype) || is_half_precision(meta.dtype)) || input_dtype != meta.dtype ||
+      g.values[n.args[1].value].meta.dtype != meta.dtype)
     return std::nullopt;
   int64_t dim = n.args[2].constant.toInt();
   if (dim < 0) dim += static_cast<int64_t>(sizes.size());
   std::vector<int64_t> reduced = sizes;
   reduced[dim] = 1;
-  return SoftmaxGrad{n.args[0].value, n.args[1].value, sizes, reduced, meta.dtype, dim};
+  const c10::ScalarType compute = is_half_precision(meta.dtype) ? c10::kFloat : meta.dtype;
+  return SoftmaxGrad{n.args[0].value, n.args[1].value, sizes, reduced, compute, meta.dtype, dim};
 }
 
 ValueId sum_over(Emitter& e, ValueId v, const SoftmaxGrad& s) {
@@ -177,9 +190,11 @@ graph::Graph decompose_gradients(const graph::Graph& g) {
     if (n.mutates) return {};
     const std::string name = n.op.operator_name().name;
     if (name == "aten::_softmax_backward_data" || name == "aten::_log_softmax_backward_data") {
-      const auto s = softmax_grad_of(original, n);
+      auto s = softmax_grad_of(original, n);
       if (!s) return {};
-      return {name == "aten::_softmax_backward_data" ? softmax_backward(e, *s) : log_softmax_backward(e, *s)};
+      if (s->stored != s->dtype) s->grad = cast(e, s->grad, s->dtype, s->sizes), s->output = cast(e, s->output, s->dtype, s->sizes);
+      const ValueId grad = name == "aten::_softmax_backward_data" ? softmax_backward(e, *s) : log_softmax_backward(e, *s);
+      return {s->stored != s->dtype ? cast(e, grad, s->stored, s->sizes) : grad};
     }
     if (name == "aten::native_layer_norm_backward") return layer_norm_backward(e, original, n);
     if (name == "aten::nll_loss_backward") {

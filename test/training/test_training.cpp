@@ -45,6 +45,20 @@ TEST_CASE("reductions, matmul, softmax and norms: gradients equal eager's", "[tr
   check_gradients([](const Tensors& x) { return at::gelu(x[0]) + at::silu(x[0]) * at::sqrt(x[0].pow(2) + 1); }, {rand64({4, 4})});
 }
 
+TEST_CASE("bfloat16 and half softmax and log_softmax gradients compute in float32 and round once as eager's", "[training]") {
+  at::manual_seed(12);
+  jitc::testing::LogCapture logs("schedule");
+  for (const auto dtype : {at::kBFloat16, at::kHalf}) {
+    INFO(dtype);
+    auto low = [dtype](at::IntArrayRef sizes) { return at::randn(sizes, dtype); };
+    check_gradients([](const Tensors& x) { return at::softmax(x[0] * x[1], -1) * x[2]; }, {low({8, 40}), low({40}), low({8, 40})}, {},
+                    3e-2);
+    check_gradients([](const Tensors& x) { return at::log_softmax(x[0], 0) * x[1]; }, {low({12, 5}), low({12, 5})}, {}, 3e-2);
+  }
+  CHECK(logs.contains("Schedule of"));
+  CHECK(!logs.contains("softmax_backward_data"));  // fused kernels, not ATen's backward kernels
+}
+
 TEST_CASE("views and in-place ops on values computed inside: gradients equal eager's", "[training]") {
   at::manual_seed(2);
   check_gradients([](const Tensors& x) { return x[0].t().matmul(x[1]).reshape({-1}).narrow(0, 1, 5); }, {rand64({4, 3}), rand64({4, 2})});
