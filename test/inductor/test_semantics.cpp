@@ -153,6 +153,7 @@ TEST_CASE("indices out of range raise eager's IndexError from compiled programs"
 // A fused kernel computes an inlined value only where its reader reads it: the checks must still see every
 // index and divisor eager's kernels see, those at elements a slice, a select or another index skips too.
 TEST_CASE("indices out of range and zero divisors raise as in eager where only part of the result is read", "[inductor][semantics]") {
+  at::manual_seed(23);
   const auto table = at::randn({5, 3});
   const auto x = at::randn({5, 3}), columns = at::randn({4, 3});
   for (int64_t bad : {5, -1}) {
@@ -166,7 +167,8 @@ TEST_CASE("indices out of range and zero divisors raise as in eager where only p
     check_raises_as_eager<c10::Error>(
         "gather, then a pointwise op, then a narrow" + tag,
         [&x](const at::Tensor& i) { return (x.gather(0, i) + 1).narrow(1, 0, 1).exp(); },
-        std::make_tuple(longs({0, 4, 1, 2, 3, 0}).view({2, 3})), std::make_tuple(longs({0, 4, 1, 2, bad, 0}).view({2, 3})));
+        std::make_tuple(longs({0, 4, 1, 2, 3, 0}).view({2, 3})), std::make_tuple(longs({0, 4, 1, 2, bad, 0}).view({2, 3})),
+        /*rounded=*/true);  // jitc's exp and eager's round 1 ulp apart for about one input in seven
     check_raises_as_eager<c10::Error>(
         "index_select of an index_select" + tag,
         [&x](const at::Tensor& i, const at::Tensor& j) { return x.index_select(0, i).index_select(0, j).neg(); },
