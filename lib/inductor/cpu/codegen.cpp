@@ -321,20 +321,24 @@ void Printer::reduction(int r) {
   }
   auto saved = emitted_;
   pass_ = r, pass_vars_ = k_.loop_vars(e.loop);
-  pass_loop(e.loop, pass_vars_, [&] {
-    for (int i = 0; i < r; ++i)
-      if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
-    if (!arg) return accumulate(r, acc, nan_flag ? nan : "", name(e.a));
-    const std::string old = fresh("old"), v = name(e.a);
-    line(fmt::format("{} = load {}, ptr {}", old, ty, acc));
-    const std::string take = better(e.reduce == ReduceKind::kArgMax, vt, v, old);
-    const std::string nv = fresh("nv"), np = fresh("np"), op = fresh("op");
-    line(fmt::format("{} = select i1 {}, {} {}, {} {}", nv, take, ty, v, ty, old));
-    line(fmt::format("{} = load i64, ptr {}", op, pos));
-    line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", np, take, name(e.b), op));
-    line(fmt::format("store {} {}, ptr {}", ty, nv, acc));
-    line(fmt::format("store i64 {}, ptr {}", np, pos));
-  });
+  const auto& chunked = schedule_.chunked_sums;
+  if (std::find(chunked.begin(), chunked.end(), r) != chunked.end()) {
+    chunked_sum(r, acc);
+  } else
+    pass_loop(e.loop, pass_vars_, [&] {
+      for (int i = 0; i < r; ++i)
+        if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
+      if (!arg) return accumulate(r, acc, nan_flag ? nan : "", name(e.a));
+      const std::string old = fresh("old"), v = name(e.a);
+      line(fmt::format("{} = load {}, ptr {}", old, ty, acc));
+      const std::string take = better(e.reduce == ReduceKind::kArgMax, vt, v, old);
+      const std::string nv = fresh("nv"), np = fresh("np"), op = fresh("op");
+      line(fmt::format("{} = select i1 {}, {} {}, {} {}", nv, take, ty, v, ty, old));
+      line(fmt::format("{} = load i64, ptr {}", op, pos));
+      line(fmt::format("{} = select i1 {}, i64 {}, i64 {}", np, take, name(e.b), op));
+      line(fmt::format("store {} {}, ptr {}", ty, nv, acc));
+      line(fmt::format("store i64 {}, ptr {}", np, pos));
+    });
   pass_ = -1;
   emitted_ = std::move(saved);
   if (nan_flag) {
@@ -346,6 +350,36 @@ void Printer::reduction(int r) {
     line(fmt::format("{} = load {}, ptr {}", name(r), arg ? "i64" : compute_type(t), arg ? pos : acc));
   }
   emitted_[r] = true;
+}
+
+// A float sum whose innermost loop variable is long, in chunks of kSumChunk positions of it: each chunk's
+// sum goes into its own accumulator, then into the total `acc` (cpu/schedule.cpp says why).
+void Printer::chunked_sum(int r, const std::string& acc) {
+  const Expr& e = k_.body[r];
+  const char* ty = compute_type(k_.body[e.a].dtype);
+  const std::string part = fmt::format("%part{}", r), tag = fresh("sum").substr(1);
+  line(fmt::format("{} = alloca {}", part, ty));
+  std::vector<std::string> outer;  // the loops of the other variables, outermost first
+  for (size_t d = 0; d + 1 < pass_vars_.size(); ++d) {
+    outer.push_back(fresh("l").substr(1));
+    var_value_[pass_vars_[d]] = open_loop(outer.back(), "0", name(k_.vars[pass_vars_[d]].extent));
+  }
+  const int innermost = pass_vars_.back();
+  const std::string extent = name(k_.vars[innermost].extent), at = open_loop(tag, "0", extent);
+  line(fmt::format("store {} {}, ptr {}", ty, identity(e.reduce, k_.body[e.a].dtype), part));
+  line(fmt::format("%{}.next = add nsw i64 {}, {}", tag, at, kSumChunk));
+  line(fmt::format("%{}.over = icmp slt i64 {}, %{}.next", tag, extent, tag));
+  line(fmt::format("%{}.hi = select i1 %{}.over, i64 {}, i64 %{}.next", tag, tag, extent, tag));
+  loop_nest({innermost}, at, "%" + tag + ".hi", [&] {
+    for (int i = 0; i < r; ++i)
+      if (scope_[i] == Scope::kReduction && loop_of_[i] == e.loop) emit(i);
+    accumulate(r, part, "", name(e.a));
+  });
+  const std::string sum = fresh("chunk");
+  line(fmt::format("{} = load {}, ptr {}", sum, ty, part));
+  accumulate(r, acc, "", sum);
+  close_loop(tag, "%" + tag + ".next");
+  for (size_t d = outer.size(); d-- > 0;) close_loop(outer[d]);
 }
 
 void Printer::accumulate(int r, const std::string& acc, const std::string& nan, const std::string& v) {

@@ -39,6 +39,7 @@ class Printer : private Emitter {
   void element_loop(const std::string& column_tile);
   void element_pass(const std::string& lo, const std::string& hi);
   void reduction(int r);
+  void chunked_sum(int r, const std::string& acc);
   void check(const std::string& v, const std::string& holds);  // a kCheck
   void report_failed_checks();                                 // at the body's exit
   // One step of reduction r (not argmax/argmin): value `v` combined into accumulator `acc` (and `nan`).

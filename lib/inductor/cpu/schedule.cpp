@@ -306,6 +306,28 @@ void plan_streaming_stores(const Kernel& k, const Placement& p, CpuSchedule& s) 
   }
 }
 
+// ---- chunked sums -----------------------------------------------------------------------------------
+// A float sum whose loop runs in order adds every value into a few vector-lane accumulators: over 8M
+// values each lane adds up 256K of them, and the result drifts from float64's far more than eager's
+// cascade sum (relative 1.6e-4 against 6e-8 for mse_loss over [256, 32000]). Summed in chunks of 1024
+// positions of the innermost variable, each lane adds up a few dozen values per chunk and the total one
+// value per chunk. Innermost extents of at most kMaxUnchunkedRow (norms, softmax) keep the plain loop.
+constexpr int64_t kMaxUnchunkedRow = 4096;
+
+void plan_chunked_sums(const Kernel& k, CpuSchedule& s) {
+  if (s.lanes > 0) return;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Expr& e = k.body[i];
+    if (e.op != ScalarOp::kReduce || e.reduce != ReduceKind::kSum || !is_float(k.body[e.a].dtype)) continue;
+    if (e.loop == s.prefetch_loop || std::find(s.pipelined.begin(), s.pipelined.end(), static_cast<int>(i)) != s.pipelined.end()) continue;
+    const auto vars = k.loop_vars(e.loop);
+    if (vars.empty()) continue;
+    const Expr& extent = k.body[k.vars[vars.back()].extent];
+    if (extent.op == ScalarOp::kConst && extent.ivalue <= kMaxUnchunkedRow) continue;
+    s.chunked_sums.push_back(static_cast<int>(i));
+  }
+}
+
 }  // namespace
 
 bool needs_nan_flag(const Kernel& k, int r) {
@@ -321,6 +343,7 @@ CpuSchedule schedule_cpu_kernel(const Kernel& kernel, const Placement& placement
   plan_row_pipeline(kernel, placement, s);
   plan_row_prefetch(kernel, placement, s);
   plan_streaming_stores(kernel, placement, s);
+  plan_chunked_sums(kernel, s);
   return s;
 }
 
@@ -332,7 +355,8 @@ Schedule CpuSchedule::decisions(const Kernel& kernel) const {
       .set("pipelined_reductions", static_cast<int64_t>(pipelined.size()))
       .set("prefetched_loads", static_cast<int64_t>(prefetch.size()))
       .set("streamed_stores", static_cast<int64_t>(staged.size()))
-      .set("fast_sin_cos", fast_sin_cos ? 1 : 0);
+      .set("fast_sin_cos", fast_sin_cos ? 1 : 0)
+      .set("chunked_sums", static_cast<int64_t>(chunked_sums.size()));
   return s;
 }
 

@@ -20,6 +20,8 @@ namespace jitc::inductor::llvm_ir {
 constexpr int kElementPass = 1 << 30;
 // A reduction loop's index (0, 1, ...), or this for the element loop.
 constexpr int kElementLoop = -2;
+// Positions of a chunked sum's chunk.
+constexpr int64_t kSumChunk = 1024;
 
 // An expensive value a row's later loops read from a row-sized stack array instead of computing it
 // again: the array's number and the pass that computes and stores it.
@@ -76,6 +78,10 @@ struct CpuSchedule {
 
   // sin and cos of floats in the element loop through sincos_float (cpu/codegen_trig.cpp).
   bool fast_sin_cos = false;
+
+  // Float sums over a long innermost loop variable added up in chunks of kSumChunk of its positions,
+  // each chunk's sum then added to the total (cpu/codegen.cpp): the reductions, by body index.
+  std::vector<int> chunked_sums;
 
   // As named integers, for logs, the cache and tests.
   Schedule decisions(const Kernel& kernel) const;
