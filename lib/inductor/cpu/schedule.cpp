@@ -309,7 +309,7 @@ void plan_streaming_stores(const Kernel& k, const Placement& p, CpuSchedule& s) 
 // ---- chunked sums -----------------------------------------------------------------------------------
 // A float sum whose loop runs in order adds every value into a few vector-lane accumulators: over 8M
 // values each lane adds up 256K of them, and the result drifts from float64's far more than eager's
-// cascade sum (relative 1.6e-4 against 6e-8 for mse_loss over [256, 32000]). Summed in chunks of 1024
+// cascade sum (benchmarks/RESULTS.md, session 23). Summed in chunks of 1024
 // positions of the innermost variable, each lane adds up a few dozen values per chunk and the total one
 // value per chunk. Innermost extents of at most kMaxUnchunkedRow (norms, softmax) keep the plain loop.
 constexpr int64_t kMaxUnchunkedRow = 4096;
