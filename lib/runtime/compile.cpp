@@ -452,9 +452,7 @@ namespace {
 
 bool same_backward(const runtime::Entry& a, const runtime::Entry& b) {
   if (!a.backward || !b.backward) return !a.backward && !b.backward;
-  const runtime::BackwardPart &x = *a.backward, &y = *b.backward;
-  return x.outputs == y.outputs && x.grad_inputs == y.grad_inputs && x.saved == y.saved &&
-         graph::to_text(x.entry->graph) == graph::to_text(y.entry->graph);
+  return a.backward->same_layout(*b.backward) && graph::to_text(a.backward->entry->graph) == graph::to_text(b.backward->entry->graph);
 }
 
 bool same_program(const runtime::Entry& a, const runtime::Entry& b) {

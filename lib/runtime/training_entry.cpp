@@ -41,15 +41,11 @@ std::shared_ptr<runtime::Entry> backward_entry(graph::Graph traced) {
   return backward;
 }
 
-bool same_layout(const runtime::BackwardPart& a, const runtime::BackwardPart& b) {
-  return a.outputs == b.outputs && a.grad_inputs == b.grad_inputs && a.saved == b.saved && a.saved_inputs == b.saved_inputs;
-}
-
 }  // namespace
 
 std::shared_ptr<const runtime::BackwardPart> Engine::generalized_backward(const runtime::Entry& a, const runtime::Entry& b,
                                                                           const graph::SymbolValues& values) const {
-  if (!same_layout(*a.backward, *b.backward)) return nullptr;
+  if (!a.backward->same_layout(*b.backward)) return nullptr;
   std::string why;
   auto g = graph::generalize(a.backward->entry->traced, b.backward->entry->traced, values, &why);
   if (!g) {

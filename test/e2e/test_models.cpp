@@ -129,24 +129,15 @@ void train_the_suite(c10::Device device) {
       },
       [](const at::Tensor& loss) { return loss / 4; });
   const at::Tensor labels = at::randint(10, {4}, ids);
-  train_side_by_side(
-      "resnet18", [&] { return train_resnet(on64, 18, 8, 10); },
-      [&] {
-        return at::randn({4, 3, 64, 64}, doubles);
-      },
-      [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
-  train_side_by_side(
-      "mobilenet_v2", [&] { return train_mobilenet_v2(on64, 4, 10); },
-      [&] {
-        return at::randn({4, 3, 64, 64}, doubles);
-      },
-      [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
-  train_side_by_side(
-      "shufflenet_v2", [&] { return train_shufflenet_v2(on64, 4, 10); },
-      [&] {
-        return at::randn({4, 3, 64, 64}, doubles);
-      },
-      [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
+  // The CNNs: float64 images of [4, 3, 64, 64], cross-entropy over 10 classes.
+  auto train_cnn = [&](const char* name, const std::function<jitc::bench::Trainable()>& make) {
+    train_side_by_side(
+        name, make, [&] { return at::randn({4, 3, 64, 64}, doubles); },
+        [&](const at::Tensor& logits) { return at::cross_entropy_loss(logits, labels); });
+  };
+  train_cnn("resnet18", [&] { return train_resnet(on64, 18, 8, 10); });
+  train_cnn("mobilenet_v2", [&] { return train_mobilenet_v2(on64, 4, 10); });
+  train_cnn("shufflenet_v2", [&] { return train_shufflenet_v2(on64, 4, 10); });
   train_side_by_side(
       "unet", [&] { return train_unet(on64, 4, 2); },
       [&] {
