@@ -19,6 +19,7 @@
 // out.json defaults to benchmarks/workloads.json. --peer adds torch.compile's time per call and the ratio
 // torch.compile / jitc (> 1: jitc is faster) from the JSON that the peer script writes:
 //   ~/.cache/jitc-setup/venv/bin/python benchmarks/peer_torch_compile.py benchmarks/peer_cpu.json
+#include "bench_flags.h"
 #include "contention_meter.h"
 #include "counting_allocator.h"
 #include "peer_results.h"
@@ -58,15 +59,8 @@ struct Args {
   std::string out = "benchmarks/workloads.json";
   std::string peer;
   std::vector<std::string> only;
+  jitc::Mode mode = jitc::Mode::kDefault;  // jitc's; the peer JSON says torch.compile's
 };
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, ',');)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
 
 Args parse_args(int argc, char** argv) {
   Args args;
@@ -76,9 +70,12 @@ Args parse_args(int argc, char** argv) {
       args.peer = argv[++i];
     } else if (arg == "--only" && i + 1 < argc) {
       args.only = split_commas(argv[++i]);
+    } else if (arg == "--mode" && i + 1 < argc) {
+      args.mode = mode_named(argv[++i]);
     } else if (arg.rfind("--", 0) == 0) {
-      throw std::runtime_error("unknown flag " + arg + "; usage: bench_workloads [out.json] [--peer peer.json] "
-                               "[--only name1,name2]");
+      throw std::runtime_error("unknown flag " + arg +
+                               "; usage: bench_workloads [out.json] [--peer peer.json] "
+                               "[--only name1,name2] [--mode max-autotune]");
     } else {
       args.out = arg;
     }
@@ -192,7 +189,7 @@ Machine describe_machine(const ColdCompileCache& compile_cache) {
   machine.cpu = cpu_model();
   machine.last_level_cache = last_level_cache();
   machine.threads = at::get_num_threads();
-  machine.load_average = load_average();  // before this process loads the cores itself
+  machine.load_average = load_average();              // before this process loads the cores itself
   constexpr int64_t kCopyBytes = int64_t(128) << 20;  // 64 MiB read, 64 MiB written
   machine.copy_bytes_per_s = kCopyBytes / copy_seconds(kCopyBytes);
   machine.compile_cache = compile_cache.describe();
@@ -225,9 +222,10 @@ at::Tensor call_with(const F& f, const std::vector<at::Tensor>& inputs, std::ind
 // returns a call of the compiled function on the inputs, for the timing.
 template <class Fn>
 std::function<void()> prepare_jitc(Row& row, const Fn& fn, const std::vector<at::Tensor>& inputs, const at::Tensor& expected,
-                                   CountingAllocator& allocator) {
+                                   CountingAllocator& allocator, jitc::Mode mode) {
   constexpr auto indices = std::make_index_sequence<Arity<Fn>::value>();
   jitc::Options options;
+  options.mode = mode;
   options.name = row.workload->name;
   const auto compiled = jitc::compile(fn, options);
   const auto start = std::chrono::steady_clock::now();
@@ -244,7 +242,7 @@ std::function<void()> prepare_jitc(Row& row, const Fn& fn, const std::vector<at:
 
 // A same-size copy_, eager and jitc timed in turns (interleaved_seconds_per_call).
 template <class Fn>
-Row measure(const Workload& workload, const Fn& fn, CountingAllocator& allocator) {
+Row measure(const Workload& workload, const Fn& fn, CountingAllocator& allocator, jitc::Mode mode) {
   constexpr auto indices = std::make_index_sequence<Arity<Fn>::value>();
   Row row;
   row.workload = &workload;
@@ -256,7 +254,7 @@ Row measure(const Workload& workload, const Fn& fn, CountingAllocator& allocator
   row.eager_checksum = eager_result.to(at::kDouble).abs().sum().item<double>();
   std::vector<std::function<void()>> timed{copy_of(workload.min_bytes), eager};
   try {
-    timed.push_back(prepare_jitc(row, fn, inputs, eager_result, allocator));
+    timed.push_back(prepare_jitc(row, fn, inputs, eager_result, allocator, mode));
   } catch (const std::exception& e) {
     row.error = e.what();
   }
@@ -292,19 +290,20 @@ bool report_failures(const std::vector<Row>& rows) {
       std::fprintf(stderr, "ERROR %s: jitc threw: %s\n", name, row.error.c_str());
       failed = true;
     } else if (!row.match) {
-      std::fprintf(stderr, "MISMATCH %s: jitc differs from eager, max |diff| %g (rtol %g, atol %g)\n", name,
-                   row.max_abs_diff, kRtol, kAtol);
+      std::fprintf(stderr, "MISMATCH %s: jitc differs from eager, max |diff| %g (rtol %g, atol %g)\n", name, row.max_abs_diff, kRtol,
+                   kAtol);
       failed = true;
     }
     if (row.other_cores > kContendedCores) {
-      std::fprintf(stderr, "CONTENDED %s: other processes used %.2f cores while it ran; its times are not "
-                   "representative, run again on a quiet machine\n", name, row.other_cores);
+      std::fprintf(stderr,
+                   "CONTENDED %s: other processes used %.2f cores while it ran; its times are not "
+                   "representative, run again on a quiet machine\n",
+                   name, row.other_cores);
     }
     if (row.error.empty() && row.match && (s.eager_fallbacks > 0 || s.graph_breaks > 0 || s.compiles != 1)) {
       // Not a failure, but the jitc column then measures something other than one compiled graph.
-      std::fprintf(stderr, "NOTE %s: %lld compiles, %lld graph breaks, %lld eager fallbacks\n", name,
-                   static_cast<long long>(s.compiles), static_cast<long long>(s.graph_breaks),
-                   static_cast<long long>(s.eager_fallbacks));
+      std::fprintf(stderr, "NOTE %s: %lld compiles, %lld graph breaks, %lld eager fallbacks\n", name, static_cast<long long>(s.compiles),
+                   static_cast<long long>(s.graph_breaks), static_cast<long long>(s.eager_fallbacks));
     }
   }
   return failed;
@@ -319,7 +318,8 @@ bool report_peer_drift(const std::vector<Row>& rows, const PeerRun& peer) {
     if (it == peer.workloads.end()) continue;
     const double mine = row.eager_checksum, theirs = it->second.eager_checksum;
     if (std::abs(mine - theirs) <= kChecksumRtol * std::abs(mine)) continue;
-    std::fprintf(stderr, "PEER DRIFT %s: eager sum |result| is %.9g here and %.9g in the peer's JSON; "
+    std::fprintf(stderr,
+                 "PEER DRIFT %s: eager sum |result| is %.9g here and %.9g in the peer's JSON; "
                  "make workloads.cpp and peer_torch_compile.py build the same workload\n",
                  row.workload->name.c_str(), mine, theirs);
     drifted = true;
@@ -338,7 +338,7 @@ int run(int argc, char** argv) {
   std::vector<Row> rows;
   for (const Workload* w : select(workloads, args.only)) {
     std::fprintf(stderr, "running %s\n", w->name.c_str());
-    rows.push_back(std::visit([&](const auto& fn) { return measure(*w, fn, allocator); }, w->fn));
+    rows.push_back(std::visit([&](const auto& fn) { return measure(*w, fn, allocator, args.mode); }, w->fn));
   }
   print_table(machine, rows, peer);
   write_json(args.out, machine, rows, peer);

@@ -20,6 +20,7 @@
 // Usage, from the repository root (threads: 2 on the developer machine, as the peer's torch.set_num_threads):
 //   ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_models.py benchmarks/models/peer_cpu.json
 //   ./build/benchmarks/bench_models benchmarks/models/models_cpu.json --peer benchmarks/models/peer_cpu.json [--only a,b] [--rounds N]
+#include "bench_flags.h"
 #include "counting_allocator.h"
 #include "models/bench_timing.h"
 #include "models/models.h"
@@ -52,13 +53,6 @@ struct Args {
   std::string profile_dir;  // --profile: one eager and one jitc call per model, as chrome traces
 };
 
-jitc::Mode mode_named(const std::string& name) {
-  if (name == "default") return jitc::Mode::kDefault;
-  if (name == "reduce-overhead") return jitc::Mode::kReduceOverhead;
-  if (name == "max-autotune") return jitc::Mode::kMaxAutotune;
-  throw std::runtime_error("unknown --mode " + name + " (default, reduce-overhead or max-autotune)");
-}
-
 c10::ScalarType dtype_named(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return c10::kBFloat16;
   if (name == "half" || name == "fp16") return c10::kHalf;
@@ -83,8 +77,7 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--rounds" && i + 1 < argc) {
       args.rounds = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--only" && i + 1 < argc) {
-      std::stringstream names(argv[++i]);
-      for (std::string name; std::getline(names, name, ',');) args.only.push_back(name);
+      args.only = split_commas(argv[++i]);
     } else if (arg.rfind("--", 0) == 0) {
       throw std::runtime_error("unknown flag " + arg +
                                "; usage: bench_models [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] [--dtype "

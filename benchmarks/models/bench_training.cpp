@@ -14,6 +14,7 @@
 //   ./build/benchmarks/bench_training benchmarks/models/training_cpu.json --peer benchmarks/models/peer_training_cpu.json
 // --device cuda --dtype bf16 --scale gpu: the GPU configuration (benchmarks/gpu_check.sh training ...).
 // --profile DIR writes DIR/<model>_{eager,jitc}.trace of one step each (trace_summary.py sums them).
+#include "bench_flags.h"
 #include "counting_allocator.h"
 #include "models/bench_timing.h"
 #include "models/architectures.h"
@@ -100,8 +101,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--rounds" && i + 1 < argc) args.rounds = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--profile" && i + 1 < argc) args.profile_dir = argv[++i];
     else if (arg == "--only" && i + 1 < argc) {
-      std::stringstream names(argv[++i]);
-      for (std::string name; std::getline(names, name, ',');) args.only.push_back(name);
+      args.only = split_commas(argv[++i]);
     } else if (arg.rfind("--", 0) == 0) {
       throw std::runtime_error("unknown flag " + arg +
                                "; usage: bench_training [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] "

@@ -126,6 +126,9 @@ struct TuningShapes {
   std::vector<int64_t> symbols;
 };
 
+// Zero-filled buffers of a kernel's values at the tuning shapes, in argument order, on its device.
+std::vector<at::Tensor> tuning_buffers(const KernelLaunch& launch, const TuningShapes& shapes);
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -1,5 +1,6 @@
 // The registry of backends: adding one is a folder (lib/inductor/<name>/, defining <name>_backend())
-// and one line of JITC_BACKENDS. Also what every backend shares: Schedule, the default allocate.
+// and one line of JITC_BACKENDS. Also what every backend shares: Schedule, the default allocate, the
+// buffers max-autotune times candidates on.
 #include "inductor/backend.h"
 
 #include <ATen/ops/empty_strided.h>
@@ -43,6 +44,21 @@ std::string Backend::output_code(const std::string& source, const std::string& f
 
 at::Tensor Backend::allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype, c10::Device device) const {
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(dtype).device(device));
+}
+
+std::vector<at::Tensor> tuning_buffers(const KernelLaunch& launch, const TuningShapes& shapes) {
+  auto evaluate = [&](const graph::SymShape& shape) {
+    std::vector<int64_t> out;
+    for (const auto& e : shape) out.push_back(e.eval(shapes.symbols.data()));
+    return out;
+  };
+  std::vector<at::Tensor> buffers;
+  for (graph::ValueId v : launch.buffers) {
+    const auto& m = shapes.graph->values[v].meta;
+    const auto options = at::TensorOptions().dtype(m.dtype).device(launch.device);
+    buffers.push_back(at::empty_strided(evaluate(m.sizes), evaluate(m.strides), options).zero_());
+  }
+  return buffers;
 }
 
 const std::vector<const Backend*>& backends() {

@@ -43,11 +43,13 @@ void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::
 
 const std::string kKey = jitc::cache::sha256_hex("a graph");
 
-// Runs the cache child with this cache directory (and JITC_LOGS=logs); returns its output.
-std::string run_child(const fs::path& dir, const std::string& out_file = "", const std::string& logs = "") {
+// Runs the cache child with this cache directory (and JITC_LOGS=logs, the child's arguments); returns its
+// output.
+std::string run_child(const fs::path& dir, const std::string& out_file = "", const std::string& logs = "", const std::string& args = "") {
   const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
   const std::string out = out_file.empty() ? (dir / "child.out").string() : out_file;
-  const std::string cmd = "JITC_LOGS=" + logs + " JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.string() + " " + exe.string() + " > " + out + " 2>&1";
+  const std::string cmd = "JITC_LOGS=" + logs + " JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.string() + " " + exe.string() + " " + args +
+                          " > " + out + " 2>&1";
   CHECK(std::system(cmd.c_str()) == 0);
   return read(out);
 }
@@ -118,7 +120,7 @@ TEST_CASE("a flipped byte, a truncated entry or an empty file is a miss with one
     cache.store(kKey, payload);
     const fs::path path = cache.path_of(kKey);
     std::string bytes = read(path);
-    if (damage == 0) bytes[bytes.size() / 2] ^= 0x20;  // flipped payload byte
+    if (damage == 0) bytes[bytes.size() / 2] ^= 0x20;   // flipped payload byte
     if (damage == 1) bytes.resize(bytes.size() - 100);  // truncated payload
     if (damage == 2) bytes.clear();                     // empty file
     if (damage == 3) bytes = "jitc-cache 1 12";         // truncated header
@@ -194,6 +196,35 @@ TEST_CASE("a second process loads its programs from the disk cache and generates
   CHECK(warm.find("jitc:") == std::string::npos);  // no warning
 }
 
+// The lines of `text` holding `needle`, in order.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(needle) != std::string::npos) found.push_back(line.substr(line.find(needle)));
+  return found;
+}
+
+// CPU max-autotune: the cold process times its kernels' candidate schedules and keeps the fastest; the
+// warm one loads the winners from the disk cache, times nothing and runs the same schedules.
+TEST_CASE("max-autotune's chosen CPU schedules are stored in the disk cache and loaded back without timing", "[cache][process]") {
+  TempDir dir;
+  const std::string cold = run_child(dir.path, "", "perf_hints,schedule", "max-autotune");
+  INFO(cold);
+  CHECK(cold.find("kernels_compiled=3 programs_from_cache=0") != std::string::npos);
+  CHECK(cold.find("ok=1") != std::string::npos);
+  CHECK(count_lines_with(cold, "AUTOTUNE ") >= 2);  // the softmax's and the layer norm's rows have variants
+  CHECK(count_lines_with(cold, "(kept [") == count_lines_with(cold, "AUTOTUNE "));
+  const std::string warm = run_child(dir.path, "", "perf_hints,schedule", "max-autotune");
+  INFO(warm);
+  CHECK(warm.find("kernels_compiled=0 programs_from_cache=2") != std::string::npos);
+  CHECK(warm.find("ok=1") != std::string::npos);
+  CHECK(count_lines_with(warm, "AUTOTUNE ") == 0);
+  const auto schedules = lines_with(cold, "(cpu schedule): ");
+  CHECK(schedules.size() == 3);
+  CHECK(lines_with(warm, "(cpu schedule): ") == schedules);
+}
+
 TEST_CASE("several processes compiling the same graphs at once leave a valid cache", "[cache][process]") {
   TempDir dir;
   const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
@@ -237,8 +268,8 @@ TEST_CASE("JITC_LOGS=cache logs hits and explains a miss by the part of the key 
   CHECK(notes == 2);
   const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
   const auto out = dir.path / "logged.out";
-  const std::string cmd = "JITC_LOGS=cache JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.path.string() + " " + exe.string() + " > " +
-                          out.string() + " 2>&1";
+  const std::string cmd =
+      "JITC_LOGS=cache JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.path.string() + " " + exe.string() + " > " + out.string() + " 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string missed = read(out);
   INFO(missed);
@@ -351,8 +382,8 @@ TEST_CASE("writers killed at random points leave no temporaries after the next s
   const auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "jitc_cache_child";
   for (const double delay : {0.05, 0.15, 0.3, 0.5, 0.8, 1.2}) {
     // Each child is killed at another point of its run: while compiling, writing or renaming.
-    const std::string cmd = "JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.path.string() + " " + exe.string() +
-                            " > /dev/null 2>&1 & sleep " + std::to_string(delay) + "; kill -9 $! 2>/dev/null; wait";
+    const std::string cmd = "JITC_DISABLE_CACHE=0 JITC_CACHE_DIR=" + dir.path.string() + " " + exe.string() + " > /dev/null 2>&1 & sleep " +
+                            std::to_string(delay) + "; kill -9 $! 2>/dev/null; wait";
     CHECK(std::system(cmd.c_str()) != -1);
   }
   DiskCache cache({dir.path.string(), true, 1 << 20});

@@ -5,6 +5,7 @@
 #include "inductor/kernel_builder.h"
 #include "inductor/scheduler.h"
 #include "inductor/cpu/jit.h"
+#include "support/log_capture.h"
 #include "support/parity.h"
 #include "support/trace_of.h"
 
@@ -15,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <set>
 
 using jitc::graph::SymExpr;
 using jitc::inductor::Index;
@@ -407,6 +409,62 @@ TEST_CASE("the CPU printer prints each strategy of the schedule it is given and 
     }
     CHECK(dropped >= 2);  // softmax: row cache, prefetch, streaming; layer_norm: pipelined, streaming
   }
+}
+
+// mode=max-autotune's search space on the CPU: the heuristic's schedule first, then variants that each
+// decide something else, every one of them computing eager's result.
+TEST_CASE("CPU max-autotune candidates: the heuristic's schedule first, then distinct variants, all eager's results", "[inductor][cpu]") {
+  using jitc::inductor::llvm_ir::CpuSchedule;
+  const auto x = at::randn({64, 1024});
+  auto softmax = [](const at::Tensor& t) { return at::softmax(t, -1); };
+  auto layer_norm = [](const at::Tensor& t) { return at::layer_norm(t, {t.size(-1)}); };
+  const auto tol = jitc::testing::tolerance_for(at::kFloat);
+  for (const auto& [name, kernel, eager] :
+       {std::tuple{"softmax", only_kernel(softmax, x), softmax(x)}, std::tuple{"layer_norm", only_kernel(layer_norm, x), layer_norm(x)}}) {
+    INFO(name);
+    const auto placement = jitc::inductor::place(kernel);
+    const auto candidates = jitc::inductor::llvm_ir::cpu_schedule_candidates(kernel, placement);
+    REQUIRE(candidates.size() >= 3);
+    const std::string heuristic = jitc::inductor::llvm_ir::schedule_cpu_kernel(kernel, placement).decisions(kernel).text();
+    CHECK(candidates.front().decisions(kernel).text() == heuristic);
+    std::set<std::string> distinct;
+    for (const CpuSchedule& c : candidates) {
+      const std::string decided = c.decisions(kernel).text();
+      INFO(decided);
+      distinct.insert(decided);
+      CHECK(c.fast_sin_cos == candidates.front().fast_sin_cos);  // what changes results stays as decided
+      CHECK(c.chunked_sums == candidates.front().chunked_sums);
+      CHECK(at::allclose(run_as_scheduled(kernel, c, x), eager, tol.rtol, tol.atol));
+    }
+    CHECK(distinct.size() == candidates.size());
+  }
+}
+
+// End to end: each kernel with variants is timed (one AUTOTUNE line naming every candidate and the one
+// kept), and the program runs the kept ones: a column sum (blocks of rows side by side in three widths)
+// and a softmax.
+TEST_CASE("CPU max-autotune times each kernel's candidates and runs the fastest", "[inductor][cpu]") {
+  jitc::testing::LogCapture logs("perf_hints");
+  auto fn = [](const at::Tensor& x) { return std::make_tuple(x.sum(0), at::softmax(x, -1)); };
+  jitc::Options options;
+  options.mode = jitc::Mode::kMaxAutotune;
+  auto compiled = jitc::compile(fn, options);
+  const auto x = at::rand({512, 256});
+  for (int call = 0; call < 3; ++call) {
+    const auto [sum, softmax] = compiled(x);
+    const auto [want_sum, want_softmax] = fn(x);
+    CHECK(jitc::testing::difference(sum, want_sum, jitc::testing::reduction_tolerance(at::kFloat, 512)) == "");
+    CHECK(jitc::testing::difference(softmax, want_softmax, jitc::testing::tolerance_for(at::kFloat)) == "");
+  }
+  CHECK(compiled.stats().programs_compiled == 1);
+  const auto tuned = logs.lines_with("AUTOTUNE ");
+  REQUIRE(tuned.size() == 2);
+  const bool widths = std::any_of(tuned.begin(), tuned.end(), [](const std::string& line) {
+    return line.find("rows_side_by_side 32") != std::string::npos && line.find("rows_side_by_side 64") != std::string::npos &&
+           line.find("rows_side_by_side 128") != std::string::npos;
+  });
+  CHECK(widths);
+  for (const auto& line : tuned) CHECK(line.find("(kept [") != std::string::npos);
 }
 
 // A float32 sum adding every value of a long row into a few vector-lane accumulators drifted far from

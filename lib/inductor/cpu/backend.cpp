@@ -1,21 +1,23 @@
 // The CPU backend: kernels printed as LLVM IR (codegen.h), compiled at O3 for the host by ORC (jit.h),
 // launched as tile ranges over the thread pool.
 #include "inductor/backend.h"
+#include "inductor/cpu/autotune.h"
 #include "inductor/cpu/codegen.h"
 #include "inductor/cpu/jit.h"
+#include "inductor/cpu/launch.h"
+#include "inductor/cpu/schedule.h"
 #include "inductor/injected_failure.h"
+#include "inductor/kernel_serial.h"
+#include "runtime/log.h"
 #include "runtime/profiling.h"
-#include "runtime/thread_pool.h"
 
 #include <jitc/errors.h>
 
 #include <ATen/EmptyTensor.h>
-#include <c10/util/SmallVector.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -26,17 +28,32 @@ namespace {
 
 constexpr const char* kOptimizedIr = "kernels.opt.ll";  // under JITC_DEBUG_DIR
 
+using cpu::CpuFunction;
 using cpu::CpuModule;
 
-constexpr int64_t kGrainElements = 32768;  // elements of work per parallel chunk (Inductor: 4096+ per thread)
+// Per kernel: the schedules render printed (the heuristic's first; more under max-autotune), each as a
+// function of its own name.
+struct Candidates {
+  std::vector<std::string> names;
+  std::vector<Schedule> schedules;
+};
 
 struct CpuSource final : Source {
   std::vector<std::pair<std::string, std::string>> kernels;  // name, ops: for compile errors
+  std::vector<Candidates> candidates;                        // per kernel
 };
 
 struct CpuBinary final : Binary {
   std::string object;
-  std::string serialize() const override { return object; }
+  std::vector<Candidates> candidates;  // per kernel; the first is the one launched
+
+  std::string serialize() const override {
+    Writer w;
+    w.text(object);
+    w.number(static_cast<int64_t>(candidates.size()));
+    for (const auto& c : candidates) w.text(c.names.front());  // the chosen candidate only: tuning is over
+    return w.take();
+  }
 };
 
 // One module for all kernels of a program: the declarations they share appear once.
@@ -56,12 +73,13 @@ std::string link_ir(const std::vector<std::string>& kernels) {
   return declarations + bodies;
 }
 
-// A kernel's LLVM IR and the printer's decisions. A failure names the kernel and its ops.
-std::string kernel_ir(const KernelLaunch& launch, Schedule& schedule) {
+// The LLVM IR of `printed` (the launch's kernel, under a candidate's name when tuning) as `schedule`
+// says. A failure names the kernel and its ops.
+std::string kernel_ir(const KernelLaunch& launch, const Kernel& printed, const llvm_ir::CpuSchedule& schedule) {
   std::string ir;
   try {
     if (failure_injected("codegen", launch.ops)) throw CompileError(kInjectedFailure);
-    ir = emit_llvm_ir(launch.kernel, &schedule);
+    ir = emit_llvm_ir(printed, schedule);
   } catch (const std::exception& e) {
     throw CompileError(fmt::format("generating kernel {} ({}) failed: {}", launch.kernel.name, fmt::join(launch.ops, ", "), e.what()));
   }
@@ -86,44 +104,39 @@ std::string naming_kernels(const CpuSource& source, const std::string& message) 
 
 class CpuKernels final : public LoadedKernels {
  public:
-  struct Entry {
-    using Run = void (*)(void* const* buffers, const int64_t* symbols, int64_t begin, int64_t end);
-    using Tiles = int64_t (*)(const int64_t* symbols);
-    std::string name;
-    Run run = nullptr;
-    Tiles tiles = nullptr;
-    bool checks = false;  // the kernel takes a status word after its buffers
-  };
-
-  CpuKernels(std::unique_ptr<CpuModule> module, const std::vector<const KernelLaunch*>& kernels) : module_(std::move(module)) {
-    for (const KernelLaunch* k : kernels)
-      entries_.push_back({k->kernel.name, reinterpret_cast<Entry::Run>(module_->symbol(k->kernel.name)),
-                          reinterpret_cast<Entry::Tiles>(module_->symbol(k->kernel.name + ".tiles")), has_checks(k->kernel)});
+  // Each kernel's chosen function (the first of its candidates).
+  CpuKernels(std::unique_ptr<CpuModule> module, const CpuBinary& binary, const std::vector<const KernelLaunch*>& kernels)
+      : module_(std::move(module)) {
+    for (size_t k = 0; k < kernels.size(); ++k)
+      entries_.push_back({kernels[k]->kernel.name, function(binary.candidates[k].names.front(), kernels[k]->kernel)});
   }
 
   // A region named after the kernel in LibTorch's profiler (kineto sees nothing else of it).
   void launch(size_t index, const LaunchArgs& args) const override {
     const Entry& e = entries_[index];
     const runtime::ProfilerRegion region(at::RecordScope::FUNCTION, [&] { return std::string_view(e.name); });
-    const int64_t tiles = e.tiles(args.symbols);
-    if (tiles <= 0) return;
-    const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, args.largest_buffer / tiles));
-    std::atomic<int32_t> status{0};           // set by a failed check (an index out of range, a division by zero)
-    c10::SmallVector<void*, 16> with_status;  // a kernel with checks takes the status word after its buffers
-    if (e.checks) {
-      with_status.assign(args.buffers, args.buffers + args.num_buffers);
-      with_status.push_back(&status);
-    }
-    void* const* pointers = e.checks ? with_status.data() : args.buffers;
-    const int64_t* symbols = args.symbols;
-    runtime::parallel_for(tiles, grain, [&](int64_t begin, int64_t end) { e.run(pointers, symbols, begin, end); });
-    if (status.load(std::memory_order_relaxed) != 0) throw ChecksFailed{e.name};
+    if (!cpu::run_cpu_function(e.function, args)) throw ChecksFailed{e.name};
+  }
+
+  // The function called `name` in the module, printed from `kernel`.
+  CpuFunction function(const std::string& name, const Kernel& kernel) const {
+    return {reinterpret_cast<CpuFunction::Run>(module_->symbol(name)),
+            reinterpret_cast<CpuFunction::Tiles>(module_->symbol(name + ".tiles")), has_checks(kernel)};
   }
 
  private:
+  struct Entry {
+    std::string name;
+    CpuFunction function;
+  };
   std::unique_ptr<CpuModule> module_;
   std::vector<Entry> entries_;
 };
+
+// The name of candidate `i` of `count`: the kernel's own when it has one.
+std::string candidate_name(const Kernel& kernel, size_t i, size_t count) {
+  return count > 1 ? fmt::format("{}_c{}", kernel.name, i) : kernel.name;
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -133,11 +146,24 @@ class CpuBackend final : public Backend {
 
   std::string identity(const c10::Device&) const override { return cpu::cpu_codegen_identity(); }
 
-  std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions&) const override {
+  // Each kernel in the heuristic's schedule, or with `tuning` every candidate schedule under its own name.
+  std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions& options) const override {
     auto source = std::make_unique<CpuSource>();
     std::vector<std::string> irs;
     for (const KernelLaunch* k : kernels) {
-      irs.push_back(kernel_ir(*k, source->schedules.emplace_back()));
+      const Placement placement = place(k->kernel);
+      const auto schedules = options.tuning ? llvm_ir::cpu_schedule_candidates(k->kernel, placement)
+                                            : std::vector{llvm_ir::schedule_cpu_kernel(k->kernel, placement)};
+      Candidates c;
+      for (size_t i = 0; i < schedules.size(); ++i) {
+        Kernel printed = k->kernel;
+        printed.name = candidate_name(k->kernel, i, schedules.size());
+        irs.push_back(kernel_ir(*k, printed, schedules[i]));
+        c.names.push_back(printed.name);
+        c.schedules.push_back(schedules[i].decisions(k->kernel));
+      }
+      source->schedules.push_back(c.schedules.front());
+      source->candidates.push_back(std::move(c));
       source->kernels.emplace_back(k->kernel.name, fmt::format("{}", fmt::join(k->ops, ", ")));
     }
     source->text = link_ir(irs);
@@ -154,6 +180,7 @@ class CpuBackend final : public Backend {
     }
     auto binary = std::make_unique<CpuBinary>();
     binary->object = std::move(compiled.object);
+    binary->candidates = static_cast<const CpuSource&>(source).candidates;
     binary->schedules = source.schedules;
     binary->artifacts = {{kOptimizedIr, std::move(compiled.optimized_ir)}, {"kernels.s", std::move(compiled.assembly)}};
     return binary;
@@ -161,14 +188,31 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<Binary> deserialize(const std::string& bytes) const override {
     auto binary = std::make_unique<CpuBinary>();
-    binary->object = bytes;
+    try {
+      Reader r(bytes);
+      binary->object = r.text();
+      for (int64_t n = r.number(); n > 0; --n) binary->candidates.push_back({{r.text()}, {}});
+      if (!r.done()) return nullptr;
+    } catch (const std::exception&) {  // Reader: truncated or malformed
+      return nullptr;
+    }
     return binary;
   }
 
   std::unique_ptr<LoadedKernels> load(const Binary& binary, const std::vector<const KernelLaunch*>& kernels,
                                       const CompileOptions& options) const override {
-    auto module = cpu::load_cpu_object(static_cast<const CpuBinary&>(binary).object, options.name);
-    return std::make_unique<CpuKernels>(std::move(module), kernels);
+    const auto& b = static_cast<const CpuBinary&>(binary);
+    if (b.candidates.size() != kernels.size()) return nullptr;
+    return std::make_unique<CpuKernels>(cpu::load_cpu_object(b.object, options.name), b, kernels);
+  }
+
+  void tune(Binary& binary, const LoadedKernels& loaded, const std::vector<const KernelLaunch*>& kernels,
+            const TuningShapes& shapes) const override {
+    auto& b = static_cast<CpuBinary&>(binary);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      keep_fastest(b.candidates[k], static_cast<const CpuKernels&>(loaded), *kernels[k], shapes);
+      b.schedules[k] = b.candidates[k].schedules.front();
+    }
   }
 
   // Straight from the allocator: the dispatcher's round trip is a good part of a small call's host cost.
@@ -185,6 +229,27 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // Moves the fastest of a kernel's candidates first.
+  static void keep_fastest(Candidates& c, const CpuKernels& loaded, const KernelLaunch& launch, const TuningShapes& shapes) {
+    if (c.names.size() < 2) return;
+    std::vector<CpuFunction> functions;
+    for (const auto& name : c.names) functions.push_back(loaded.function(name, launch.kernel));
+    std::vector<double> ms;
+    try {
+      ms = cpu::time_cpu_candidates(launch, functions, shapes);
+    } catch (const std::exception& e) {  // out of memory, for instance: the heuristic's choice stays
+      runtime::warn(fmt::format("jitc: max-autotune could not time {}: {}", launch.kernel.name, e.what()));
+      return;
+    }
+    const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+    std::string timings;
+    for (size_t i = 0; i < ms.size(); ++i) timings += fmt::format("{}[{}] {:.3g} ms", i ? ", " : "", c.schedules[i].text(), ms[i]);
+    runtime::log(runtime::Artifact::kPerfHints,
+                 fmt::format("AUTOTUNE {}: {} (kept [{}])", launch.kernel.name, timings, c.schedules[best].text()));
+    std::swap(c.names[0], c.names[best]);
+    std::swap(c.schedules[0], c.schedules[best]);
+  }
+
   Target target_{.name = "cpu",
                  .device = c10::DeviceType::CPU,
                  .buffer_alignment = 1,

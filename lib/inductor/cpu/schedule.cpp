@@ -12,16 +12,16 @@
 #include <bit>
 #include <optional>
 #include <set>
+#include <string>
 
 namespace jitc::inductor::llvm_ir {
 
 namespace {
 
 // ---- rows side by side ------------------------------------------------------------------------------
-// A block spans 256 bytes of the narrowest element its reduction loops load, 8 to 128 lanes. x.sum(0) on
+// A block spans CpuStrategies::block_bytes (256) of the narrowest element its reduction loops load, 8 to 128 lanes. x.sum(0) on
 // a 2-core AVX-512 Xeon measured 256 bytes best: 64 float lanes clearly fastest on [4096, 1024] and level
 // with 32 and 128 on [8192, 4096] (16 far slower on both), and 128 half lanes fastest on [8192, 4096].
-constexpr int kBlockBytes = 256;
 constexpr int kMaxLanes = 128;
 constexpr int kMinLanes = 8;
 
@@ -45,14 +45,14 @@ std::vector<bool> kept_row_values(const Kernel& k, const Placement& p) {
 
 // Reductions whose neighbouring rows are neighbours in memory and whose reduced elements are not (the
 // test the CUDA backend uses too: side_by_side_row_bytes).
-void plan_rows_side_by_side(const Kernel& k, const Placement& p, CpuSchedule& s) {
-  if (side_by_side_row_bytes(k) == 0) return;
+void plan_rows_side_by_side(const Kernel& k, const Placement& p, int block_bytes, CpuSchedule& s) {
+  if (block_bytes == 0 || side_by_side_row_bytes(k) == 0) return;
   size_t narrowest = 8;
   for (size_t i = 0; i < k.body.size(); ++i) {
     if (p.scope[i] != Scope::kRow && p.scope[i] != Scope::kEntry && k.body[i].op == ScalarOp::kLoad)
       narrowest = std::min(narrowest, c10::elementSize(k.buffers[k.body[i].buffer].dtype));
   }
-  int lanes = std::clamp(static_cast<int>(kBlockBytes / narrowest), kMinLanes, kMaxLanes);
+  int lanes = std::clamp(static_cast<int>(block_bytes / narrowest), kMinLanes, kMaxLanes);
   const Expr& extent = k.body[k.vars[k.outer_vars().back()].extent];
   const bool guarded = extent.op != ScalarOp::kConst;
   if (!guarded) {  // a narrower block for a short dim; none for a very short one
@@ -183,7 +183,7 @@ std::optional<std::vector<int>> carried_reductions(const Kernel& k) {
 // (fast sin/cos), where a stored buffer is also read (row r's stores could meet row r+1's loads) or
 // where the first loop fills the row cache (row r's element loop reads row r's cache while row r+1's
 // first loop would fill it).
-void plan_row_pipeline(const Kernel& k, const Placement& p, CpuSchedule& s) {
+void plan_row_pipeline(const Kernel& k, const Placement& p, bool size_limits, CpuSchedule& s) {
   const auto outer = k.outer_vars(), inner = k.inner_vars();
   if (s.lanes > 0 || k.tile > 0 || k.num_reduction_loops < 2 || outer.size() != 1 || inner.size() != 1) return;
   const auto first = k.loop_vars(0);
@@ -191,7 +191,7 @@ void plan_row_pipeline(const Kernel& k, const Placement& p, CpuSchedule& s) {
   const Expr& extent = k.body[k.vars[first[0]].extent];
   const Expr& inner_extent = k.body[k.vars[inner[0]].extent];
   if (extent.op != ScalarOp::kConst || inner_extent.op != ScalarOp::kConst || extent.ivalue != inner_extent.ivalue ||
-      extent.ivalue < kMinPipelinedRow)
+      (size_limits && extent.ivalue < kMinPipelinedRow))
     return;
   if (s.fast_sin_cos || stores_into_a_read_buffer(k)) return;
   if (std::none_of(p.scope.begin(), p.scope.end(), [](Scope x) { return x == Scope::kElement; })) return;
@@ -237,14 +237,15 @@ std::optional<int64_t> coefficient(const Kernel& k, int e, int v) {
 
 // The first loop's loads that step by one element, move by a constant stride from row to row and span
 // at least kMinPrefetchedRowBytes per row.
-std::vector<RowPrefetch> next_row_loads(const Kernel& k, const Placement& p, int first_var, int64_t row_elements) {
+std::vector<RowPrefetch> next_row_loads(const Kernel& k, const Placement& p, int first_var, int64_t row_elements, bool size_limits) {
   const IndexAnalysis analysis(k);
   const int last_outer = k.outer_vars().back();
   std::vector<RowPrefetch> loads;
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Expr& e = k.body[i];
     if (e.op != ScalarOp::kLoad || p.scope[i] != Scope::kReduction || p.loop[i] != 0) continue;
-    if (row_elements * static_cast<int64_t>(c10::elementSize(k.buffers[e.buffer].dtype)) < kMinPrefetchedRowBytes) continue;
+    const int64_t row_bytes = row_elements * static_cast<int64_t>(c10::elementSize(k.buffers[e.buffer].dtype));
+    if (size_limits && row_bytes < kMinPrefetchedRowBytes) continue;
     if (!analysis.unit_stride(e.a, first_var)) continue;
     const auto step = coefficient(k, e.a, last_outer);
     if (!step || *step == 0 || !coefficient(k, e.a, first_var)) continue;
@@ -257,7 +258,7 @@ std::vector<RowPrefetch> next_row_loads(const Kernel& k, const Placement& p, int
 // Row kernels that are not pipelined (pipelined rows read the next row in the element loop already),
 // with at least two loops over one single-variable shape of constant length: the first loop's loads
 // are prefetched while the second loop (the second reduction loop, else the element loop) runs.
-void plan_row_prefetch(const Kernel& k, const Placement& p, CpuSchedule& s) {
+void plan_row_prefetch(const Kernel& k, const Placement& p, bool size_limits, CpuSchedule& s) {
   if (k.tile > 0 || s.lanes > 0 || k.num_reduction_loops == 0 || k.outer_vars().empty() || !s.pipelined.empty()) return;
   const auto first = k.loop_vars(0);
   if (first.size() != 1) return;
@@ -267,7 +268,7 @@ void plan_row_prefetch(const Kernel& k, const Placement& p, CpuSchedule& s) {
   if (second.size() != 1 || k.vars[second[0]].extent != k.vars[first[0]].extent) return;
   const Expr& extent = k.body[k.vars[first[0]].extent];
   if (extent.op != ScalarOp::kConst) return;
-  s.prefetch = next_row_loads(k, p, first[0], extent.ivalue);
+  s.prefetch = next_row_loads(k, p, first[0], extent.ivalue, size_limits);
   s.prefetch_row_elements = extent.ivalue;
   s.prefetch_first_var = first[0];
   if (!s.prefetch.empty()) s.prefetch_loop = loop;
@@ -282,7 +283,7 @@ constexpr int64_t kMaxStageBytes = 64 * 1024;  // stack for all stage arrays of 
 // Stores of the element loop whose index steps by one element along its single inner variable, into a
 // buffer the kernel neither reads nor stores to elsewhere (staging delays them), of a row (or tile) of
 // known length between kMinStagedBytes and the stack budget.
-void plan_streaming_stores(const Kernel& k, const Placement& p, CpuSchedule& s) {
+void plan_streaming_stores(const Kernel& k, const Placement& p, bool size_limits, CpuSchedule& s) {
   const auto inner = k.inner_vars();
   if (s.lanes > 0 || inner.size() != 1) return;
   const Expr& extent = k.body[k.vars[inner[0]].extent];
@@ -300,7 +301,7 @@ void plan_streaming_stores(const Kernel& k, const Placement& p, CpuSchedule& s) 
     const Expr& e = k.body[i];
     if (e.op != ScalarOp::kStore || p.scope[i] != Scope::kElement || touched_elsewhere(e)) continue;
     const int64_t bytes = elements * static_cast<int64_t>(c10::elementSize(k.buffers[e.buffer].dtype));
-    if (bytes < kMinStagedBytes || stack + bytes > kMaxStageBytes || !analysis.unit_stride(e.a, inner[0])) continue;
+    if ((size_limits && bytes < kMinStagedBytes) || stack + bytes > kMaxStageBytes || !analysis.unit_stride(e.a, inner[0])) continue;
     stack += bytes;
     s.staged.push_back({e.buffer, e.a, static_cast<int>(s.staged.size()), elements});
   }
@@ -335,16 +336,35 @@ bool needs_nan_flag(const Kernel& k, int r) {
   return is_float(k.body[e.a].dtype) && (e.reduce == ReduceKind::kMax || e.reduce == ReduceKind::kMin);
 }
 
-CpuSchedule schedule_cpu_kernel(const Kernel& kernel, const Placement& placement) {
+CpuSchedule schedule_cpu_kernel(const Kernel& kernel, const Placement& placement, const CpuStrategies& use) {
   CpuSchedule s;
-  plan_rows_side_by_side(kernel, placement, s);
-  plan_row_cache(kernel, placement, s);
+  plan_rows_side_by_side(kernel, placement, use.block_bytes, s);
+  if (use.row_cache) plan_row_cache(kernel, placement, s);
   plan_fast_sin_cos(kernel, placement, s);
-  plan_row_pipeline(kernel, placement, s);
-  plan_row_prefetch(kernel, placement, s);
-  plan_streaming_stores(kernel, placement, s);
+  if (use.pipelined_rows) plan_row_pipeline(kernel, placement, use.size_limits, s);
+  if (use.prefetch) plan_row_prefetch(kernel, placement, use.size_limits, s);
+  if (use.streaming_stores) plan_streaming_stores(kernel, placement, use.size_limits, s);
   plan_chunked_sums(kernel, s);
   return s;
+}
+
+std::vector<CpuSchedule> cpu_schedule_candidates(const Kernel& kernel, const Placement& placement) {
+  const CpuStrategies heuristic;
+  std::vector<CpuStrategies> variants(8, heuristic);
+  variants[1].block_bytes = heuristic.block_bytes / 2;
+  variants[2].block_bytes = heuristic.block_bytes * 2;
+  variants[3].row_cache = false;
+  variants[4].pipelined_rows = false;
+  variants[5].prefetch = false;
+  variants[6].streaming_stores = false;
+  variants[7].size_limits = false;
+  std::vector<CpuSchedule> candidates;
+  std::set<std::string> seen;
+  for (const CpuStrategies& use : variants) {
+    CpuSchedule s = schedule_cpu_kernel(kernel, placement, use);
+    if (seen.insert(s.decisions(kernel).text()).second) candidates.push_back(std::move(s));
+  }
+  return candidates;
 }
 
 Schedule CpuSchedule::decisions(const Kernel& kernel) const {

@@ -87,7 +87,25 @@ struct CpuSchedule {
   Schedule decisions(const Kernel& kernel) const;
 };
 
-CpuSchedule schedule_cpu_kernel(const Kernel& kernel, const Placement& placement);
+// What the scheduling step may use. The defaults are the heuristic: every strategy where its rule (and
+// the sizes measured on the developer host) says it pays. mode=max-autotune also schedules variants with
+// one strategy off, another block of rows side by side, or the size limits lifted, and times them
+// (cpu/autotune.h): the limits were measured on one machine.
+struct CpuStrategies {
+  int block_bytes = 256;  // rows side by side: bytes of the narrowest loaded element per block; 0: none
+  bool row_cache = true;
+  bool pipelined_rows = true;
+  bool prefetch = true;
+  bool streaming_stores = true;
+  bool size_limits = true;  // the minimum row sizes below which pipelining, prefetch and staging are not used
+};
+
+CpuSchedule schedule_cpu_kernel(const Kernel& kernel, const Placement& placement, const CpuStrategies& use = {});
+
+// mode=max-autotune: the heuristic's schedule first, then the distinct schedules of its variants (as
+// named decisions: variants that decide the same are one candidate). Chunked sums and fast sin/cos are
+// kept as the heuristic decides them: they change results, not only speed.
+std::vector<CpuSchedule> cpu_schedule_candidates(const Kernel& kernel, const Placement& placement);
 
 // Float max/min reductions track NaN in a flag of their own (maxnum ignores NaN; ATen's max keeps it).
 bool needs_nan_flag(const Kernel& kernel, int reduction);

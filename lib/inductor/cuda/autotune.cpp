@@ -3,7 +3,6 @@
 #include "inductor/cuda/codegen.h"
 #include "inductor/cuda/jit.h"
 
-#include <ATen/ops/empty_strided.h>
 #include <c10/core/Event.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -13,26 +12,14 @@ namespace {
 
 constexpr int kTimedLaunches = 20;
 
-std::vector<int64_t> evaluate(const graph::SymShape& shape, const int64_t* symbols) {
-  std::vector<int64_t> out;
-  for (const auto& e : shape) out.push_back(e.eval(symbols));
-  return out;
-}
-
 }  // namespace
 
 std::vector<double> time_candidates(const inductor::KernelLaunch& launch, const std::vector<void*>& functions,
                                     const std::vector<inductor::CudaConfig>& configs, const inductor::TuningShapes& shapes) {
   const int64_t* symbols = shapes.symbols.data();
-  std::vector<at::Tensor> buffers;
+  const std::vector<at::Tensor> buffers = inductor::tuning_buffers(launch, shapes);
   std::vector<void*> pointers;
-  for (graph::ValueId v : launch.buffers) {
-    const auto& m = shapes.graph->values[v].meta;
-    buffers.push_back(at::empty_strided(evaluate(m.sizes, symbols), evaluate(m.strides, symbols),
-                                        at::TensorOptions().dtype(m.dtype).device(launch.device))
-                          .zero_());
-    pointers.push_back(buffers.back().data_ptr());
-  }
+  for (const auto& b : buffers) pointers.push_back(b.data_ptr());
 
   void* stream = c10::cuda::getCurrentCUDAStream(launch.device.index()).stream();
   const c10::Stream current = c10::cuda::getCurrentCUDAStream(launch.device.index());
