@@ -21,6 +21,14 @@ std::optional<c10::OperatorHandle> find_op(const std::string& name, const std::s
   return c10::Dispatcher::singleton().findSchema({name, overload});
 }
 
+// The out-of-place form of in-place op `name.overload`: the same names without the underscore, except
+// where ATen names it otherwise (CPU dropout draws its mask with bernoulli_.float).
+std::optional<c10::OperatorHandle> out_of_place(const c10::OperatorName& in_place) {
+  if (in_place.name == "aten::bernoulli_" && in_place.overload_name == "float") return find_op("aten::bernoulli", "p");
+  if (in_place.name == "aten::normal_" && in_place.overload_name.empty()) return find_op("aten::normal_functional", "");
+  return find_op(in_place.name.substr(0, in_place.name.size() - 1), in_place.overload_name);
+}
+
 at::Tensor meta_tensor(const TensorMeta& m) {
   std::vector<int64_t> sizes, strides;
   for (const auto& e : m.sizes) sizes.push_back(e.offset);
@@ -322,7 +330,7 @@ class Functionalizer {
     if (writes_unannotated(n))  // no functional form here: the graph replays its ops, updates included
       return fail(fmt::format("{} in training mode updates its running statistics in place", n.name()));
     if (name.name.back() != '_' || !writes(schema.arguments()[0])) return fail(fmt::format("{} writes into an out= argument", n.name()));
-    auto functional = find_op(name.name.substr(0, name.name.size() - 1), name.overload_name);
+    auto functional = out_of_place(name);
     if (!functional) return fail(fmt::format("{} has no out-of-place variant", n.name()));
     const ValueId target = n.args[0].value;
     const TensorMeta& target_meta = raw_.values[target].meta;

@@ -338,6 +338,8 @@ ResultLeaves Engine::at_recompile_limit(c10::ArrayRef<Leaf> leaves, const std::v
 }
 
 ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool training) {
+  // An exception of the callable's own propagates from here, as in eager, and blocks nothing.
+  ResultLeaves out = run_eager(leaves);
   if (training) {  // inference calls may still compile
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -345,9 +347,8 @@ ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::
     }
     grad_blocked_ = true;
     warn_eager({grad_blocked_reason(), true});
-    return run_eager(leaves);
+    return out;
   }
-  ResultLeaves out = run_eager(leaves);  // an exception of the callable's own propagates from here, as in eager
   eager_only_ = true;
   runtime::warn(
       fmt::format("jitc: '{}' ({}) cannot be traced and runs eagerly from now on: {}", name_, where_, runtime::error_text(failure)));

@@ -101,15 +101,19 @@ bool any_requires_grad(c10::ArrayRef<detail::Leaf> leaves) {
                      [](const detail::Leaf& l) { return l.kind == detail::Leaf::Kind::kTensor && l.tensor->requires_grad(); });
 }
 
-// What a training entry cannot hold yet. The trace's writes and draws are undone by then.
+// What a training entry cannot hold. The trace's writes and draws are undone by then. A graph break in
+// the forward is checked on replay as in inference (a different value re-traces before any backward
+// exists); one in the backward (a formula reading data on the host) could not be: the backward runs
+// after the call has returned.
 void refuse_unsupported_training(const TraceOutcome& outcome) {
   if (!outcome.unreplayable.empty()) throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported, outcome.unreplayable);
-  for (const auto& n : outcome.graph.nodes)
-    if (n.checked())
+  const auto& nodes = outcome.graph.nodes;
+  for (size_t i = outcome.backward->forward_nodes; i < nodes.size(); ++i)
+    if (nodes[i].checked())
       throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported,
-                         fmt::format("{} returns a value C++ may branch on (a graph break); compiled training needs one graph "
-                                     "without breaks",
-                                     n.name()));
+                         fmt::format("the backward reads a value on the host ({}): compiled training needs a backward "
+                                     "without graph breaks",
+                                     nodes[i].name()));
 }
 
 TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,

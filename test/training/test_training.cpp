@@ -383,3 +383,84 @@ TEST_CASE("a transformer trains under CPU autocast (bfloat16) as in eager", "[tr
 TEST_CASE("training over changing batch sizes: two compiles, then every size runs the symbolic forward and backward", "[training]") {
   train_over_changing_batch_sizes(at::kCPU);
 }
+
+// A graph break inside a training step (a NaN check, a branch on data) is checked on replay as in
+// inference: each value gets its own compiled forward and backward, and a call whose value differs
+// moves on to the entry that holds it (or re-traces) before any backward exists. Dropout draws before
+// the break: a call that fails one entry's check and runs another still draws eager's masks.
+TEST_CASE("graph breaks in a training step: each value its own compiled forward and backward, gradients eager's", "[training]") {
+  at::manual_seed(6);
+  const at::Tensor w_init = at::randn({4, 4}, at::kDouble);
+  auto step = [](const at::Tensor& x, const at::Tensor& w) {
+    const at::Tensor h = at::dropout(at::matmul(x, w), 0.25, /*train=*/true).tanh();
+    TORCH_CHECK(!h.isnan().any().item<bool>(), "NaN in the hidden layer");
+    const bool positive = (x.sum() > 0).item<bool>();
+    return positive ? (h * h).sum() : h.exp().sum();
+  };
+  at::Tensor w = w_init.clone().requires_grad_(true);
+  auto compiled = jitc::compile([&w, &step](const at::Tensor& x) { return step(x, w); });
+  for (int call = 0; call < 8; ++call) {
+    INFO("call " << call);
+    const double sign = call % 2 == 0 ? 1.0 : -1.0;
+    const at::Tensor x = (at::rand({3, 4}, at::kDouble) + 0.1) * sign;
+    at::Tensor w_eager = w_init.clone().requires_grad_(true);
+    at::manual_seed(100 + call);
+    at::Tensor want = step(x, w_eager);
+    want.backward();
+    w.mutable_grad() = at::Tensor();
+    at::manual_seed(100 + call);
+    at::Tensor got = compiled(x);
+    got.backward();
+    CHECK(got.item<double>() == Approx(want.item<double>()).epsilon(1e-12));
+    CHECK(at::allclose(w.grad(), w_eager.grad(), 1e-12, 1e-12));
+  }
+  const auto s = compiled.stats();
+  CHECK(s.compiles == 2);  // one entry per sign
+  CHECK(s.hits == 6);
+  CHECK(s.graph_breaks >= 4);  // two per trace
+  const at::Tensor nan = at::full({3, 4}, std::nan(""), at::kDouble);
+  CHECK_THROWS_WITH(compiled(nan), Catch::Contains("NaN in the hidden layer"));  // re-traced: the callable's own error
+  const auto after_error = compiled.stats();
+  const at::Tensor again = at::rand({3, 4}, at::kDouble) + 0.1;
+  compiled(again).backward();  // the user's error blocked nothing: still compiled
+  CHECK(compiled.stats().hits == after_error.hits + 1);
+  CHECK(compiled.stats().eager_fallbacks == after_error.eager_fallbacks);
+  at::NoGradGuard no_grad;  // an inference entry beside the training ones
+  const at::Tensor x = at::rand({3, 4}, at::kDouble) + 0.1;
+  at::manual_seed(7);
+  const at::Tensor want = step(x, w_init);
+  at::manual_seed(7);
+  CHECK(at::allclose(compiled(x), want, 1e-12, 1e-12));
+}
+
+// CPU dropout draws its mask in place (bernoulli_ with a float p); the graph takes its out-of-place form
+// and compiles, where it ran through eager replay before. The masks are eager's for the same seed.
+TEST_CASE("dropout in training mode compiles on the CPU and draws eager's masks, with and without grad", "[training]") {
+  LogCapture logs;
+  const at::Tensor w_init = at::randn({6, 5}, at::kDouble);
+  auto fn = [](const at::Tensor& x, const at::Tensor& w) { return at::dropout(at::matmul(x, w), 0.3, /*train=*/true).sigmoid().sum(); };
+  at::Tensor w = w_init.clone().requires_grad_(true);
+  auto compiled = jitc::compile([&w, &fn](const at::Tensor& x) { return fn(x, w); });
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const at::Tensor x = at::randn({4, 6}, at::kDouble);
+    at::Tensor w_eager = w_init.clone().requires_grad_(true);
+    at::manual_seed(200 + call);
+    const at::Tensor want = fn(x, w_eager);
+    want.backward();
+    w.mutable_grad() = at::Tensor();
+    at::manual_seed(200 + call);
+    const at::Tensor got = compiled(x);
+    got.backward();
+    CHECK(got.item<double>() == Approx(want.item<double>()).epsilon(1e-12));
+    CHECK(at::allclose(w.grad(), w_eager.grad(), 1e-12, 1e-12));
+    at::NoGradGuard no_grad;
+    at::manual_seed(300 + call);
+    const at::Tensor want_inference = fn(x, w_init);
+    at::manual_seed(300 + call);
+    CHECK(compiled(x).item<double>() == Approx(want_inference.item<double>()).epsilon(1e-12));
+  }
+  CHECK(compiled.stats().hits == 4);
+  CHECK(logs.lines_with("eager backend").empty());
+  CHECK(logs.lines_with("no out-of-place variant").empty());
+}

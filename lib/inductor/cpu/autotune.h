@@ -12,7 +12,7 @@
 namespace jitc::inductor::cpu {
 
 // Milliseconds per run of each of `candidates` (functions of kernel `launch`), the fastest of a few
-// runs each on zero-filled buffers: a CPU's timings vary from run to run by far more than a GPU's.
+// rounds on zero-filled buffers: a CPU's timings vary from run to run by far more than a GPU's.
 std::vector<double> time_cpu_candidates(const KernelLaunch& launch, const std::vector<CpuFunction>& candidates, const TuningShapes& shapes);
 
 }  // namespace jitc::inductor::cpu

@@ -31,6 +31,10 @@ constexpr const char* kOptimizedIr = "kernels.opt.ll";  // under JITC_DEBUG_DIR
 using cpu::CpuFunction;
 using cpu::CpuModule;
 
+// A candidate replaces the heuristic's schedule only when it is this much faster: closer timings on a
+// shared CPU are noise as often as not.
+constexpr double kMinTuningGain = 0.05;
+
 // Per kernel: the schedules render printed (the heuristic's first; more under max-autotune), each as a
 // function of its own name.
 struct Candidates {
@@ -241,7 +245,8 @@ class CpuBackend final : public Backend {
       runtime::warn(fmt::format("jitc: max-autotune could not time {}: {}", launch.kernel.name, e.what()));
       return;
     }
-    const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+    size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+    if (ms[best] > ms[0] * (1 - kMinTuningGain)) best = 0;
     std::string timings;
     for (size_t i = 0; i < ms.size(); ++i) timings += fmt::format("{}[{}] {:.3g} ms", i ? ", " : "", c.schedules[i].text(), ms[i]);
     runtime::log(runtime::Artifact::kPerfHints,
