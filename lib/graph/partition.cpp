@@ -44,18 +44,59 @@ bool recomputable_op(const Node& n) {
          std::none_of(n.args.begin(), n.args.end(), [](const Arg& a) { return !a.list.empty(); });
 }
 
+// Backward ops whose result jumps where an operand crosses a value: a comparison, or a gradient that
+// selects by its input's sign or range. amax's gradient tests `self == result`: a self recomputed by the
+// backward in other rounding (a vector libm call where the forward's kernel took the scalar one) no
+// longer equals the result the forward saved, and the gradient of the maximum is lost.
+bool compares_values(const Node& n) {
+  static const char* const names[] = {"aten::eq",
+                                      "aten::ne",
+                                      "aten::lt",
+                                      "aten::le",
+                                      "aten::gt",
+                                      "aten::ge",
+                                      "aten::sign",
+                                      "aten::sgn",
+                                      "aten::threshold_backward",
+                                      "aten::hardtanh_backward",
+                                      "aten::leaky_relu_backward",
+                                      "aten::elu_backward",
+                                      "aten::hardswish_backward",
+                                      "aten::hardsigmoid_backward",
+                                      "aten::softplus_backward",
+                                      "aten::rrelu_with_noise_backward"};
+  const std::string& name = n.op.operator_name().name;
+  return std::any_of(std::begin(names), std::end(names), [&](const char* c) { return name == c; });
+}
+
+// Values whose bits a comparing op of the backward depends on (read by it, or by the backward nodes that
+// compute what it reads: views, arithmetic): saved as the forward computed them, never recomputed.
+std::vector<bool> compared_values(const JointGraph& joint) {
+  const Graph& g = *joint.graph;
+  std::vector<bool> compared(g.values.size(), false);
+  for (size_t i = g.nodes.size(); i-- > joint.forward_nodes;) {
+    const Node& n = g.nodes[i];
+    bool feeds = compares_values(n);
+    for (const auto& o : n.outputs)
+      for (ValueId v : o.values) feeds = feeds || compared[v];
+    if (feeds) for_each_use(n, [&](ValueId v) { compared[v] = true; });
+  }
+  return compared;
+}
+
 // Of the values the backward reads, those a pointwise op computes from forward inputs or other values the
 // backward has anyway are recomputed there instead of saved (a simple rule in place of AOTAutograd's
-// min-cut): the forward writes fewer tensors and the step holds less memory. Inputs read to recompute are
-// saved, which costs nothing (the caller holds them). The callable's outputs stay saved (they are written
-// anyway). Marks `recomputed`; updates `saved`.
-std::vector<bool> choose_recomputed(const Graph& g, std::vector<bool>& saved, const std::vector<bool>& is_input) {
+// min-cut): the forward writes fewer tensors and the step holds less memory. Values a comparison reads
+// stay saved (compares_values). Inputs read to recompute are saved, which costs nothing (the caller holds
+// them). The callable's outputs stay saved (they are written anyway). Marks `recomputed`; updates `saved`.
+std::vector<bool> choose_recomputed(const Graph& g, std::vector<bool>& saved, const std::vector<bool>& is_input,
+                                    const std::vector<bool>& compared) {
   std::vector<bool> recomputed(g.values.size(), false), is_output(g.values.size(), false);
   for (ValueId v : g.outputs)
     if (v != kNoValue) is_output[v] = true;
   for (size_t i = saved.size(); i-- > 0;) {
     const auto v = static_cast<ValueId>(i);
-    if (!saved[v] || is_output[v] || g.values[v].producer < 0) continue;
+    if (!saved[v] || is_output[v] || compared[v] || g.values[v].producer < 0) continue;
     const Node& n = g.nodes[g.values[v].producer];
     if (!recomputable_op(n)) continue;
     bool available = true;
@@ -182,7 +223,7 @@ SplitGraphs split_joint(const JointGraph& traced) {
         for_each_use(g.nodes[i], [&](ValueId a) {
           if (g.values[a].storage == g.values[in.value].storage) is_input[in.value] = false;
         });
-  const std::vector<ValueId> recomputed = listed(choose_recomputed(g, saved_mask, is_input));
+  const std::vector<ValueId> recomputed = listed(choose_recomputed(g, saved_mask, is_input, compared_values(joint)));
   const std::vector<ValueId> saved = listed(saved_mask);
   SplitGraphs out;
   out.forward = forward_graph(joint, saved, is_tangent_value);

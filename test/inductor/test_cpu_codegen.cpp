@@ -411,6 +411,27 @@ TEST_CASE("the CPU printer prints each strategy of the schedule it is given and 
   }
 }
 
+// A value computed in two loops of a kernel (amax's reduction loop and the element loop comparing with
+// the maximum) or in two kernels gets the same bits in each: libm functions are called through one vector
+// variant, scalar tails included. With libmvec in the lanes and libm in the tail, rows whose maximum lay in
+// the tail found no element equal to it.
+TEST_CASE("x == x.amax() finds each row's maximum when x is computed through libm in several loops", "[inductor][cpu]") {
+  for (const auto dtype : {at::kFloat, at::kDouble}) {
+    INFO(c10::toString(dtype));
+    const auto x = at::randn({64, 37}, dtype);
+    auto fn = [](const at::Tensor& t) {
+      const at::Tensor y = (t * 3).tanh() + t.log1p().nan_to_num(0) + (t * 0.5).erf();
+      return (y == y.amax(-1, true)).sum(-1);
+    };
+    auto compiled = jitc::compile(fn);
+    compiled(x);
+    const at::Tensor got = compiled(x);
+    CHECK(compiled.stats().programs_compiled == 1);
+    CHECK(at::equal(got, fn(x)));
+    CHECK(at::all(got >= 1).item<bool>());
+  }
+}
+
 // mode=max-autotune's search space on the CPU: the heuristic's schedule first, then variants that each
 // decide something else, every one of them computing eager's result.
 TEST_CASE("CPU max-autotune candidates: the heuristic's schedule first, then distinct variants, all eager's results", "[inductor][cpu]") {

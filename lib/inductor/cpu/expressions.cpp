@@ -278,19 +278,12 @@ void Printer::binary_expr(const Expr& e, const ExprNames& names) {
       break;
     case ScalarOp::kPow:
       if (f) {
-        const char* suffix = t == ScalarType::Float ? "f32" : "f64";
-        declare(fmt::format("{} @llvm.pow.{}({}, {})", ty, suffix, ty, ty));
-        line(fmt::format("{} = call {} @llvm.pow.{}({} {}, {} {})", v, ty, suffix, ty, a, ty, b));
+        line(fmt::format("{} = {}", v, call(fmt::format("pow{}", libm_suffix(t)), t, a, b)));
       } else {
         int_pow(v, t, a, b);
       }
       break;
-    case ScalarOp::kAtan2: {
-      const std::string fn = fmt::format("atan2{}", libm_suffix(t));
-      declare(fmt::format("{} @{}({}, {}) nounwind willreturn memory(none)", ty, fn, ty, ty));
-      line(fmt::format("{} = call {} @{}({} {}, {} {})", v, ty, fn, ty, a, ty, b));
-      break;
-    }
+    case ScalarOp::kAtan2: line(fmt::format("{} = {}", v, call(fmt::format("atan2{}", libm_suffix(t)), t, a, b))); break;
     case ScalarOp::kMax:
     case ScalarOp::kMin: extremum(v, t, a, b, e.op == ScalarOp::kMax); break;
     case ScalarOp::kAnd: line(fmt::format("{} = and {} {}, {}", v, ty, a, b)); break;

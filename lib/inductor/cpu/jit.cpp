@@ -1,5 +1,7 @@
 #include "inductor/cpu/jit.h"
 
+#include "inductor/cpu/vector_math.h"
+
 #include <jitc/errors.h>
 
 #include <fmt/format.h>
@@ -7,6 +9,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Transforms/Utils/Cloning.h>
@@ -38,61 +41,92 @@ std::string to_string(llvm::Error error) {
   return os.str();
 }
 
-// Vector variants of libm functions from glibc's libmvec (x86 vector function ABI: b = SSE4, d = AVX2,
-// e = AVX-512), so that loops calling tanhf, log1pf, sinf... vectorize. LLVM's own LIBMVEC-X86 table
-// covers only sin, cos, exp, log and pow at AVX2 width; glibc 2.35+ has many more, at every width.
-std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& triple, const std::string& features) {
-  auto tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
-  if (!dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) return tlii;  // kernels resolve symbols in the process
+// The libmvec variants kernels call (x86 vector function ABI: b = SSE4, d = AVX2, e = AVX-512): one ISA
+// only, since the variants of different widths round differently and every element of a value must get
+// the same bits (vector_math.h). AVX2's 256 bits are the width LLVM prefers on most x86 targets, AVX-512
+// ones included. isa 0: no libmvec (glibc before 2.35, or not x86).
+struct VectorMath {
+  char isa = 0;
+  int float_lanes = 0;
+
+  int lanes(const llvm::Type* t) const { return t->isFloatTy() ? float_lanes : float_lanes / 2; }
+  // `_ZGVdN8v_expf` for `expf`.
+  std::string variant(const std::string& libm_name, int lanes, bool binary) const {
+    return fmt::format("_ZGV{}N{}{}_{}", isa, lanes, binary ? "vv" : "v", libm_name);
+  }
+};
+
+VectorMath host_vector_math(const std::string& features) {
+  if (!dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) return {};  // kernels resolve symbols in the process
   auto has = [&](const char* f) { return features.find(std::string("+") + f) != std::string::npos; };
-  struct Isa {
-    char letter;
-    int float_lanes;
-    bool usable;
-  };
-  const Isa isas[] = {{'b', 4, has("sse4.1")}, {'d', 8, has("avx2") && has("fma")}, {'e', 16, has("avx512f") && has("avx512dq")}};
-  static const char* const unary[] = {"sin", "cos",  "tan",   "asin",  "acos", "atan", "sinh",  "cosh",  "tanh", "asinh", "acosh", "atanh",
-                                      "exp", "exp2", "exp10", "expm1", "log",  "log2", "log10", "log1p", "erf",  "erfc",  "cbrt"};
-  static const char* const binary[] = {"pow", "atan2", "hypot"};
+  if (has("avx2") && has("fma")) return {'d', 8};
+  if (has("sse4.1")) return {'b', 4};
+  return {};
+}
+
+// The wrappers kernels call (`jitc.vm.expf`) map to their one vector variant, so that loops calling them
+// vectorize; everything else about libm is LLVM's default.
+std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& triple, const VectorMath& vm) {
+  auto tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
+  if (vm.isa == 0) return tlii;
   static std::deque<std::string> names;  // VecDesc holds StringRefs
   std::vector<llvm::VecDesc> descs;
-  auto add = [&](const std::string& scalar, char isa, int lanes, const char* params) {
-    names.push_back(scalar);
-    const llvm::StringRef s = names.back();
-    names.push_back(fmt::format("_ZGV{}N{}{}_{}", isa, lanes, params, scalar));
-    descs.push_back({s, names.back(), llvm::ElementCount::getFixed(lanes)});
-  };
-  for (const Isa& isa : isas) {
-    if (!isa.usable) continue;
-    for (const char* fn : unary) {
-      add(std::string(fn) + "f", isa.letter, isa.float_lanes, "v");
-      add(fn, isa.letter, isa.float_lanes / 2, "v");
-    }
-    for (const char* fn : binary) {
-      add(std::string(fn) + "f", isa.letter, isa.float_lanes, "vv");
-      add(fn, isa.letter, isa.float_lanes / 2, "vv");
-    }
-    // The code generator calls these as intrinsics (llvm.sin.f32...): map those names too.
-    for (const char* fn : {"sin", "cos", "exp", "exp2", "log", "log2", "log10", "pow"}) {
-      const char* params = std::string(fn) == "pow" ? "vv" : "v";
-      for (auto [suffix, lanes] : {std::pair{"f32", isa.float_lanes}, std::pair{"f64", isa.float_lanes / 2}}) {
-        const std::string scalar = fmt::format("llvm.{}.{}", fn, suffix);
-        const std::string vector = fmt::format("{}{}", fn, std::string(suffix) == "f32" ? "f" : "");
-        names.push_back(scalar);
-        const llvm::StringRef s = names.back();
-        names.push_back(fmt::format("_ZGV{}N{}{}_{}", isa.letter, lanes, params, vector));
-        descs.push_back({s, names.back(), llvm::ElementCount::getFixed(lanes)});
-      }
+  for (const char* fn : {"sin",  "cos",   "tan",   "asin", "acos", "atan",  "sinh",  "cosh", "tanh", "asinh", "acosh", "atanh", "exp",
+                         "exp2", "exp10", "expm1", "log",  "log2", "log10", "log1p", "erf",  "erfc", "cbrt",  "pow",   "atan2", "hypot"}) {
+    for (const bool is_float : {true, false}) {
+      const std::string libm = is_float ? std::string(fn) + "f" : fn;
+      bool binary = false;
+      if (!has_vector_variant(libm, &binary)) continue;
+      const int lanes = is_float ? vm.float_lanes : vm.float_lanes / 2;
+      names.push_back(std::string(kVectorMathPrefix) + libm);
+      const llvm::StringRef scalar = names.back();
+      names.push_back(vm.variant(libm, lanes, binary));
+      descs.push_back({scalar, names.back(), llvm::ElementCount::getFixed(lanes)});
     }
   }
   tlii->addVectorizableFunctions(descs);
   return tlii;
 }
 
+// Defines every `jitc.vm.<libm name>` the module declares: its vector variant applied to the argument in
+// every lane, lane 0 returned (or libm itself without libmvec). Not inlined, so that the vectorizer sees
+// the call and widens it to the variant; a scalar call then rounds as the variant's lanes do.
+void define_vector_math(llvm::Module& m, const VectorMath& vm) {
+  std::vector<llvm::Function*> wrappers;
+  for (llvm::Function& f : m)
+    if (f.isDeclaration() && f.getName().startswith(llvm::StringRef(kVectorMathPrefix.data(), kVectorMathPrefix.size())))
+      wrappers.push_back(&f);
+  for (llvm::Function* f : wrappers) {
+    const std::string libm = f->getName().drop_front(kVectorMathPrefix.size()).str();
+    llvm::Type* t = f->getReturnType();
+    f->addFnAttr(llvm::Attribute::NoInline);  // external: interprocedural passes keep its signature for the vectorizer
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(m.getContext(), "entry", f));
+    std::vector<llvm::Value*> args;
+    for (llvm::Argument& a : f->args()) args.push_back(&a);
+    if (vm.isa == 0) {
+      b.CreateRet(b.CreateCall(m.getOrInsertFunction(libm, f->getFunctionType()), args));
+      continue;
+    }
+    const int lanes = vm.lanes(t);
+    auto* vector = llvm::FixedVectorType::get(t, static_cast<unsigned>(lanes));
+    std::vector<llvm::Type*> params(args.size(), vector);
+    for (auto& a : args) a = b.CreateVectorSplat(static_cast<unsigned>(lanes), a);
+    llvm::FunctionCallee variant =
+        m.getOrInsertFunction(vm.variant(libm, lanes, args.size() == 2), llvm::FunctionType::get(vector, params, false));
+    if (auto* declared = llvm::dyn_cast<llvm::Function>(variant.getCallee())) {
+      declared->setDoesNotAccessMemory();
+      declared->setDoesNotThrow();
+      declared->setWillReturn();
+    }
+    b.CreateRet(b.CreateExtractElement(b.CreateCall(variant, args), uint64_t{0}));
+  }
+}
+
 // One LLJIT per process, created on first use: libjitc loads and runs without touching LLVM otherwise.
 struct Jit {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
   std::unique_ptr<llvm::TargetMachine> machine;
+  VectorMath vector_math;
   std::unique_ptr<llvm::TargetLibraryInfoImpl> library;
   std::mutex mutex;  // module addition and optimization
   std::atomic<uint64_t> next_dylib{0};
@@ -108,7 +142,8 @@ struct Jit {
       auto machine = builder->createTargetMachine();
       if (!machine) throw CompileError("jitc: LLVM target machine: " + to_string(machine.takeError()));
       j->machine = std::move(*machine);
-      j->library = vector_library(j->machine->getTargetTriple(), j->machine->getTargetFeatureString().str());
+      j->vector_math = host_vector_math(j->machine->getTargetFeatureString().str());
+      j->library = vector_library(j->machine->getTargetTriple(), j->vector_math);
       auto lljit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*builder)).create();
       if (!lljit) throw CompileError("jitc: creating the ORC JIT failed: " + to_string(lljit.takeError()));
       j->lljit = std::move(*lljit);
@@ -233,6 +268,7 @@ CpuObject compile_cpu_object(const std::string& ir_text, const std::string& name
                                    function_at_line(ir_text, diagnostic.getLineNo()), diagnostic.getMessage().str()));
   }
   verify_functions(*module, name);
+  define_vector_math(*module, jit.vector_math);
   module->setDataLayout(jit.machine->createDataLayout());
   module->setTargetTriple(jit.machine->getTargetTriple().str());
   std::lock_guard<std::mutex> lock(jit.mutex);

@@ -1,5 +1,7 @@
 #include "inductor/cpu/llvm_emitter.h"
 
+#include "inductor/cpu/vector_math.h"
+
 #include <jitc/detail/internal_assert.h>
 
 #include <fmt/format.h>
@@ -65,11 +67,20 @@ std::string Emitter::declare(const std::string& decl) {
   return decl;
 }
 
+// libm functions with vector variants are called through jitc's wrappers (cpu/vector_math.h). No side
+// effects (errno is not read by anyone): what lets loops calling them vectorize.
 std::string Emitter::call(const std::string& fn, ScalarType t, const std::string& arg) {
   const char* ty = compute_type(t);
-  // No side effects (errno is not read by anyone): what lets loops calling libm vectorize.
-  declare(fmt::format("{} @{}({}){}", ty, fn, ty, fn.rfind("llvm.", 0) == 0 ? "" : " nounwind willreturn memory(none)"));
-  return fmt::format("call {} @{}({} {})", ty, fn, ty, arg);
+  const std::string callee = cpu::vector_math_callee(fn);
+  declare(fmt::format("{} @{}({}){}", ty, callee, ty, callee.rfind("llvm.", 0) == 0 ? "" : " nounwind willreturn memory(none)"));
+  return fmt::format("call {} @{}({} {})", ty, callee, ty, arg);
+}
+
+std::string Emitter::call(const std::string& fn, ScalarType t, const std::string& a, const std::string& b) {
+  const char* ty = compute_type(t);
+  const std::string callee = cpu::vector_math_callee(fn);
+  declare(fmt::format("{} @{}({}, {}){}", ty, callee, ty, ty, callee.rfind("llvm.", 0) == 0 ? "" : " nounwind willreturn memory(none)"));
+  return fmt::format("call {} @{}({} {}, {} {})", ty, callee, ty, a, ty, b);
 }
 
 std::string Emitter::intrinsic(const char* stem, ScalarType t, const std::string& arg) {

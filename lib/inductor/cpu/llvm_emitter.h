@@ -29,6 +29,7 @@ class Emitter {
   std::string declare(const std::string& decl);  // once per module
   // A call of a one-argument function without side effects (libm, or an intrinsic).
   std::string call(const std::string& fn, ScalarType t, const std::string& arg);
+  std::string call(const std::string& fn, ScalarType t, const std::string& a, const std::string& b);
   std::string intrinsic(const char* stem, ScalarType t, const std::string& arg);
 
   std::string to_bfloat16(const std::string& value);
