@@ -1,6 +1,7 @@
 // Compiled training on a GPU ([cuda]: skipped without one): gradients of the lowered backward formulas
 // and training loops against eager on the same device, float64 where the comparison must be tight and
 // bfloat16 where the dtype's own rounding is the point.
+#include "training/random_training.h"
 #include "training/training_support.h"
 
 #include <c10/cuda/CUDAFunctions.h>
@@ -67,4 +68,14 @@ TEST_CASE("CUDA training: a CNN with batch norm and a GPT-style transformer trai
 TEST_CASE("CUDA training over changing batch sizes: two compiles, then the symbolic forward and backward", "[cuda][training]") {
   if (!have_gpu()) return;
   train_over_changing_batch_sizes(at::kCUDA);
+}
+
+// The random differential test of compiled training (random_training.h) with the CUDA code generator:
+// normalizations in the last dim only, as the inference test's CUDA case.
+TEST_CASE("CUDA training: random graphs of pointwise reduction and view ops, compiled gradients equal eager's",
+          "[cuda][training][random]") {
+  if (!have_gpu()) return;
+  using namespace jitc::testing::random_training;
+  const auto [first, end] = jitc::testing::random_graphs::seed_range(300);
+  for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kLastDim), at::kCUDA);
 }
