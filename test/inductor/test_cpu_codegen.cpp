@@ -416,11 +416,13 @@ TEST_CASE("the CPU printer prints each strategy of the schedule it is given and 
 // variant, scalar tails included. With libmvec in the lanes and libm in the tail, rows whose maximum lay in
 // the tail found no element equal to it.
 TEST_CASE("x == x.amax() finds each row's maximum when x is computed through libm in several loops", "[inductor][cpu]") {
-  for (const auto dtype : {at::kFloat, at::kDouble}) {
-    INFO(c10::toString(dtype));
-    const auto x = at::randn({64, 37}, dtype);
+  for (const auto& [dtype, sizes] :
+       {std::pair{at::kFloat, std::vector<int64_t>{64, 37}}, std::pair{at::kDouble, std::vector<int64_t>{64, 37}},
+        std::pair{at::kFloat, std::vector<int64_t>{4, 20001}}}) {  // rows too long for the row cache
+    INFO(c10::toString(dtype) << " " << sizes[1]);
+    const auto x = at::randn(sizes, dtype);
     auto fn = [](const at::Tensor& t) {
-      const at::Tensor y = (t * 3).tanh() + t.log1p().nan_to_num(0) + (t * 0.5).erf();
+      const at::Tensor y = (t * 3).tanh() + t.log1p().nan_to_num(0) + (t * 0.5).erf() + (t * 2).sin();
       return (y == y.amax(-1, true)).sum(-1);
     };
     auto compiled = jitc::compile(fn);
