@@ -134,20 +134,37 @@ bool contiguous(const graph::TensorMeta& m, const std::vector<int64_t>& sizes) {
   return true;
 }
 
+// The results of a decomposition computed in `computed`, each cast to the dtype of the node output it
+// replaces (the outputs the node has, in order).
+std::vector<ValueId> rounded_to_outputs(Emitter& e, const Graph& g, const Node& n, std::vector<ValueId> results, c10::ScalarType computed) {
+  size_t k = 0;
+  for (const auto& out : n.outputs) {
+    if (out.values.empty()) continue;
+    const auto& meta = g.values[out.values[0]].meta;
+    if (computed != meta.dtype) results[k] = cast(e, results[k], meta.dtype, static_sizes(meta));
+    ++k;
+  }
+  return results;
+}
+
 // native_layer_norm_backward(dy, x, normalized_shape, mean, rstd, weight?, bias?, mask), with
 // x_hat = (x - mean) * rstd and g = dy * weight, over the N normalized elements of each row:
 //   dx = rstd / N * (N * g - sum(g) - x_hat * sum(g * x_hat));  dw = sum over rows of dy * x_hat;  db = sum over rows of dy
+// Half and bfloat16 operands compute in float32 and each result is rounded once to its dtype, as eager's
+// kernels accumulate in float32.
 std::vector<ValueId> layer_norm_backward(Emitter& e, const Graph& g, const Node& n) {
   if (!values_at(n, {0, 1, 3, 4}) || n.args.size() < 8 || !n.args[2].constant.isIntList() || n.outputs.size() != 3) return {};
   const auto& x_meta = g.values[n.args[1].value].meta;
   const std::vector<int64_t> sizes = static_sizes(x_meta);
   const std::vector<int64_t> normalized = n.args[2].constant.toIntVector();
-  if (sizes.empty() || !is_float(x_meta.dtype) || !contiguous(x_meta, sizes) || normalized.empty() || normalized.size() >= sizes.size() ||
-      g.values[n.args[0].value].meta.sizes != x_meta.sizes || g.values[n.args[0].value].meta.dtype != x_meta.dtype)
+  const bool half = is_half_precision(x_meta.dtype);
+  if (sizes.empty() || !(is_float(x_meta.dtype) || half) || !contiguous(x_meta, sizes) || normalized.empty() ||
+      normalized.size() >= sizes.size() || g.values[n.args[0].value].meta.sizes != x_meta.sizes ||
+      g.values[n.args[0].value].meta.dtype != x_meta.dtype)
     return {};
   const bool weighted = n.args[5].kind == Arg::Kind::kValue;
   if (!weighted && !is_none(n.args[5])) return {};
-  const c10::ScalarType t = x_meta.dtype;
+  const c10::ScalarType t = half ? c10::kFloat : x_meta.dtype;
   const size_t outer = sizes.size() - normalized.size();
   std::vector<int64_t> inner_dims, outer_dims, rows(sizes.begin(), sizes.end());
   int64_t count = 1;
@@ -164,9 +181,13 @@ std::vector<ValueId> layer_norm_backward(Emitter& e, const Graph& g, const Node&
     return e.call("aten::sum", "dim_IntList", {value_arg(v), constant_arg(dims), constant_arg(keep), constant_arg(c10::IValue())}, t,
                   shape);
   };
-  const ValueId dy = n.args[0].value, mean = n.args[3].value, rstd = n.args[4].value;
-  const ValueId x_hat = binary("aten::mul", binary("aten::sub", n.args[1].value, mean, sizes), rstd, sizes);
-  const ValueId scaled = weighted ? binary("aten::mul", dy, n.args[5].value, sizes) : dy;
+  auto in_compute_type = [&](ValueId v, const std::vector<int64_t>& shape) {
+    return g.values[v].meta.dtype == t ? v : cast(e, v, t, shape);
+  };
+  const ValueId dy = in_compute_type(n.args[0].value, sizes), mean = in_compute_type(n.args[3].value, rows),
+                rstd = in_compute_type(n.args[4].value, rows);
+  const ValueId x_hat = binary("aten::mul", binary("aten::sub", in_compute_type(n.args[1].value, sizes), mean, sizes), rstd, sizes);
+  const ValueId scaled = weighted ? binary("aten::mul", dy, in_compute_type(n.args[5].value, normalized), sizes) : dy;
   std::vector<ValueId> results;
   if (!n.outputs[0].values.empty()) {
     const ValueId by_count =
@@ -180,7 +201,7 @@ std::vector<ValueId> layer_norm_backward(Emitter& e, const Graph& g, const Node&
   }
   if (!n.outputs[1].values.empty()) results.push_back(sum(binary("aten::mul", dy, x_hat, sizes), outer_dims, false, normalized));
   if (!n.outputs[2].values.empty()) results.push_back(sum(dy, outer_dims, false, normalized));
-  return results;
+  return rounded_to_outputs(e, g, n, std::move(results), t);
 }
 
 }  // namespace

@@ -59,6 +59,20 @@ TEST_CASE("bfloat16 and half softmax and log_softmax gradients compute in float3
   CHECK(!logs.contains("softmax_backward_data"));  // fused kernels, not ATen's backward kernels
 }
 
+TEST_CASE("bfloat16 and half layer_norm gradients compute in float32 and round once as eager's", "[training]") {
+  at::manual_seed(13);
+  jitc::testing::LogCapture logs("schedule");
+  for (const auto dtype : {at::kBFloat16, at::kHalf}) {
+    INFO(dtype);
+    auto low = [dtype](at::IntArrayRef sizes) { return at::randn(sizes, dtype); };
+    check_gradients([](const Tensors& x) { return at::layer_norm(x[0], {48}, x[1], x[2]) * x[3]; },
+                    {low({6, 48}), low({48}), low({48}), low({6, 48})}, {}, 3e-2);
+    check_gradients([](const Tensors& x) { return at::layer_norm(x[0] * 2, {4, 6}) * x[1]; }, {low({3, 4, 6}), low({3, 4, 6})}, {}, 3e-2);
+  }
+  CHECK(logs.contains("Schedule of"));
+  CHECK(!logs.contains("native_layer_norm_backward"));  // fused kernels, not ATen's backward kernel
+}
+
 TEST_CASE("views and in-place ops on values computed inside: gradients equal eager's", "[training]") {
   at::manual_seed(2);
   check_gradients([](const Tensors& x) { return x[0].t().matmul(x[1]).reshape({-1}).narrow(0, 1, 5); }, {rand64({4, 3}), rand64({4, 2})});
