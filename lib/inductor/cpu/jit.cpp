@@ -54,6 +54,9 @@ struct VectorMath {
   std::string variant(const std::string& libm_name, int lanes, bool binary) const {
     return fmt::format("_ZGV{}N{}{}_{}", isa, lanes, binary ? "vv" : "v", libm_name);
   }
+  // Whether this glibc has that variant (glibc 2.35 added most of them: an older one has exp, log, sin,
+  // cos and pow only).
+  static bool present(const std::string& variant) { return dlsym(RTLD_DEFAULT, variant.c_str()) != nullptr; }
 };
 
 VectorMath host_vector_math(const std::string& features) {
@@ -78,9 +81,11 @@ std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& 
       bool binary = false;
       if (!has_vector_variant(libm, &binary)) continue;
       const int lanes = is_float ? vm.float_lanes : vm.float_lanes / 2;
+      const std::string variant = vm.variant(libm, lanes, binary);
+      if (!VectorMath::present(variant)) continue;
       names.push_back(std::string(kVectorMathPrefix) + libm);
       const llvm::StringRef scalar = names.back();
-      names.push_back(vm.variant(libm, lanes, binary));
+      names.push_back(variant);
       descs.push_back({scalar, names.back(), llvm::ElementCount::getFixed(lanes)});
     }
   }
@@ -89,7 +94,7 @@ std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& 
 }
 
 // Defines every `jitc.vm.<libm name>` the module declares: its vector variant applied to the argument in
-// every lane, lane 0 returned (or libm itself without libmvec). Not inlined, so that the vectorizer sees
+// every lane, lane 0 returned (or libm itself where libmvec lacks it). Not inlined, so that the vectorizer sees
 // the call and widens it to the variant; a scalar call then rounds as the variant's lanes do.
 void define_vector_math(llvm::Module& m, const VectorMath& vm) {
   std::vector<llvm::Function*> wrappers;
@@ -103,11 +108,11 @@ void define_vector_math(llvm::Module& m, const VectorMath& vm) {
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(m.getContext(), "entry", f));
     std::vector<llvm::Value*> args;
     for (llvm::Argument& a : f->args()) args.push_back(&a);
-    if (vm.isa == 0) {
+    const int lanes = vm.lanes(t);
+    if (vm.isa == 0 || !VectorMath::present(vm.variant(libm, lanes, args.size() == 2))) {
       b.CreateRet(b.CreateCall(m.getOrInsertFunction(libm, f->getFunctionType()), args));
       continue;
     }
-    const int lanes = vm.lanes(t);
     auto* vector = llvm::FixedVectorType::get(t, static_cast<unsigned>(lanes));
     std::vector<llvm::Type*> params(args.size(), vector);
     for (auto& a : args) a = b.CreateVectorSplat(static_cast<unsigned>(lanes), a);
