@@ -29,6 +29,20 @@ struct Loss {
   double label_smoothing = 0;  // cross_entropy_loss only
 };
 
+bool half_precision(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
+
+// Float types the loss decompositions take. Half and bfloat16 losses compute in float32, as eager's loss
+// kernels accumulate, and round where eager's results are rounded.
+bool floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || half_precision(t); }
+
+ValueId cast(Emitter& e, ValueId v, c10::ScalarType to, const std::vector<int64_t>& sizes) {
+  const c10::IValue none;
+  return e.call("aten::_to_copy", "",
+                {value_arg(v), constant_arg(static_cast<int64_t>(to)), constant_arg(none), constant_arg(none), constant_arg(none),
+                 constant_arg(false), constant_arg(none)},
+                to, sizes);
+}
+
 bool static_shape(const graph::TensorMeta& m) {
   return std::all_of(m.sizes.begin(), m.sizes.end(), [](const graph::SymExpr& e) { return e.is_constant(); });
 }
@@ -43,7 +57,10 @@ std::optional<Loss> loss_of(const Graph& g, const Node& n) {
   const auto& x = g.values[n.args[0].value].meta;
   const auto& t = g.values[n.args[1].value].meta;
   if (x.sizes.size() != 2 || t.sizes.size() != 1 || t.dtype != c10::kLong || !static_shape(x) || !static_shape(t)) return std::nullopt;
-  if (x.dtype != c10::kFloat && x.dtype != c10::kDouble) return std::nullopt;
+  if (!floating(x.dtype)) return std::nullopt;
+  // Eager sums the rows' smoothing losses in half precision, which overflows to inf past 65504 (1000
+  // classes, 9 rows) where float32 would not: that loss stays eager's.
+  if (x.dtype == c10::kHalf && logits && n.args[5].constant.toDouble() != 0) return std::nullopt;
   if (x.sizes[0].offset == 0 || x.sizes[1].offset == 0 || x.sizes[0] != t.sizes[0]) return std::nullopt;
   if (n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return std::nullopt;
   return Loss{logits,
@@ -54,15 +71,21 @@ std::optional<Loss> loss_of(const Graph& g, const Node& n) {
               logits ? n.args[5].constant.toDouble() : 0.0};
 }
 
+// The dtype a loss computes in: float32 for half and bfloat16 scores.
+c10::ScalarType compute_type(const Graph& g, const Loss& l) {
+  const c10::ScalarType stored = g.values[l.scores].meta.dtype;
+  return half_precision(stored) ? c10::kFloat : stored;
+}
+
 // With label smoothing e over C classes, eager adds e / C times the row's smoothing loss
 // -sum_j log_softmax(x)_j = C * lse - sum_j x_j to (1 - e) times the row's nll, each reduced as the loss
 // is (a mean divides both by the rows not ignored).
-ValueId smoothed(Emitter& e, const Graph& g, const Loss& l, ValueId lse, ValueId nll) {
+ValueId smoothed(Emitter& e, const Graph& g, const Loss& l, ValueId scores, ValueId lse, ValueId nll) {
   const int64_t rows = g.values[l.scores].meta.sizes[0].offset, classes = g.values[l.scores].meta.sizes[1].offset;
-  const c10::ScalarType t = g.values[l.scores].meta.dtype;
+  const c10::ScalarType t = compute_type(g, l);
   const ValueId sums =
       e.call("aten::sum", "dim_IntList",
-             {value_arg(l.scores), constant_arg(std::vector<int64_t>{1}), constant_arg(false), constant_arg(c10::IValue())}, t, {rows});
+             {value_arg(scores), constant_arg(std::vector<int64_t>{1}), constant_arg(false), constant_arg(c10::IValue())}, t, {rows});
   const ValueId scaled = e.call("aten::mul", "Scalar", {value_arg(lse), constant_arg(static_cast<double>(classes))}, t, {rows});
   const ValueId smooth = e.call("aten::sub", "Tensor", {value_arg(scaled), value_arg(sums), constant_arg(c10::Scalar(1))}, t, {rows});
   const ValueId kept = e.call("aten::mul", "Scalar", {value_arg(nll), constant_arg(1.0 - l.label_smoothing)}, t, {rows});
@@ -72,33 +95,36 @@ ValueId smoothed(Emitter& e, const Graph& g, const Loss& l, ValueId lse, ValueId
 
 // The loss of each row, 0 where the target is ignore_index; then the reduction. Returns the result.
 ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
-  const int64_t rows = g.values[l.scores].meta.sizes[0].offset;
-  const c10::ScalarType t = g.values[l.scores].meta.dtype, index = c10::kLong, flag = c10::kBool;
+  const int64_t rows = g.values[l.scores].meta.sizes[0].offset, classes = g.values[l.scores].meta.sizes[1].offset;
+  const c10::ScalarType stored = g.values[l.scores].meta.dtype, t = compute_type(g, l), index = c10::kLong, flag = c10::kBool;
+  const ValueId scores = t == stored ? l.scores : cast(e, l.scores, t, {rows, classes});
   const ValueId valid = e.call("aten::ne", "Scalar", {value_arg(l.target), constant_arg(l.ignore_index)}, flag, {rows});
   const ValueId safe =
       e.call("aten::where", "ScalarOther", {value_arg(valid), value_arg(l.target), constant_arg(int64_t{0})}, index, {rows});
   const ValueId column = e.call("aten::unsqueeze", "", {value_arg(safe), constant_arg(int64_t{1})}, index, {rows, 1});
   const ValueId gathered =
-      e.call("aten::gather", "", {value_arg(l.scores), constant_arg(int64_t{1}), value_arg(column), constant_arg(false)}, t, {rows, 1});
+      e.call("aten::gather", "", {value_arg(scores), constant_arg(int64_t{1}), value_arg(column), constant_arg(false)}, t, {rows, 1});
   const ValueId picked = e.call("aten::squeeze", "dim", {value_arg(gathered), constant_arg(int64_t{1})}, t, {rows});
   ValueId row_loss;
   if (l.from_logits) {
     const ValueId lse =
-        e.call("aten::logsumexp", "", {value_arg(l.scores), constant_arg(std::vector<int64_t>{1}), constant_arg(false)}, t, {rows});
+        e.call("aten::logsumexp", "", {value_arg(scores), constant_arg(std::vector<int64_t>{1}), constant_arg(false)}, t, {rows});
     row_loss = e.call("aten::sub", "Tensor", {value_arg(lse), value_arg(picked), constant_arg(c10::Scalar(1))}, t, {rows});
-    if (l.label_smoothing != 0) row_loss = smoothed(e, g, l, lse, row_loss);
+    if (l.label_smoothing != 0) row_loss = smoothed(e, g, l, scores, lse, row_loss);
   } else {
     row_loss = e.call("aten::neg", "", {value_arg(picked)}, t, {rows});
   }
   const ValueId loss = e.call("aten::where", "ScalarOther", {value_arg(valid), value_arg(row_loss), constant_arg(0.0)}, t, {rows});
-  if (l.reduction == at::Reduction::None) return loss;
+  auto rounded = [&](ValueId v, const std::vector<int64_t>& sizes) { return t == stored ? v : cast(e, v, stored, sizes); };
+  if (l.reduction == at::Reduction::None) return rounded(loss, {rows});
   const ValueId total = e.call("aten::sum", "", {value_arg(loss), constant_arg(c10::IValue())}, t, {});
-  if (l.reduction == at::Reduction::Sum) return total;
+  if (l.reduction == at::Reduction::Sum) return rounded(total, {});
   const ValueId counted = e.call("aten::sum", "", {value_arg(valid), constant_arg(c10::IValue())}, index, {});
-  return e.call("aten::div", "Tensor", {value_arg(total), value_arg(counted)}, t, {});  // 0 / 0 = nan when all are ignored, as eager
+  // 0 / 0 = nan when all are ignored, as eager
+  return rounded(e.call("aten::div", "Tensor", {value_arg(total), value_arg(counted)}, t, {}), {});
 }
 
-// mse_loss(x, y, reduction) over float32/float64 tensors of one static shape: (x - y)^2, then eager's
+// mse_loss(x, y, reduction) over floating tensors of one static shape: (x - y)^2, then eager's
 // reduction of it (a mean or a sum over every element). Nullopt where it does not apply.
 std::optional<ValueId> mse_loss(Emitter& e, const Graph& g, const Node& n) {
   if (n.op.operator_name().name != "aten::mse_loss" || n.mutates || n.args.size() != 3) return std::nullopt;
@@ -106,11 +132,12 @@ std::optional<ValueId> mse_loss(Emitter& e, const Graph& g, const Node& n) {
   const auto& x = g.values[n.args[0].value].meta;
   const auto& y = g.values[n.args[1].value].meta;
   const int64_t reduction = n.args[2].constant.toInt();
-  if (x.dtype != y.dtype || (x.dtype != c10::kFloat && x.dtype != c10::kDouble) || x.sizes != y.sizes || !static_shape(x))
-    return std::nullopt;
+  if (x.dtype != y.dtype || !floating(x.dtype) || x.sizes != y.sizes || !static_shape(x)) return std::nullopt;
   if (reduction != at::Reduction::None && reduction != at::Reduction::Mean && reduction != at::Reduction::Sum) return std::nullopt;
   std::vector<int64_t> sizes;
   for (const auto& s : x.sizes) sizes.push_back(s.offset);
+  // In x's dtype: eager's half and bfloat16 kernels round the difference and its square as these nodes do
+  // (an inf past half's range included), then reduce accumulating in float32, as a kernel does.
   const ValueId d =
       e.call("aten::sub", "Tensor", {value_arg(n.args[0].value), value_arg(n.args[1].value), constant_arg(c10::Scalar(1))}, x.dtype, sizes);
   const ValueId squared = e.call("aten::mul", "Tensor", {value_arg(d), value_arg(d)}, x.dtype, sizes);

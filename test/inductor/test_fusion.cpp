@@ -68,6 +68,40 @@ TEST_CASE("label smoothing and MSE losses are row and whole-tensor reductions wi
   }
 }
 
+TEST_CASE("half and bfloat16 losses decompose into kernels within the dtype's rounding of eager's", "[inductor][fusion]") {
+  for (const auto dtype : {at::kBFloat16, at::kHalf}) {
+    INFO(dtype);
+    const auto x = at::randn({64, 1000}, dtype), y = at::randn({64, 1000}, dtype);
+    at::Tensor t = at::randint(1000, {64});
+    t.slice(0, 0, 5).fill_(-100);
+    for (const auto reduction : {at::Reduction::None, at::Reduction::Mean, at::Reduction::Sum}) {
+      INFO("reduction " << reduction);
+      jitc::testing::check_lowered_parity(
+          "cross_entropy", [reduction](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t, {}, reduction); }, x,
+          t);
+      // Eager sums half rows' smoothing losses in half precision (inf past 65504): kept as eager's op.
+      auto smoothed = [reduction](const at::Tensor& x, const at::Tensor& t) {
+        return at::cross_entropy_loss(x, t, {}, reduction, -100, 0.1);
+      };
+      if (dtype == at::kHalf) jitc::testing::check_parity("label smoothing", smoothed, x, t);
+      else jitc::testing::check_lowered_parity("label smoothing", smoothed, x, t);
+      jitc::testing::check_lowered_parity(
+          "mse", [reduction](const at::Tensor& x, const at::Tensor& y) { return at::mse_loss(x, y, reduction); }, x, y);
+    }
+  }
+  // Past half's range, where eager's kernels overflow: squares of differences of 300, and a sum of
+  // 20000 rows' losses near 4.6 (eager accumulates in float32 and rounds the total to half: inf).
+  const auto big = at::full({4, 8}, 300.0, at::kHalf), zero = at::zeros({4, 8}, at::kHalf);
+  jitc::testing::check_lowered_parity(
+      "mse overflow", [](const at::Tensor& x, const at::Tensor& y) { return at::mse_loss(x, y); }, big, zero);
+  const auto logits = at::randn({20000, 100}, at::kHalf), targets = at::randint(100, {20000});
+  jitc::testing::check_lowered_parity(
+      "cross_entropy sum overflow",
+      [](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t, {}, at::Reduction::Sum); }, logits, targets);
+  CHECK(std::isinf(at::cross_entropy_loss(logits, targets, {}, at::Reduction::Sum).item<double>()));  // the case tests the overflow
+  CHECK(std::isinf(at::mse_loss(big, zero).item<double>()));
+}
+
 TEST_CASE("a causal mask built from ones and tril fuses into the masked softmax", "[inductor][fusion]") {
   auto masked_softmax = [](const at::Tensor& scores) {
     const at::Tensor causal = at::ones({scores.size(-1), scores.size(-1)}, scores.options().dtype(at::kBool)).tril().logical_not();
