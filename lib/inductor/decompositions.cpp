@@ -35,14 +35,6 @@ bool half_precision(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBF
 // kernels accumulate, and round where eager's results are rounded.
 bool floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || half_precision(t); }
 
-ValueId cast(Emitter& e, ValueId v, c10::ScalarType to, const std::vector<int64_t>& sizes) {
-  const c10::IValue none;
-  return e.call("aten::_to_copy", "",
-                {value_arg(v), constant_arg(static_cast<int64_t>(to)), constant_arg(none), constant_arg(none), constant_arg(none),
-                 constant_arg(false), constant_arg(none)},
-                to, sizes);
-}
-
 bool static_shape(const graph::TensorMeta& m) {
   return std::all_of(m.sizes.begin(), m.sizes.end(), [](const graph::SymExpr& e) { return e.is_constant(); });
 }
@@ -97,7 +89,7 @@ ValueId smoothed(Emitter& e, const Graph& g, const Loss& l, ValueId scores, Valu
 ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
   const int64_t rows = g.values[l.scores].meta.sizes[0].offset, classes = g.values[l.scores].meta.sizes[1].offset;
   const c10::ScalarType stored = g.values[l.scores].meta.dtype, t = compute_type(g, l), index = c10::kLong, flag = c10::kBool;
-  const ValueId scores = t == stored ? l.scores : cast(e, l.scores, t, {rows, classes});
+  const ValueId scores = t == stored ? l.scores : e.cast(l.scores, t, {rows, classes});
   const ValueId valid = e.call("aten::ne", "Scalar", {value_arg(l.target), constant_arg(l.ignore_index)}, flag, {rows});
   const ValueId safe =
       e.call("aten::where", "ScalarOther", {value_arg(valid), value_arg(l.target), constant_arg(int64_t{0})}, index, {rows});
@@ -115,7 +107,7 @@ ValueId emit_loss(Emitter& e, const Graph& g, const Loss& l) {
     row_loss = e.call("aten::neg", "", {value_arg(picked)}, t, {rows});
   }
   const ValueId loss = e.call("aten::where", "ScalarOther", {value_arg(valid), value_arg(row_loss), constant_arg(0.0)}, t, {rows});
-  auto rounded = [&](ValueId v, const std::vector<int64_t>& sizes) { return t == stored ? v : cast(e, v, stored, sizes); };
+  auto rounded = [&](ValueId v, const std::vector<int64_t>& sizes) { return t == stored ? v : e.cast(v, stored, sizes); };
   if (l.reduction == at::Reduction::None) return rounded(loss, {rows});
   const ValueId total = e.call("aten::sum", "", {value_arg(loss), constant_arg(c10::IValue())}, t, {});
   if (l.reduction == at::Reduction::Sum) return rounded(total, {});

@@ -1,6 +1,7 @@
 // Emitter: appends ATen nodes to a graph being rebuilt by a decomposition (decompositions.cpp,
 // gradient_decompositions.cpp), each result contiguous with the dtype and sizes given.
 #pragma once
+#include "graph/args.h"
 #include "graph/graph.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -38,6 +39,14 @@ class Emitter {
     n.outputs.push_back({false, {v}});
     g_.nodes.push_back(std::move(n));
     return v;
+  }
+  // `v` converted to `to` (aten::_to_copy), of these sizes.
+  graph::ValueId cast(graph::ValueId v, c10::ScalarType to, std::vector<int64_t> sizes) {
+    const c10::IValue none;
+    return call("aten::_to_copy", "",
+                {graph::value_arg(v), graph::constant_arg(static_cast<int64_t>(to)), graph::constant_arg(none), graph::constant_arg(none),
+                 graph::constant_arg(none), graph::constant_arg(false), graph::constant_arg(none)},
+                to, std::move(sizes));
   }
   // The node emitted last (to mark an in-place op `mutates`).
   graph::Node& last() { return g_.nodes.back(); }

@@ -56,14 +56,6 @@ struct SoftmaxGrad {
 
 bool is_half_precision(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
 
-ValueId cast(Emitter& e, ValueId v, c10::ScalarType to, const std::vector<int64_t>& sizes) {
-  const c10::IValue none;
-  return e.call("aten::_to_copy", "",
-                {value_arg(v), constant_arg(static_cast<int64_t>(to)), constant_arg(none), constant_arg(none), constant_arg(none),
-                 constant_arg(false), constant_arg(none)},
-                to, sizes);
-}
-
 std::optional<SoftmaxGrad> softmax_grad_of(const Graph& g, const Node& n) {
   if (!values_at(n, {0, 1}) || n.args.size() < 4 || !n.args[2].constant.isInt() || !n.args[3].constant.isInt()) return std::nullopt;
   const auto& meta = g.values[n.args[0].value].meta;
@@ -141,7 +133,7 @@ std::vector<ValueId> rounded_to_outputs(Emitter& e, const Graph& g, const Node& 
   for (const auto& out : n.outputs) {
     if (out.values.empty()) continue;
     const auto& meta = g.values[out.values[0]].meta;
-    if (computed != meta.dtype) results[k] = cast(e, results[k], meta.dtype, static_sizes(meta));
+    if (computed != meta.dtype) results[k] = e.cast(results[k], meta.dtype, static_sizes(meta));
     ++k;
   }
   return results;
@@ -182,7 +174,7 @@ std::vector<ValueId> layer_norm_backward(Emitter& e, const Graph& g, const Node&
                   shape);
   };
   auto in_compute_type = [&](ValueId v, const std::vector<int64_t>& shape) {
-    return g.values[v].meta.dtype == t ? v : cast(e, v, t, shape);
+    return g.values[v].meta.dtype == t ? v : e.cast(v, t, shape);
   };
   const ValueId dy = in_compute_type(n.args[0].value, sizes), mean = in_compute_type(n.args[3].value, rows),
                 rstd = in_compute_type(n.args[4].value, rows);
@@ -213,9 +205,9 @@ graph::Graph decompose_gradients(const graph::Graph& g) {
     if (name == "aten::_softmax_backward_data" || name == "aten::_log_softmax_backward_data") {
       auto s = softmax_grad_of(original, n);
       if (!s) return {};
-      if (s->stored != s->dtype) s->grad = cast(e, s->grad, s->dtype, s->sizes), s->output = cast(e, s->output, s->dtype, s->sizes);
+      if (s->stored != s->dtype) s->grad = e.cast(s->grad, s->dtype, s->sizes), s->output = e.cast(s->output, s->dtype, s->sizes);
       const ValueId grad = name == "aten::_softmax_backward_data" ? softmax_backward(e, *s) : log_softmax_backward(e, *s);
-      return {s->stored != s->dtype ? cast(e, grad, s->stored, s->sizes) : grad};
+      return {s->stored != s->dtype ? e.cast(grad, s->stored, s->sizes) : grad};
     }
     if (name == "aten::native_layer_norm_backward") return layer_norm_backward(e, original, n);
     if (name == "aten::nll_loss_backward") {

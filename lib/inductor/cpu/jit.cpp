@@ -74,20 +74,14 @@ std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& 
   if (vm.isa == 0) return tlii;
   static std::deque<std::string> names;  // VecDesc holds StringRefs
   std::vector<llvm::VecDesc> descs;
-  for (const char* fn : {"sin",  "cos",   "tan",   "asin", "acos", "atan",  "sinh",  "cosh", "tanh", "asinh", "acosh", "atanh", "exp",
-                         "exp2", "exp10", "expm1", "log",  "log2", "log10", "log1p", "erf",  "erfc", "cbrt",  "pow",   "atan2", "hypot"}) {
-    for (const bool is_float : {true, false}) {
-      const std::string libm = is_float ? std::string(fn) + "f" : fn;
-      bool binary = false;
-      if (!has_vector_variant(libm, &binary)) continue;
-      const int lanes = is_float ? vm.float_lanes : vm.float_lanes / 2;
-      const std::string variant = vm.variant(libm, lanes, binary);
-      if (!VectorMath::present(variant)) continue;
-      names.push_back(std::string(kVectorMathPrefix) + libm);
-      const llvm::StringRef scalar = names.back();
-      names.push_back(variant);
-      descs.push_back({scalar, names.back(), llvm::ElementCount::getFixed(lanes)});
-    }
+  for (const VectorMathFunction& f : vector_math_functions()) {
+    const int lanes = f.is_float ? vm.float_lanes : vm.float_lanes / 2;
+    const std::string variant = vm.variant(f.name, lanes, f.binary);
+    if (!VectorMath::present(variant)) continue;
+    names.push_back(std::string(kVectorMathPrefix) + f.name);
+    const llvm::StringRef scalar = names.back();
+    names.push_back(variant);
+    descs.push_back({scalar, names.back(), llvm::ElementCount::getFixed(lanes)});
   }
   tlii->addVectorizableFunctions(descs);
   return tlii;

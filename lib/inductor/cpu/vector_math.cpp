@@ -40,4 +40,15 @@ std::string vector_math_callee(const std::string& fn) {
   return has_vector_variant(name) ? std::string(kVectorMathPrefix) + name : fn;
 }
 
+std::vector<VectorMathFunction> vector_math_functions() {
+  std::vector<VectorMathFunction> functions;
+  for (const bool binary : {false, true})
+    for (std::string_view n : binary ? std::vector<std::string_view>(kBinary.begin(), kBinary.end())
+                                     : std::vector<std::string_view>(kUnary.begin(), kUnary.end())) {
+      functions.push_back({std::string(n), false, binary});
+      functions.push_back({std::string(n) + "f", true, binary});
+    }
+  return functions;
+}
+
 }  // namespace jitc::inductor::cpu

@@ -8,6 +8,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace jitc::inductor::cpu {
 
@@ -17,6 +18,14 @@ bool has_vector_variant(std::string_view libm_name, bool* binary = nullptr);
 // The function a kernel calls for libm function or LLVM intrinsic `fn` (`expf`, `llvm.exp.f32`):
 // `jitc.vm.expf` where it has a vector variant, else `fn`.
 std::string vector_math_callee(const std::string& fn);
+
+// Every libm function with a vector variant, in both precisions (`exp`, `expf`...).
+struct VectorMathFunction {
+  std::string name;
+  bool is_float;  // takes and returns float (else double)
+  bool binary;    // two arguments
+};
+std::vector<VectorMathFunction> vector_math_functions();
 
 constexpr std::string_view kVectorMathPrefix = "jitc.vm.";
 
