@@ -434,6 +434,34 @@ TEST_CASE("x == x.amax() finds each row's maximum when x is computed through lib
   }
 }
 
+// Float sin and cos take a fast path in element loops (one argument reduction for both) and libm where
+// it cannot serve (|x| >= 65536, or outside element loops): each element's bits must depend on its own
+// value only, not on the loop computing it or on an out-of-range neighbour in its tile.
+TEST_CASE("float sin and cos get the same bits in every loop and next to out-of-range neighbours", "[inductor][cpu]") {
+  for (const int64_t columns : {37, 20001}) {
+    INFO(columns);
+    at::Tensor x = at::randn({16, columns}) * 40;
+    x.select(0, 3).fill_(1e6);  // a row whose tiles all redo through libm
+    x.index_put_({5, 7}, 3e5);  // one lane out of range in a row of in-range values
+    for (auto trig : {+[](const at::Tensor& t) { return t.sin(); }, +[](const at::Tensor& t) { return t.cos(); }}) {
+      auto fn = [trig](const at::Tensor& t) {
+        const at::Tensor y = trig(t);
+        return std::make_tuple((y == y.amax(-1, true)).sum(-1), y);
+      };
+      auto compiled = jitc::compile(fn);
+      compiled(x);
+      const auto [found, y] = compiled(x);
+      CHECK(at::all(found >= 1).item<bool>());
+      at::Tensor in_range = x.clone();
+      in_range.index_put_({5, 7}, 0.0);
+      at::Tensor y_in_range = std::get<1>(compiled(in_range));
+      CHECK(compiled.stats().programs_compiled == 1);
+      y_in_range.index_put_({5, 7}, y.index({5, 7}).item());
+      CHECK(at::equal(y, y_in_range));
+    }
+  }
+}
+
 // mode=max-autotune's search space on the CPU: the heuristic's schedule first, then variants that each
 // decide something else, every one of them computing eager's result.
 TEST_CASE("CPU max-autotune candidates: the heuristic's schedule first, then distinct variants, all eager's results", "[inductor][cpu]") {

@@ -260,7 +260,7 @@ void Printer::element_loop(const std::string& column_tile) {
   if (!schedule_.pipelined.empty()) return pipelined_element_loop();
   const bool fast_trig = begin_fast_trig();
   element_pass(lo, hi);
-  if (fast_trig) redo_tile_with_libm(lo, hi);
+  if (fast_trig) redo_tile_guarded(lo, hi);
   flush_staged(lo, hi);
 }
 

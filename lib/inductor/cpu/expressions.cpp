@@ -222,6 +222,7 @@ void Printer::unary_expr(const Expr& e, const ExprNames& names) {
     case ScalarOp::kSin:
     case ScalarOp::kCos:
       if (fast_trig_applies(e)) fast_trig(v, e);
+      else if (t == ScalarType::Float) guarded_trig(v, e);
       else line(fmt::format("{} = {}", v, intrinsic(e.op == ScalarOp::kSin ? "sin" : "cos", t, a)));
       break;
     case ScalarOp::kFloor: line(fmt::format("{} = {}", v, intrinsic("floor", t, a))); break;

@@ -77,9 +77,11 @@ class Printer : private Emitter {
 
   // ---- sin and cos in the element loop (cpu/codegen_trig.cpp) -------------------------------------
   bool begin_fast_trig();
-  void redo_tile_with_libm(const std::string& lo, const std::string& hi);
+  void redo_tile_guarded(const std::string& lo, const std::string& hi);
   bool fast_trig_applies(const Expr& e) const;
   void fast_trig(const std::string& v, const Expr& e);
+  void guarded_trig(const std::string& v, const Expr& e);
+  SinCos shared_sincos(const std::string& stem, const std::string& x);
 
   // ---- expressions (cpu/expressions.cpp) ----------------------------------------------------------
   // The name of expression e: entry values have one name; the others carry the current context's suffix,
@@ -159,9 +161,10 @@ class Printer : private Emitter {
   std::string next_row_;
 
   // sin and cos in the element loop: the flag a lane outside sincos_float's range raises (empty: sin and
-  // cos go through libm); per operand its sin and cos; the suffix of the element loop's second pass.
+  // cos are guarded per element); per operand its sin and cos; the suffix of the element loop's second pass.
   std::string trig_flag_;
   std::unordered_map<std::string, SinCos> fast_sincos_;
+  bool guarded_pass_ = false;  // in the element loop's second pass
   std::string element_suffix_;
 };
 
