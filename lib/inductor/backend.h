@@ -71,6 +71,9 @@ struct RenderOptions {
   std::string name;      // the program's, for messages and file names
   bool index32 = false;  // every tensor has fewer than 2^31 elements whatever its symbols
   bool tuning = false;   // mode=max-autotune: render every candidate schedule
+  // Kernels that may run at once (Plan::independent_runs), as positions among render's kernels: a
+  // backend with combo kernels may launch some of them as one (LoadedKernels::groups).
+  std::vector<std::vector<size_t>> independent_runs;
 };
 
 struct CompileOptions {
@@ -118,6 +121,11 @@ class LoadedKernels {
   // Runs kernel `index` (its position among the kernels given to load) on the current stream or the
   // thread pool. Throws ChecksFailed when a run-time check failed.
   virtual void launch(size_t index, const LaunchArgs& args) const = 0;
+  // Kernels launched as one (combo kernels): each group's kernels, in plan order, as positions among the
+  // kernels given to load. The executor allocates the outputs of a group's kernels and calls
+  // launch_group, at the first kernel's step, with their buffers one kernel after the other.
+  virtual const std::vector<std::vector<size_t>>& groups() const;
+  virtual void launch_group(size_t group, const LaunchArgs& args) const;
 };
 
 // mode=max-autotune: the graph's value shapes at these symbol values, for timing candidate schedules.

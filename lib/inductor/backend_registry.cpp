@@ -3,6 +3,8 @@
 // buffers max-autotune times candidates on.
 #include "inductor/backend.h"
 
+#include <jitc/errors.h>
+
 #include <ATen/ops/empty_strided.h>
 #include <fmt/format.h>
 
@@ -36,6 +38,15 @@ std::string Schedule::text() const {
   for (const auto& [name, value] : decisions)
     if (value != 0) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, value);
   return out.empty() ? "defaults" : out;
+}
+
+const std::vector<std::vector<size_t>>& LoadedKernels::groups() const {
+  static const std::vector<std::vector<size_t>> none;
+  return none;
+}
+
+void LoadedKernels::launch_group(size_t, const LaunchArgs&) const {
+  throw InternalError("launch_group on a backend whose kernels form no groups");
 }
 
 std::string Backend::output_code(const std::string& source, const std::string& file, const Binary&) const {

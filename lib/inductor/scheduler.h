@@ -42,6 +42,9 @@ struct Plan {
   std::vector<KernelLaunch> kernels;
   std::vector<Step> steps;
   std::vector<std::string> extern_reasons;  // one line per extern op: op name and why (perf_hints)
+  // Kernels that may run at once (independent_kernels.h), for backends with combo kernels; render reads
+  // them (not kept in the disk cache: the binary keeps what its backend made of them).
+  std::vector<std::vector<size_t>> independent_runs;
 };
 
 // The plan as JITC_LOGS=schedule prints it: one line per step, each kernel with the values it stores and

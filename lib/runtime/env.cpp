@@ -87,6 +87,8 @@ std::string env_debug_dir() { return env_string("JITC_DEBUG_DIR"); }
 
 bool env_cuda_pdl() { return env_bool("JITC_CUDA_PDL", true); }
 
+bool env_combo_kernels() { return env_bool("JITC_COMBO_KERNELS", true); }
+
 bool env_strict() { return env_bool("JITC_STRICT", false); }
 
 cache::DiskCache::Config env_disk_cache() {

@@ -14,7 +14,9 @@ int env_recompile_limit(int configured);  // JITC_RECOMPILE_LIMIT overrides Opti
 // JITC_DEBUG_DIR: where each compiled graph's artifacts are dumped; empty when unset. Read per compile.
 std::string env_debug_dir();
 bool env_cuda_pdl();  // JITC_CUDA_PDL=0 launches CUDA kernels plainly
-bool env_strict();    // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)
+// JITC_COMBO_KERNELS=0 launches every CUDA kernel alone (cuda/combos.h), for comparisons. Read per compile.
+bool env_combo_kernels();
+bool env_strict();  // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)
 // The disk cache's directory (JITC_CACHE_DIR, else $XDG_CACHE_HOME/jitc or ~/.cache/jitc), whether it is
 // on (JITC_DISABLE_CACHE) and its size bound (JITC_CACHE_MAX_BYTES).
 cache::DiskCache::Config env_disk_cache();

@@ -11,7 +11,8 @@
 //   7. cache lookup                 program_cache.h          memory, then disk: a hit skips 8-12
 //   kernel stages
 //     8. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls,
-//                                   inductor/in_place_updates.h  then updates of inputs stored in place
+//                                   inductor/in_place_updates.h  then updates of inputs stored in place,
+//                                   inductor/independent_kernels.h  and the kernels that may run at once
 //     9. render                     Backend::render          per backend and device (inductor/backend.h)
 //    10. compile                    Backend::compile
 //    11. load                       Backend::load
@@ -28,6 +29,7 @@
 #include "inductor/channels_last.h"
 #include "inductor/decompositions.h"
 #include "inductor/in_place_updates.h"
+#include "inductor/independent_kernels.h"
 #include "inductor/group_norm_stats.h"
 #include "inductor/scheduler.h"
 #include "runtime/env.h"
@@ -118,6 +120,7 @@ inductor::Plan schedule_stage(const graph::Graph& g, const PipelineRequest& requ
         inductor::schedule(g, inductor::kKernelPrefix, [&](const std::string& m) { log(Artifact::kFusion, m, request.compile_id); });
     if (const int placed = inductor::store_input_updates_in_place(plan, g); placed > 0)
       log(Artifact::kFusion, fmt::format("{} updates of inputs stored in place by the kernels computing them", placed), request.compile_id);
+    plan.independent_runs = inductor::independent_kernel_runs(plan, g);
     return plan;
   });
 }
@@ -145,12 +148,27 @@ std::vector<ProgramCode::Unit> units_of(const inductor::Plan& plan) {
   return units;
 }
 
+// The plan's independent runs as positions among the unit's kernels (a run's kernels on other devices left out).
+std::vector<std::vector<size_t>> runs_in_unit(const std::vector<std::vector<size_t>>& runs, const ProgramCode::Unit& unit) {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& run : runs) {
+    std::vector<size_t> local;
+    for (size_t k : run)
+      if (auto at = std::find(unit.kernels.begin(), unit.kernels.end(), k); at != unit.kernels.end())
+        local.push_back(at - unit.kernels.begin());
+    if (local.size() >= 2) out.push_back(std::move(local));
+  }
+  return out;
+}
+
 // Render, compile, load and (mode=max-autotune) tune one unit.
 void build_unit(ProgramCode& code, ProgramCode::Unit& unit, const inductor::RenderOptions& render_options,
                 const inductor::CompileOptions& options, const inductor::TuningShapes* tuning, CompileTimes* times) {
   const inductor::Backend& backend = *unit.backend;
   const auto kernels = code.launches(unit);
-  auto source = timed(times, &CodegenStages::codegen, [&] { return backend.render(kernels, render_options); });
+  inductor::RenderOptions options_of_unit = render_options;
+  options_of_unit.independent_runs = runs_in_unit(code.plan.independent_runs, unit);
+  auto source = timed(times, &CodegenStages::codegen, [&] { return backend.render(kernels, options_of_unit); });
   unit.source = source->text;
   unit.source_file = source->file;
   unit.binary = timed(times, backend.target().compile_stage, [&] { return backend.compile(*source, options); });

@@ -66,6 +66,17 @@ void ProgramCode::link() {
     for (size_t i = 0; i < unit.kernels.size(); ++i)
       kernels.at(unit.kernels[i]) = {unit.loaded.get(), i, unit.backend, unit.backend->target().buffer_alignment};
   for (const auto& k : kernels) JITC_INTERNAL_ASSERT(k.loaded != nullptr, "a kernel of the plan belongs to no loaded unit");
+  groups.clear();
+  for (const auto& unit : units)
+    for (size_t g = 0; g < unit.loaded->groups().size(); ++g) {
+      Group group{unit.loaded.get(), g, {}};
+      for (size_t i : unit.loaded->groups()[g]) {
+        JITC_INTERNAL_ASSERT(i < unit.kernels.size() && kernels[unit.kernels[i]].group < 0, "a combo kernel's parts are not the unit's");
+        group.members.push_back(unit.kernels[i]);
+        kernels[unit.kernels[i]].group = static_cast<int>(groups.size());
+      }
+      groups.push_back(std::move(group));
+    }
 }
 
 at::Tensor Program::allocate(const inductor::Backend& backend, graph::ValueId v, const int64_t* symbols,
@@ -100,35 +111,67 @@ Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, st
       checks && std::any_of(nodes.begin(), nodes.end(), [](const graph::Node& n) { return n.op.hasTag(at::Tag::nondeterministic_seeded); });
 }
 
-void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
+// The pointers a launch passes, in argument order, and the aligned copies of misaligned inputs that they
+// point into (alive until launched).
+struct Program::Buffers {
+  c10::SmallVector<void*, 16> pointers;
+  c10::SmallVector<at::Tensor, 2> copies;
+  int64_t largest = 1;
+};
+
+void Program::allocate_outputs(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
   const auto& launch = code_->plan.kernels[k];
   const ProgramCode::KernelRef& ref = code_->kernels[k];
   for (size_t j = 0; j < launch.outputs.size(); ++j) {
     const graph::ValueId memory = j < launch.output_memory.size() ? launch.output_memory[j] : graph::kNoValue;
     values[launch.outputs[j]] = memory != graph::kNoValue ? values[memory] : allocate(*ref.backend, launch.outputs[j], symbols, pool);
   }
-  c10::SmallVector<void*, 16> pointers;
-  c10::SmallVector<at::Tensor, 2> copies;  // aligned copies of misaligned inputs, alive until launched
-  int64_t largest = 1;
+}
+
+void Program::add_buffers(size_t k, const std::vector<at::Tensor>& values, Buffers& buffers) const {
+  const auto& launch = code_->plan.kernels[k];
+  const size_t alignment = code_->kernels[k].alignment;
   for (size_t b = 0; b < launch.buffers.size(); ++b) {
     const at::Tensor& t = values[launch.buffers[b]];
     void* pointer = element_zero(t);
-    if (reinterpret_cast<uintptr_t>(pointer) % ref.alignment != 0) {
+    if (reinterpret_cast<uintptr_t>(pointer) % alignment != 0) {
       JITC_INTERNAL_ASSERT(!launch.kernel.buffers[b].written, "an output buffer of a kernel is not aligned as its backend requires");
-      pointer = copies.emplace_back(aligned_copy(t)).data_ptr();
+      pointer = buffers.copies.emplace_back(aligned_copy(t)).data_ptr();
     }
-    pointers.push_back(pointer);
-    largest = std::max<int64_t>(largest, t.numel());
+    buffers.pointers.push_back(pointer);
+    buffers.largest = std::max<int64_t>(buffers.largest, t.numel());
   }
+}
+
+void Program::launch(const ProgramCode::KernelRef& ref, const Buffers& buffers, const int64_t* symbols, c10::Device device,
+                     const ProgramCode::Group* group) const {
   static const int64_t no_symbols = 0;
   inductor::LaunchArgs args;
-  args.buffers = pointers.data();
-  args.num_buffers = pointers.size();
+  args.buffers = buffers.pointers.data();
+  args.num_buffers = buffers.pointers.size();
   args.symbols = symbols ? symbols : &no_symbols;
   args.num_symbols = graph_.num_symbols;
-  args.largest_buffer = largest;
-  args.device = launch.device;
-  ref.loaded->launch(ref.index, args);
+  args.largest_buffer = buffers.largest;
+  args.device = device;
+  if (group) group->loaded->launch_group(group->index, args);
+  else ref.loaded->launch(ref.index, args);
+}
+
+void Program::run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const {
+  allocate_outputs(k, values, symbols, pool);
+  Buffers buffers;
+  add_buffers(k, values, buffers);
+  launch(code_->kernels[k], buffers, symbols, code_->plan.kernels[k].device, nullptr);
+}
+
+// Every part's outputs first: the group runs at its first part's step, before the steps between its parts.
+void Program::run_group(const ProgramCode::Group& group, std::vector<at::Tensor>& values, const int64_t* symbols,
+                        std::vector<at::Tensor>& pool) const {
+  for (size_t k : group.members) allocate_outputs(k, values, symbols, pool);
+  Buffers buffers;
+  for (size_t k : group.members) add_buffers(k, values, buffers);
+  const size_t first = group.members.front();
+  launch(code_->kernels[first], buffers, symbols, code_->plan.kernels[first].device, &group);
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {
@@ -136,7 +179,13 @@ bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::
   std::vector<at::Tensor> pool;
   for (const auto& step : code_->plan.steps) {
     switch (step.kind) {
-      case inductor::Step::Kind::kKernel: run_kernel(static_cast<size_t>(step.index), values, symbols, pool); break;
+      case inductor::Step::Kind::kKernel: {
+        const int group = code_->kernels[step.index].group;
+        if (group < 0) run_kernel(static_cast<size_t>(step.index), values, symbols, pool);
+        else if (code_->groups[group].members.front() == static_cast<size_t>(step.index))
+          run_group(code_->groups[group], values, symbols, pool);
+        break;
+      }
       case inductor::Step::Kind::kExtern:
         // An extern op allocates from the allocator, not from the pool: dropped buffers go back first,
         // or they would stay live beside its outputs and raise the call's peak.

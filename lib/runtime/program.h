@@ -37,6 +37,13 @@ struct ProgramCode {
     size_t index = 0;  // among its unit's kernels
     const inductor::Backend* backend = nullptr;
     size_t alignment = 1;  // its target's buffer_alignment, read on every launch
+    int group = -1;        // the Group it is launched in (else alone)
+  };
+  // Kernels its backend launches as one (LoadedKernels::groups), at the first one's step.
+  struct Group {
+    const inductor::LoadedKernels* loaded = nullptr;
+    size_t index = 0;             // among its unit's groups
+    std::vector<size_t> members;  // plan kernel indices, in plan order
   };
 
   // Renders, compiles and loads every kernel of `plan` on its device's backend (pipeline.cpp; throws
@@ -57,7 +64,8 @@ struct ProgramCode {
   inductor::Plan plan;
   std::vector<Unit> units;
   std::vector<KernelRef> kernels;  // per plan kernel
-  std::string kernel_ir;           // for JITC_LOGS=output_code and JITC_DEBUG_DIR
+  std::vector<Group> groups;
+  std::string kernel_ir;  // for JITC_LOGS=output_code and JITC_DEBUG_DIR
 };
 
 // Thrown by Program::run when a run-time check of a kernel failed (see inductor::ChecksFailed).
@@ -83,7 +91,14 @@ class Program {
   bool draws_and_checks() const { return draws_and_checks_; }
 
  private:
+  struct Buffers;
   void run_kernel(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
+  void run_group(const ProgramCode::Group& group, std::vector<at::Tensor>& values, const int64_t* symbols,
+                 std::vector<at::Tensor>& pool) const;
+  void allocate_outputs(size_t k, std::vector<at::Tensor>& values, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
+  void add_buffers(size_t k, const std::vector<at::Tensor>& values, Buffers& buffers) const;
+  void launch(const ProgramCode::KernelRef& ref, const Buffers& buffers, const int64_t* symbols, c10::Device device,
+              const ProgramCode::Group* group) const;
   at::Tensor allocate(const inductor::Backend& backend, graph::ValueId v, const int64_t* symbols, std::vector<at::Tensor>& pool) const;
 
   graph::Graph graph_;

@@ -3,10 +3,14 @@
 #include "inductor/backend.h"
 #include "inductor/cuda/autotune.h"
 #include "inductor/cuda/codegen.h"
+#include "inductor/cuda/combos.h"
 #include "inductor/cuda/jit.h"
 #include "inductor/kernel_serial.h"
+#include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/profiling.h"
+
+#include <jitc/errors.h>
 
 #include <ATen/cuda/EmptyTensor.h>
 #include <c10/util/SmallVector.h>
@@ -26,13 +30,46 @@ struct Candidates {
 };
 
 struct CudaSourceUnits final : Source {
-  std::vector<cuda::CudaSource> units;  // one NVRTC program per function, each after the prelude
+  std::vector<cuda::CudaSource> units;  // one NVRTC program per function (or combo kernel), each after the prelude
   std::vector<Candidates> candidates;   // per kernel
+  std::vector<ComboKernel> combos;
 };
+
+void write_combos(Writer& w, const std::vector<ComboKernel>& combos) {
+  w.number(static_cast<int64_t>(combos.size()));
+  for (const ComboKernel& c : combos) {
+    w.text(c.function);
+    w.number(c.threads);
+    w.number(static_cast<int64_t>(c.parts.size()));
+    for (size_t i = 0; i < c.parts.size(); ++i) {
+      w.number(static_cast<int64_t>(c.parts[i]));
+      w.number(c.first_block[i + 1]);
+    }
+  }
+}
+
+std::vector<ComboKernel> read_combos(Reader& r) {
+  std::vector<ComboKernel> combos;
+  for (int64_t n = r.number(); n > 0; --n) {
+    ComboKernel c;
+    c.function = r.text();
+    c.threads = static_cast<int>(r.number());
+    c.first_block.push_back(0);
+    for (int64_t parts = r.number(); parts > 0; --parts) {
+      const int64_t part = r.number();
+      if (part < 0) throw std::runtime_error("a combo kernel's part out of range");
+      c.parts.push_back(static_cast<size_t>(part));
+      c.first_block.push_back(r.number());
+    }
+    combos.push_back(std::move(c));
+  }
+  return combos;
+}
 
 struct CudaBinary final : Binary {
   std::vector<std::string> images;     // cubins or PTX, one per NVRTC program
-  std::vector<Candidates> candidates;  // per kernel; the first is the one launched
+  std::vector<Candidates> candidates;  // per kernel; the first is the one launched (a combo's part: its function's name)
+  std::vector<ComboKernel> combos;
 
   std::string serialize() const override {
     Writer w;
@@ -46,6 +83,7 @@ struct CudaBinary final : Binary {
       w.number(c.configs.front().split);
       w.text(c.names.front());
     }
+    write_combos(w, combos);
     return w.take();
   }
 };
@@ -75,9 +113,16 @@ class CudaKernels final : public LoadedKernels {
   };
 
   CudaKernels(std::unique_ptr<cuda::CudaModule> module, const CudaBinary& binary, const std::vector<const KernelLaunch*>& kernels)
-      : module_(std::move(module)) {
+      : module_(std::move(module)), combos_(binary.combos) {
+    std::vector<bool> part(kernels.size(), false);
+    for (const ComboKernel& c : combos_) {
+      combo_functions_.push_back(module_->function(c.function));
+      groups_.push_back(c.parts);
+      for (size_t k : c.parts) part.at(k) = true;
+    }
     for (size_t k = 0; k < kernels.size(); ++k) {
-      Entry e{&kernels[k]->kernel, binary.candidates[k].configs.front(), module_->function(binary.candidates[k].names.front())};
+      Entry e{&kernels[k]->kernel, binary.candidates[k].configs.front(),
+              part[k] ? nullptr : module_->function(binary.candidates[k].names.front())};
       e.tiles = tile_formula(*e.kernel, e.config);
       if (e.config.split > 0) {
         e.final_function = module_->function(binary.candidates[k].names.front() + "_final");
@@ -92,9 +137,21 @@ class CudaKernels final : public LoadedKernels {
 
   void* function(const std::string& name) const { return module_->function(name); }
 
+  const std::vector<std::vector<size_t>>& groups() const override { return groups_; }
+
+  // A combo kernel: one block per tile of each part, the parts' buffers one after the other.
+  void launch_group(size_t index, const LaunchArgs& args) const override {
+    const ComboKernel& c = combos_[index];
+    const runtime::NvtxRange range(c.function.c_str());
+    const int device = args.device.index();
+    cuda::launch_cuda_kernel(combo_functions_[index], c.threads, c.first_block.back(), args.buffers, args.num_buffers, args.symbols,
+                             args.num_symbols, cuda::current_cuda_stream(device), c.function, cuda::supports_programmatic_launch(device));
+  }
+
   // An NVTX range named after the kernel (CUPTI reports the kernel itself under that name).
   void launch(size_t index, const LaunchArgs& args) const override {
     const Entry& e = entries_[index];
+    if (!e.function) throw InternalError(fmt::format("{} is launched alone but is a part of a combo kernel", e.kernel->name));
     const runtime::NvtxRange range(e.kernel->name.c_str());
     if (e.config.split > 0) return launch_split(e, args);
     const int64_t tiles = evaluate_tiles(*e.kernel, e.tiles, args.symbols);
@@ -126,6 +183,9 @@ class CudaKernels final : public LoadedKernels {
 
   std::unique_ptr<cuda::CudaModule> module_;
   std::vector<Entry> entries_;
+  std::vector<ComboKernel> combos_;
+  std::vector<void*> combo_functions_;  // CUfunctions, per combo
+  std::vector<std::vector<size_t>> groups_;
 };
 
 class CudaBackend final : public Backend {
@@ -135,21 +195,37 @@ class CudaBackend final : public Backend {
   std::string unavailable() const override { return cuda::nvrtc_available() ? "" : "NVRTC (libnvrtc) cannot be loaded"; }
 
   std::string identity(const c10::Device& device) const override {
-    return fmt::format("cuda {} nvrtc {}", cuda::cuda_arch(device.index()), cuda::nvrtc_version());
+    // Code made with and without combo kernels is cached apart.
+    return fmt::format("cuda {} nvrtc {}{}", cuda::cuda_arch(device.index()), cuda::nvrtc_version(),
+                       runtime::env_combo_kernels() ? "" : " no-combos");
   }
 
-  // Each kernel in the heuristic's configuration, or with `tuning` every candidate under its own name.
+  // Each kernel in the heuristic's configuration, or with `tuning` every candidate under its own name;
+  // kernels that run at once as parts of combo kernels (heuristic configurations only).
   std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions& options) const override {
     auto source = std::make_unique<CudaSourceUnits>();
     const std::string prelude = cuda_prelude();
     source->text = prelude;
     source->file = "kernels.cu";
-    for (const KernelLaunch* launch : kernels) {
+    std::vector<CudaConfig> heuristic;
+    for (const KernelLaunch* launch : kernels) heuristic.push_back(default_cuda_config(launch->kernel));
+    if (runtime::env_combo_kernels()) source->combos = plan_combo_kernels(kernels, heuristic, options.independent_runs);
+    std::vector<bool> part(kernels.size(), false);
+    for (const ComboKernel& c : source->combos) {
+      for (size_t k : c.parts) part[k] = true;
+      const std::string text = emit_cuda_combo(c, kernels, heuristic, options.index32);
+      source->text += text;
+      source->units.push_back({c.function, prelude + text});
+      runtime::log(runtime::Artifact::kSchedule, fmt::format("combo kernel {}: {} parts, {} blocks of {} threads", c.function,
+                                                             c.parts.size(), c.first_block.back(), c.threads));
+    }
+    for (size_t k = 0; k < kernels.size(); ++k) {
       Candidates c;
-      c.configs = options.tuning ? cuda_config_candidates(launch->kernel) : std::vector{default_cuda_config(launch->kernel)};
+      c.configs = options.tuning && !part[k] ? cuda_config_candidates(kernels[k]->kernel) : std::vector{heuristic[k]};
       for (const auto& config : c.configs) {
-        c.names.push_back(candidate_name(launch->kernel, config, c.configs.size()));
-        for (auto& f : emit_cuda_functions(launch->kernel, options.index32, config, c.names.back())) {
+        c.names.push_back(candidate_name(kernels[k]->kernel, config, c.configs.size()));
+        if (part[k]) continue;
+        for (auto& f : emit_cuda_functions(kernels[k]->kernel, options.index32, config, c.names.back())) {
           source->text += f.source;
           source->units.push_back({f.name, prelude + f.source});
         }
@@ -165,6 +241,7 @@ class CudaBackend final : public Backend {
     auto binary = std::make_unique<CudaBinary>();
     binary->images = cuda::compile_cuda_images(units.units, options.name, options.device.index());
     binary->candidates = units.candidates;
+    binary->combos = units.combos;
     binary->schedules = units.schedules;
     return binary;
   }
@@ -182,6 +259,7 @@ class CudaBackend final : public Backend {
         config.split = static_cast<int>(r.number());
         binary->candidates.push_back({{config}, {r.text()}});
       }
+      binary->combos = read_combos(r);
       if (!r.done()) return nullptr;
     } catch (const std::exception&) {  // Reader: truncated or malformed
       return nullptr;
@@ -193,6 +271,8 @@ class CudaBackend final : public Backend {
                                       const CompileOptions& options) const override {
     const auto& b = static_cast<const CudaBinary&>(binary);
     if (b.candidates.size() != kernels.size()) return nullptr;
+    for (const ComboKernel& c : b.combos)
+      if (std::any_of(c.parts.begin(), c.parts.end(), [&](size_t k) { return k >= kernels.size(); })) return nullptr;
     return std::make_unique<CudaKernels>(cuda::load_cuda_modules(b.images, options.name, options.device.index()), b, kernels);
   }
 

@@ -50,7 +50,7 @@ using cuda::is_float;
 using cuda::literal;
 using cuda::storage_type;
 
-Printer::Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase)
+Printer::Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase, bool combo_part)
     : k_(k),
       index32_(index32),
       config_(config),
@@ -59,7 +59,8 @@ Printer::Printer(const Kernel& k, bool index32, CudaConfig config, std::string f
       placement_(place(k)),
       analysis_(k),
       emitted_(k.body.size()),
-      phase_(phase) {
+      phase_(phase),
+      combo_part_(combo_part) {
   index_ = cuda::index_expressions(k_);
   relaxed_ = cuda::relaxed_math(k_);
   pair_sin_and_cos();
@@ -74,16 +75,25 @@ std::string Printer::run() {
   out_ += fmt::format("typedef {} idx_t;\n", index32_ ? "int" : "long long");
   const size_t pointers = k_.buffers.size() + (phase_ == Phase::kWhole ? 0 : 1);  // + the workspace
   out_ += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", function_, std::max<size_t>(1, pointers));
-  out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
-                      config_.threads, function_, function_);
+  if (combo_part_) {
+    // A part of a combo kernel (cuda/combos.h): the combo's function waits for the previous grid and
+    // hands each part its own range of blocks.
+    out_ += fmt::format("__device__ __forceinline__ void {}(Buffers_{} buffers, const Symbols& symbols, long long block) {{\n", function_,
+                        function_);
+  } else {
+    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
+                        config_.threads, function_, function_);
+  }
   for (size_t b = 0; b < k_.buffers.size(); ++b)
     line(fmt::format("{}* __restrict__ buf{} = ({}*)buffers.p[{}];", storage_type(k_.buffers[b].dtype), b,
                      storage_type(k_.buffers[b].dtype), b));
   if (phase_ != Phase::kWhole) line(fmt::format("long long* __restrict__ workspace = (long long*)buffers.p[{}];", k_.buffers.size()));
-  // Programmatic dependent launch: every kernel is launched to overlap the stream's previous one, so
-  // it lets the next launch while it starts, then waits for the previous kernel before any memory access.
-  line("let_dependents_launch();");
-  line("wait_for_previous_grid();");
+  if (!combo_part_) {
+    // Programmatic dependent launch: every kernel is launched to overlap the stream's previous one, so
+    // it lets the next launch while it starts, then waits for the previous kernel before any memory access.
+    line("let_dependents_launch();");
+    line("wait_for_previous_grid();");
+  }
   for (size_t i = 0; i < k_.body.size(); ++i)
     if (placement_.scope[i] == Scope::kEntry) emit(static_cast<int>(i));
   tiles_per_row_ = tiles_per_row();
@@ -98,6 +108,13 @@ std::string Printer::run() {
 // faster without it (benchmarks/RESULTS.md, session 10).
 void Printer::tile_loop() {
   const auto tiles = constant_tile_count();
+  if (combo_part_) {
+    JITC_INTERNAL_ASSERT(tiles && *tiles <= kMaxGridBlocks, "a combo kernel's part needs a tile per block");
+    line("{ const idx_t t = (idx_t)block;");
+    row();
+    line("}");
+    return;
+  }
   if (tiles && *tiles <= kMaxGridBlocks) {
     line("{ const idx_t t = blockIdx.x;");
     row();

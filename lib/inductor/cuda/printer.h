@@ -30,7 +30,8 @@ constexpr int kElementLoop = -1;  // block_loop's loop: the element loop (else a
 
 class Printer {
  public:
-  Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase = Phase::kWhole);
+  // combo_part: print a __device__ function taking its block index, for a combo kernel (cuda/combos.h).
+  Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase = Phase::kWhole, bool combo_part = false);
   std::string run();
 
  private:
@@ -120,6 +121,7 @@ class Printer {
   std::string lane_;                   // the unrolled position inside a persistent loop
   // split reductions
   Phase phase_;
+  bool combo_part_;
   std::string split_row_, slice_;       // the row's flat index; the partial pass's slice of it
   std::map<int, int> welford_squares_;  // a variance's sum of squared deviations -> its sum (split only)
   // rows side by side
