@@ -34,12 +34,33 @@ int append_constant(Kernel& k, int64_t value) {
   return static_cast<int>(k.body.size()) - 1;
 }
 
+// An inner dim of size 1 (the trailing 1s of a [512, 256, 1, 1] weight, of pooled [N, C, 1, 1]
+// features) would make tiles of one element: a CUDA block, or a CPU element loop, per element. Its
+// var is always 0, so the nearest outer dim of another size takes its place whatever the addresses.
+void replace_unit_inner_dim(Kernel& k, int u) {
+  if (integer_constant(k, k.vars[u].extent) != 1) return;
+  const auto outer = k.outer_vars();
+  for (size_t d = outer.size(); d-- > 0;) {
+    const int o = outer[d];
+    if (integer_constant(k, k.vars[o].extent) == 1) continue;
+    for (Expr& e : k.body) {
+      if (e.op != ScalarOp::kVar) continue;
+      if (e.var == u) e = Expr{ScalarOp::kConst, c10::ScalarType::Long};
+      else if (e.var == o) e.var = u;
+    }
+    k.vars[u].extent = k.vars[o].extent;
+    k.vars[o].extent = append_constant(k, 1);
+    return;
+  }
+}
+
 }  // namespace
 
 void collapse_inner_dims(Kernel& k) {
   const auto inner = k.inner_vars();
   if (k.tile <= 0 || inner.size() != 1) return;
   const int u = inner[0];
+  replace_unit_inner_dim(k, u);
   const auto outer = k.outer_vars();
   for (size_t d = outer.size(); d-- > 0;) {
     const int o = outer[d];

@@ -11,6 +11,7 @@ namespace jitc::inductor {
 // Merges outer dims into the inner dim of a tiled kernel (tile > 0, one inner var, constant extents) while
 // every load and store address is affine in both vars with coefficient(outer) == coefficient(inner) *
 // extent(inner), and no other expression uses them. A merged outer var keeps extent 1 and reads as 0.
+// An inner dim of size 1 first hands its place to the nearest outer dim of another size.
 void collapse_inner_dims(Kernel& kernel);
 
 }  // namespace jitc::inductor

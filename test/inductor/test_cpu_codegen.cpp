@@ -2,6 +2,7 @@
 #include "inductor/channels_last.h"
 #include "inductor/cpu/codegen.h"
 #include "inductor/cpu/schedule.h"
+#include "inductor/index_analysis.h"
 #include "inductor/kernel_builder.h"
 #include "inductor/scheduler.h"
 #include "inductor/cpu/jit.h"
@@ -369,6 +370,31 @@ at::Tensor run_as_scheduled(const jitc::inductor::Kernel& kernel, const jitc::in
 }
 
 }  // namespace
+
+// Trailing dims of size 1 ([512, 256, 1, 1] weights, pooled [N, C, 1, 1] features) made tiles of one
+// element: on the H100, 131072 blocks of 128 threads for a 1x1 convolution's weight update, one element
+// each. The nearest dim of another size takes the inner place; contiguous dims then merge as usual.
+TEST_CASE("pointwise kernels over shapes ending in size-1 dims tile their other dims", "[inductor][cpu]") {
+  using jitc::testing::check_parity;
+  auto inner_extent = [](const jitc::inductor::Kernel& k) {
+    return *jitc::inductor::integer_constant(k, k.vars[k.inner_vars().at(0)].extent);
+  };
+  auto update = [](const at::Tensor& t) { return t * 0.9 + 1; };
+  CHECK(inner_extent(only_kernel(update, at::randn({512, 256, 1, 1}))) == 512 * 256);
+  CHECK(inner_extent(only_kernel(update, at::randn({3, 1, 4, 1}))) == 12);
+  CHECK(inner_extent(only_kernel(update, at::randn({1, 1, 1}))) == 1);
+  for (const auto& sizes : {std::vector<int64_t>{512, 256, 1, 1}, {3, 1, 4, 1}, {1, 1, 1}, {7, 1}, {2, 3, 1, 5, 1, 1}}) {
+    INFO(at::IntArrayRef(sizes));
+    const auto x = at::randn(sizes);
+    check_parity("update", update, x);
+    check_parity(
+        "transposed", [](const at::Tensor& t) { return t.transpose(0, -1).exp() + 1; }, x);
+    std::vector<int64_t> per_row(sizes.size(), 1);  // [N, 1, 1, 1]: one value per row
+    per_row[0] = sizes[0];
+    check_parity(
+        "broadcast", [](const at::Tensor& t, const at::Tensor& y) { return t * y - y; }, x, at::randn(per_row));
+  }
+}
 
 // Schedules are data: the scheduling step decides, the printer prints what it is given. Each strategy
 // the step chose for a softmax and a layer norm, dropped from the schedule by hand, leaves a kernel
