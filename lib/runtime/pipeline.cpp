@@ -6,6 +6,7 @@
 //     2. dead code, CSE             graph/passes.h
 //     3. updates of inputs in place graph/reinplace.h        index_copy(cache) + write-back -> index_copy_
 //     4. loss decompositions        inductor/decompositions.h cross_entropy, nll_loss -> gather + row reduction
+//        norm decompositions        inductor/decompositions.h linalg_vector_norm -> abs, square, sum, sqrt
 //     5. group norm statistics      inductor/group_norm_stats.h
 //     6. channels-last convolutions inductor/channels_last.h
 //   7. cache lookup                 program_cache.h          memory, then disk: a hit skips 8-12
@@ -104,6 +105,7 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   g = graph_stage("updates of inputs in place", request, std::move(g), times,
                   [](graph::Graph x) { return graph::reinplace_input_updates(x); });
   g = graph_stage("loss decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_losses(x); });
+  g = graph_stage("norm decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_norms(x); });
   g = graph_stage("gradient decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_gradients(x); });
   g = graph_stage("group norm statistics", request, std::move(g), times, [](graph::Graph x) { return inductor::group_norm_with_stats(x); });
   g = graph_stage("channels-last convolutions", request, std::move(g), times,

@@ -5,6 +5,8 @@
 #include "support/parity.h"
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 namespace {
 
@@ -100,6 +102,44 @@ TEST_CASE("half and bfloat16 losses decompose into kernels within the dtype's ro
       [](const at::Tensor& x, const at::Tensor& t) { return at::cross_entropy_loss(x, t, {}, at::Reduction::Sum); }, logits, targets);
   CHECK(std::isinf(at::cross_entropy_loss(logits, targets, {}, at::Reduction::Sum).item<double>()));  // the case tests the overflow
   CHECK(std::isinf(at::mse_loss(big, zero).item<double>()));
+}
+
+// linalg_vector_norm decomposes (ord 1, 2, inf; any dims; half and bfloat16 computing in float32), so
+// gradient clipping's per-gradient norms fuse; what does not decompose stays eager's op.
+TEST_CASE("vector norms are reductions with eager's results", "[inductor][fusion]") {
+  const std::vector<std::optional<std::vector<int64_t>>> dim_lists = {std::nullopt, std::vector<int64_t>{-1}, std::vector<int64_t>{0, 2}};
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    at::Tensor x = at::randn({6, 7, 33}, dtype);
+    x.index_put_({1, 2, 3}, -50.0);  // the inf norm's maximum is a negative value's magnitude
+    for (const double ord : {1.0, 2.0, std::numeric_limits<double>::infinity()})
+      for (const auto& dims : dim_lists)
+        for (const bool keepdim : {false, true}) {
+          INFO(c10::toString(dtype) << " ord " << ord << " dims " << (dims ? at::IntArrayRef(*dims) : at::IntArrayRef{}) << " keepdim "
+                                    << keepdim);
+          jitc::testing::check_lowered_parity(
+              "vector_norm",
+              [ord, dims, keepdim](const at::Tensor& t) {
+                return at::linalg_vector_norm(t, ord, dims ? at::OptionalIntArrayRef(*dims) : at::OptionalIntArrayRef(), keepdim);
+              },
+              x);
+        }
+  }
+  // A NaN reaches every norm; ord 3 and an empty tensor's inf norm (which raises) stay eager's.
+  at::Tensor nan = at::randn({4, 5});
+  nan.index_put_({2, 2}, NAN);
+  for (const double ord : {1.0, 2.0, std::numeric_limits<double>::infinity()})
+    jitc::testing::check_lowered_parity(
+        "nan", [ord](const at::Tensor& t) { return at::linalg_vector_norm(t, ord, {-1}); }, nan);
+  jitc::testing::check_parity(
+      "ord 3", [](const at::Tensor& t) { return at::linalg_vector_norm(t, 3); }, at::randn({4, 5}));
+  jitc::testing::check_parity(
+      "empty", [](const at::Tensor& t) { return at::linalg_vector_norm(t, 2, {-1}); }, at::randn({0, 5}));
+  // The per-gradient norms of gradient clipping and their total: one kernel per shape, then the total.
+  const auto a = at::randn({64, 100}), b = at::randn({100}), c = at::randn({3, 5});
+  auto total_norm = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+    return at::linalg_vector_norm(at::stack({at::linalg_vector_norm(a), at::linalg_vector_norm(b), at::linalg_vector_norm(c)}));
+  };
+  CHECK(kernels_for(total_norm, a, b, c) <= 4);
 }
 
 TEST_CASE("a causal mask built from ones and tril fuses into the masked softmax", "[inductor][fusion]") {
