@@ -86,6 +86,11 @@ class ElementScope {
 
 }  // namespace
 
+// Values inlined into one kernel bring their reduction loops' variables along (the 62 per-gradient norms
+// of a gradient clipping read by their total): past this many, the next one is stored by a kernel of its
+// own, well before the kernel IR's limit of 64 (kernel_builder.cpp).
+constexpr size_t kInlinedLoopVars = 48;
+
 int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
   // Eager stores every op's result in its dtype: an inlined half or bfloat16 value is rounded as that
   // store would round it, so no lowering has to remember to (rounding a rounded value is folded).
@@ -94,7 +99,13 @@ int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
     return memoized(fmt::format("%{}", v), index, [&] {
       if (std::find(inlined.begin(), inlined.end(), v) == inlined.end()) inlined.push_back(v);
       const ElementScope element(kb, index);
-      return kb.round_to(loader[v](kb, index), meta(v).dtype);
+      const int value = kb.round_to(loader[v](kb, index), meta(v).dtype);
+      if (kb.kernel().vars.size() > kInlinedLoopVars)
+        return fail(kb,
+                    {BuildFailure::Kind::kNeedsBuffer, v,
+                     fmt::format("inlined, the kernel would loop over more than {} variables", kInlinedLoopVars)},
+                    meta(v).dtype);
+      return value;
     });
   const auto& m = meta(v);
   return kb.load(buffer(kb, v, false), kb.linear(index, m.strides));

@@ -142,6 +142,27 @@ TEST_CASE("vector norms are reductions with eager's results", "[inductor][fusion
   CHECK(kernels_for(total_norm, a, b, c) <= 4);
 }
 
+// A total over 30 whole-tensor reductions of 3-D tensors: inlined into one kernel they would need 90
+// loop variables, more than the kernel IR has; past 48 the next one gets a kernel of its own, and the
+// graph still compiles (it ran through the eager backend).
+TEST_CASE("many reductions read by one kernel compile within the loop variables a kernel has", "[inductor][fusion]") {
+  std::vector<at::Tensor> xs;
+  for (int i = 0; i < 30; ++i) xs.push_back(at::randn({2 + i % 3, 3, 4 + i}));
+  auto total = [](const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> sums;
+    for (const auto& t : ts) sums.push_back((t * t).sum());
+    return at::stack(sums).sum().sqrt();
+  };
+  jitc::testing::LogCapture logs("perf_hints");
+  auto compiled = jitc::compile(total);
+  compiled(xs);
+  const at::Tensor got = compiled(xs);
+  CHECK(jitc::testing::difference(got, total(xs), {1e-5, 1e-5}) == "");
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(compiled.stats().kernels_compiled >= 2);
+  CHECK(!logs.contains("eager backend"));
+}
+
 TEST_CASE("a causal mask built from ones and tril fuses into the masked softmax", "[inductor][fusion]") {
   auto masked_softmax = [](const at::Tensor& scores) {
     const at::Tensor causal = at::ones({scores.size(-1), scores.size(-1)}, scores.options().dtype(at::kBool)).tril().logical_not();
