@@ -15,8 +15,8 @@ namespace jitc::inductor {
 // for float32 and float64 x. Returns g unchanged where there is no such node.
 graph::Graph decompose_losses(const graph::Graph& g);
 
-// Rewrites linalg_vector_norm(x, ord 1, 2 or inf, dims, keepdim) over floating x of static sizes into
-// abs, a square, a sum or amax and a sqrt (norm_decompositions.cpp).
+// Rewrites linalg_vector_norm(x, ord 1, 2 or inf, dims, keepdim) over floating x of static sizes, with
+// at least one dim kept, into abs, a square, a sum or amax and a sqrt (norm_decompositions.cpp).
 graph::Graph decompose_norms(const graph::Graph& g);
 
 // Rewrites native_batch_norm in training mode and its backward into reductions and pointwise ops, the

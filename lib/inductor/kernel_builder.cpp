@@ -9,6 +9,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 
@@ -76,7 +77,19 @@ int KernelBuilder::reduction_loop(const std::vector<graph::SymExpr>& extents, st
   const int loop = kernel_.num_reduction_loops++;
   vars->clear();
   for (const auto& e : extents) vars->push_back(add_var(LoopVar::Kind::kReduction, e, loop));
+  open_loops_.push_back(loop);
   return loop;
+}
+
+int64_t KernelBuilder::loop_elements(int loop) const {
+  int64_t elements = 1;
+  for (const LoopVar& v : kernel_.vars) {
+    if (v.kind != LoopVar::Kind::kReduction || v.loop != loop) continue;
+    const Expr& extent = kernel_.body[v.extent];
+    if (extent.op != ScalarOp::kConst) return -1;
+    elements *= extent.ivalue;
+  }
+  return elements;
 }
 
 int KernelBuilder::buffer(const std::string& name, c10::ScalarType dtype, bool written) {
@@ -288,6 +301,7 @@ void KernelBuilder::check(int holds) {
 }
 
 int KernelBuilder::reduce(ReduceKind kind, int value, int loop, int position) {
+  if (auto open = std::find(open_loops_.begin(), open_loops_.end(), loop); open != open_loops_.end()) open_loops_.erase(open);
   Expr e;
   e.op = ScalarOp::kReduce;
   const bool arg = kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin;

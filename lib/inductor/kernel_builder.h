@@ -29,6 +29,11 @@ class KernelBuilder {
   int inner_var(const graph::SymExpr& extent) { return add_var(LoopVar::Kind::kInner, extent, -1); }
   // A new reduction loop over `extents`; returns its loop id and fills `vars` with its variables.
   int reduction_loop(const std::vector<graph::SymExpr>& extents, std::vector<int>* vars);
+  // The reduction loop whose operand is being built (opened by reduction_loop, closed by its reduce);
+  // -1 outside every reduction's operand.
+  int open_reduction_loop() const { return open_loops_.empty() ? -1 : open_loops_.back(); }
+  // The elements a reduction loop visits: the product of its constant extents, -1 when one is a symbol.
+  int64_t loop_elements(int loop) const;
 
   int buffer(const std::string& name, c10::ScalarType dtype, bool written);
 
@@ -90,6 +95,7 @@ class KernelBuilder {
   Kernel kernel_;
   std::vector<uint64_t> deps_;
   std::vector<Index> elements_;
+  std::vector<int> open_loops_;
   std::map<std::tuple<int, int, int, int, int, int, int, int, int, int64_t, int64_t>, int> interned_;  // value as bits
 };
 

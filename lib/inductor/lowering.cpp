@@ -50,6 +50,7 @@ void LoweringContext::begin_kernel(int group) {
   current_group = group;
   failure.reset();
   memo_.clear();
+  reduction_loops_of_.clear();
   buffer_values.emplace_back();
   inlined.clear();
 }
@@ -59,6 +60,7 @@ void LoweringContext::begin_attempt() {
   buffer_values.clear();
   current_group = -1;
   memo_.clear();
+  reduction_loops_of_.clear();
   inlined.clear();
 }
 
@@ -91,22 +93,52 @@ class ElementScope {
 // own, well before the kernel IR's limit of 64 (kernel_builder.cpp).
 constexpr size_t kInlinedLoopVars = 48;
 
+// Reductions that an inlined value brought into another reduction's operand (the per-gradient sums of
+// squares that `stack(sums).sum()` totals), over other and more than kNestedReductionElements elements:
+// the kernel would run them one after the other in the outer reduction's row, one CUDA block or CPU
+// thread for all of them. Stored by kernels of their own, each is split over blocks or threads. A
+// normalization's statistics (the max that softmax's sum reads) loop over the same row and stay inlined.
+namespace {
+
+constexpr int64_t kNestedReductionElements = 4096;
+
+bool nests_other_reductions(const KernelBuilder& kb, int enclosing, std::pair<int, int> loops) {
+  if (enclosing < 0) return false;
+  const int64_t outer = kb.loop_elements(enclosing);
+  for (int loop = loops.first; loop < loops.second; ++loop) {
+    const int64_t inner = kb.loop_elements(loop);
+    if (inner != outer && (inner < 0 || inner > kNestedReductionElements)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 int LoweringContext::at(KernelBuilder& kb, ValueId v, const Index& index) {
   // Eager stores every op's result in its dtype: an inlined half or bfloat16 value is rounded as that
   // store would round it, so no lowering has to remember to (rounding a rounded value is folded).
   if (failure) return kb.constant(0, compute_type_of(meta(v).dtype));  // the kernel is discarded
-  if (!is_buffer(v))
-    return memoized(fmt::format("%{}", v), index, [&] {
+  if (!is_buffer(v)) {
+    const int enclosing = kb.open_reduction_loop();
+    const int value = memoized(fmt::format("%{}", v), index, [&] {
       if (std::find(inlined.begin(), inlined.end(), v) == inlined.end()) inlined.push_back(v);
       const ElementScope element(kb, index);
-      const int value = kb.round_to(loader[v](kb, index), meta(v).dtype);
-      if (kb.kernel().vars.size() > kInlinedLoopVars)
-        return fail(kb,
-                    {BuildFailure::Kind::kNeedsBuffer, v,
-                     fmt::format("inlined, the kernel would loop over more than {} variables", kInlinedLoopVars)},
-                    meta(v).dtype);
-      return value;
+      const int loops_before = kb.kernel().num_reduction_loops;
+      const int computed = kb.round_to(loader[v](kb, index), meta(v).dtype);
+      reduction_loops_of_[v] = {loops_before, kb.kernel().num_reduction_loops};
+      return computed;
     });
+    // Also where v was computed before, outside this reduction (a value the kernel stores).
+    if (nests_other_reductions(kb, enclosing, reduction_loops_of_[v]))
+      return fail(kb, {BuildFailure::Kind::kNeedsBuffer, v, "a large reduction inside another reduction's operand runs on one block"},
+                  meta(v).dtype);
+    if (kb.kernel().vars.size() > kInlinedLoopVars)
+      return fail(kb,
+                  {BuildFailure::Kind::kNeedsBuffer, v,
+                   fmt::format("inlined, the kernel would loop over more than {} variables", kInlinedLoopVars)},
+                  meta(v).dtype);
+    return value;
+  }
   const auto& m = meta(v);
   return kb.load(buffer(kb, v, false), kb.linear(index, m.strides));
 }

@@ -124,6 +124,8 @@ class LoweringContext {
  private:
   const graph::Graph& graph_;
   std::map<std::pair<std::string, Index>, int> memo_;
+  // Per value inlined into the kernel being built: the reduction loops its computation opened, [first, last).
+  std::map<graph::ValueId, std::pair<int, int>> reduction_loops_of_;
 };
 
 // Registry: the lowering of a node's op, or nullptr. Lowering functions return one loader per tensor

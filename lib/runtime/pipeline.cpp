@@ -6,7 +6,7 @@
 //     2. dead code, CSE             graph/passes.h
 //     3. updates of inputs in place graph/reinplace.h        index_copy(cache) + write-back -> index_copy_
 //     4. loss decompositions        inductor/decompositions.h cross_entropy, nll_loss -> gather + row reduction
-//        norm decompositions        inductor/decompositions.h linalg_vector_norm -> abs, square, sum, sqrt
+//        norm decompositions        inductor/decompositions.h row norms -> abs, square, sum, sqrt
 //     5. group norm statistics      inductor/group_norm_stats.h
 //     6. channels-last convolutions inductor/channels_last.h
 //   7. cache lookup                 program_cache.h          memory, then disk: a hit skips 8-12

@@ -104,42 +104,34 @@ TEST_CASE("half and bfloat16 losses decompose into kernels within the dtype's ro
   CHECK(std::isinf(at::mse_loss(big, zero).item<double>()));
 }
 
-// linalg_vector_norm decomposes (ord 1, 2, inf; any dims; half and bfloat16 computing in float32), so
-// gradient clipping's per-gradient norms fuse; what does not decompose stays eager's op.
-TEST_CASE("vector norms are reductions with eager's results", "[inductor][fusion]") {
-  const std::vector<std::optional<std::vector<int64_t>>> dim_lists = {std::nullopt, std::vector<int64_t>{-1}, std::vector<int64_t>{0, 2}};
+// linalg_vector_norm over some dims decomposes (ord 1, 2, inf; half and bfloat16 computing in float32)
+// and fuses with what reads it; a whole tensor's norm, ord 3 and an empty tensor's norm stay eager's.
+TEST_CASE("row norms are reductions with eager's results", "[inductor][fusion]") {
   for (const auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
     at::Tensor x = at::randn({6, 7, 33}, dtype);
     x.index_put_({1, 2, 3}, -50.0);  // the inf norm's maximum is a negative value's magnitude
     for (const double ord : {1.0, 2.0, std::numeric_limits<double>::infinity()})
-      for (const auto& dims : dim_lists)
+      for (const auto& dims : {std::vector<int64_t>{-1}, std::vector<int64_t>{0, 2}, std::vector<int64_t>{1}})
         for (const bool keepdim : {false, true}) {
-          INFO(c10::toString(dtype) << " ord " << ord << " dims " << (dims ? at::IntArrayRef(*dims) : at::IntArrayRef{}) << " keepdim "
-                                    << keepdim);
+          INFO(c10::toString(dtype) << " ord " << ord << " dims " << at::IntArrayRef(dims) << " keepdim " << keepdim);
           jitc::testing::check_lowered_parity(
-              "vector_norm",
-              [ord, dims, keepdim](const at::Tensor& t) {
-                return at::linalg_vector_norm(t, ord, dims ? at::OptionalIntArrayRef(*dims) : at::OptionalIntArrayRef(), keepdim);
-              },
-              x);
+              "vector_norm", [ord, dims, keepdim](const at::Tensor& t) { return at::linalg_vector_norm(t, ord, dims, keepdim); }, x);
         }
+    jitc::testing::check_parity(
+        "whole tensor", [](const at::Tensor& t) { return at::linalg_vector_norm(t); }, x);
   }
-  // A NaN reaches every norm; ord 3 and an empty tensor's inf norm (which raises) stay eager's.
   at::Tensor nan = at::randn({4, 5});
   nan.index_put_({2, 2}, NAN);
   for (const double ord : {1.0, 2.0, std::numeric_limits<double>::infinity()})
     jitc::testing::check_lowered_parity(
         "nan", [ord](const at::Tensor& t) { return at::linalg_vector_norm(t, ord, {-1}); }, nan);
   jitc::testing::check_parity(
-      "ord 3", [](const at::Tensor& t) { return at::linalg_vector_norm(t, 3); }, at::randn({4, 5}));
+      "ord 3", [](const at::Tensor& t) { return at::linalg_vector_norm(t, 3, {-1}); }, at::randn({4, 5}));
   jitc::testing::check_parity(
       "empty", [](const at::Tensor& t) { return at::linalg_vector_norm(t, 2, {-1}); }, at::randn({0, 5}));
-  // The per-gradient norms of gradient clipping and their total: one kernel per shape, then the total.
-  const auto a = at::randn({64, 100}), b = at::randn({100}), c = at::randn({3, 5});
-  auto total_norm = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
-    return at::linalg_vector_norm(at::stack({at::linalg_vector_norm(a), at::linalg_vector_norm(b), at::linalg_vector_norm(c)}));
-  };
-  CHECK(kernels_for(total_norm, a, b, c) <= 4);
+  // Rows normalized by their norms: one kernel.
+  CHECK(kernels_for([](const at::Tensor& t) { return t / at::linalg_vector_norm(t, 2, {-1}, true).clamp_min(1e-12); },
+                    at::randn({64, 100})) == 1);
 }
 
 // A total over 30 whole-tensor reductions of 3-D tensors: inlined into one kernel they would need 90
