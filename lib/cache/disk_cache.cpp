@@ -67,7 +67,11 @@ void DiskCache::store(const std::string& key, const std::string& payload) {
   if (!enabled()) return;
   const std::string path = path_of(key);
   std::string refused;
-  if (write_atomically(path, encode_entry(key, payload), &refused)) return tidy();
+  const std::string bytes = encode_entry(key, payload);
+  if (write_atomically(path, bytes, &refused)) {
+    if (tidy_due(bytes.size())) tidy();
+    return;
+  }
   if (!refused.empty()) disable(files::parent_of(path), refused);
 }
 
@@ -83,25 +87,51 @@ void DiskCache::disable(const std::string& dir, const std::string& why) {
                   dir, why));
 }
 
+bool DiskCache::tidy_due(size_t bytes_stored) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stored_since_tidy_ += bytes_stored;
+  if (tidied_ && stored_since_tidy_ <= config_.max_bytes / 16) return false;
+  tidied_ = true;
+  stored_since_tidy_ = 0;
+  return true;
+}
+
+namespace {
+
+void oldest_first(std::vector<files::File>& fs) {
+  std::sort(fs.begin(), fs.end(), [](const auto& a, const auto& b) { return a.stat.mtime_ns < b.stat.mtime_ns; });
+}
+
+}  // namespace
+
 void DiskCache::tidy() {
-  std::vector<files::File> entries;
+  std::vector<files::File> entries, notes;
   uint64_t total = 0;
   const int64_t now = files::now_ns();
+  const std::string notes_dir = files::join(dir(), "notes");
   for (auto& f : files::list_tree(dir())) {
     if (is_temporary(f.path)) {
       if (is_stale_temporary(f, now)) files::remove(f.path);
     } else if (f.path.ends_with(".jitc")) {
       total += f.stat.size;
       entries.push_back(std::move(f));
+    } else if (files::parent_of(f.path) == notes_dir) {
+      notes.push_back(std::move(f));
     }
   }
   uint64_t cap;
+  size_t max_notes;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     cap = config_.max_bytes;
+    max_notes = config_.max_notes;
+  }
+  if (notes.size() > max_notes) {
+    oldest_first(notes);
+    for (size_t i = 0; i + max_notes < notes.size(); ++i) files::remove(notes[i].path);
   }
   if (total <= cap) return;
-  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.stat.mtime_ns < b.stat.mtime_ns; });
+  oldest_first(entries);
   for (const auto& f : entries) {
     if (total <= cap) break;
     if (files::remove(f.path)) total -= f.stat.size;

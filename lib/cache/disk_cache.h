@@ -3,9 +3,11 @@
 // the key itself and the payload (entry.h). Writers write a temporary file and rename it into place, so
 // readers see whole entries or none, whatever number of processes write at once. A truncated or
 // corrupted entry, or one written for another key, is a miss (reported once, and removed); an unwritable
-// directory turns the cache off (reported once). After each store, a scan removes stale temporaries of
-// killed writers (temporaries.h) and, over the size cap, the least recently used entries (a hit
-// refreshes an entry's time).
+// directory turns the cache off (reported once). A process's first store, and then a store after each
+// sixteenth of the size cap written, scans the directory: it removes stale temporaries of killed writers
+// (temporaries.h), over the size cap the least recently used entries (a hit refreshes an entry's time),
+// and the oldest notes beyond max_notes. (A scan on every store read tens of thousands of files per
+// compile in a well-used cache; between scans the cache may pass its cap by that sixteenth.)
 //
 // Its Config comes from whoever owns the cache: the runtime reads it from the environment
 // (runtime::env_disk_cache: JITC_CACHE_DIR, JITC_DISABLE_CACHE, JITC_CACHE_MAX_BYTES); the cache reads none.
@@ -26,6 +28,7 @@ class DiskCache {
     std::string dir;
     bool enabled = true;
     uint64_t max_bytes = uint64_t{1} << 30;
+    size_t max_notes = 4096;  // one per graph compiled: they were never removed
   };
 
   explicit DiskCache(Config config) : config_(std::move(config)) {}
@@ -52,10 +55,13 @@ class DiskCache {
     if (report_) report_(message);
   }
   void disable(const std::string& dir, const std::string& why);
-  void tidy();  // stale temporaries, then eviction beyond the cap
+  bool tidy_due(size_t bytes_stored);
+  void tidy();  // stale temporaries, then eviction beyond the cap and of old notes
 
   mutable std::mutex mutex_;
   Config config_;
+  bool tidied_ = false;
+  uint64_t stored_since_tidy_ = 0;
   std::function<void(const std::string&)> report_;
 };
 

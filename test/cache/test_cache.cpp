@@ -183,6 +183,37 @@ TEST_CASE("beyond its size cap the cache evicts the least recently used entries"
   CHECK(cache.load(keys[3]));
 }
 
+// Notes (one per graph compiled, to explain misses) were never removed: 23,000 files in a developer's
+// cache. Past max_notes the oldest go.
+TEST_CASE("notes beyond max_notes are removed, oldest first", "[cache]") {
+  TempDir dir;
+  DiskCache cache({dir.path.string(), true, 1 << 20, 3});
+  const auto now = fs::file_time_type::clock::now();
+  for (int i = 0; i < 5; ++i) {
+    cache.store_note("note" + std::to_string(i), "parts");
+    fs::last_write_time(dir.path / "notes" / ("note" + std::to_string(i)), now - std::chrono::seconds(60 - i));
+  }
+  cache.store(kKey, "payload");
+  for (int i = 0; i < 5; ++i) CHECK(cache.load_note("note" + std::to_string(i)).has_value() == (i >= 2));
+}
+
+// Scanning the whole directory on every store cost a stat per file per compile: a process scans at its
+// first store, then after each sixteenth of the cap it writes.
+TEST_CASE("a store scans the cache directory at a process's first store and after each sixteenth of the cap", "[cache]") {
+  TempDir dir;
+  DiskCache cache({dir.path.string(), true, 1 << 20, 1});
+  auto notes = [&] { return std::distance(fs::directory_iterator(dir.path / "notes"), fs::directory_iterator{}); };
+  cache.store_note("first", "parts");
+  cache.store_note("second", "parts");
+  cache.store(jitc::cache::sha256_hex("graph 1"), "payload");  // the first store scans
+  CHECK(notes() == 1);
+  cache.store_note("third", "parts");
+  cache.store(jitc::cache::sha256_hex("graph 2"), "payload");  // a few bytes later: no scan
+  CHECK(notes() == 2);
+  cache.store(jitc::cache::sha256_hex("graph 3"), std::string((1 << 20) / 16 + 1, 'x'));  // a sixteenth of the cap
+  CHECK(notes() == 1);
+}
+
 TEST_CASE("a second process loads its programs from the disk cache and generates no code", "[cache][process]") {
   TempDir dir;
   const std::string cold = run_child(dir.path);
