@@ -72,8 +72,8 @@ std::optional<ValueId> vector_norm(Emitter& e, const Graph& g, const Node& n) {
   const auto order = order_of(ord.constant);
   const auto dims = reduced_dims(dim.constant, static_cast<int64_t>(sizes.size()));
   // A whole tensor's norm stays eager's op: as a kernel it is one row, reduced by one CPU thread, and on
-  // CUDA the total of a gradient clipping's norms inlined them into one block (9.6 ms against 0.4 ms
-  // with eager's norms on the H100).
+  // CUDA the total of a gradient clipping's norms inlined them into one block (benchmarks/RESULTS.md,
+  // session 25).
   if (!order || !dims || dims->size() == sizes.size()) return std::nullopt;
   std::vector<int64_t> out;
   for (size_t d = 0; d < sizes.size(); ++d) {
