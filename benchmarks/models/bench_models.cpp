@@ -11,9 +11,10 @@
 //   kernels, fallback the kernels jitc compiled and whether any call ran eagerly
 // torch.compile's columns come from peer_models.py's JSON (--peer). Prints a markdown table, writes JSON.
 //
-// --profile DIR writes DIR/<model>_{eager,jitc}.trace (LibTorch's profiler, chrome://tracing format) of one
-// call each after the timing: ATen ops, and jitc's kernels and extern calls (jitc records them as regions);
-// benchmarks/models/trace_summary.py sums them by name.
+// --profile DIR writes DIR/<model>_{eager,jitc}.trace (LibTorch's kineto profiler, chrome://tracing format)
+// of three calls each after the timing: ATen ops, jitc's compiled regions, and on the GPU every kernel with
+// its device time; benchmarks/models/trace_summary.py sums them by name (peer_profile.py traces
+// torch.compile's calls the same way).
 // --mode sets jitc's mode (default, reduce-overhead, max-autotune), as --mode of peer_models.py sets
 // torch.compile's. --device cuda times on the GPU (a synchronize closes each timed call), --dtype bf16|half|float sets the
 // weights' and inputs' dtype (float by default).
@@ -31,7 +32,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
-#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,6 +53,23 @@ struct Args {
   jitc::Options options;    // --mode
   std::string profile_dir;  // --profile: one eager and one jitc call per model, as chrome traces
 };
+
+// Writes a chrome trace of kProfiledCalls calls of `call` (LibTorch's kineto profiler; with the GPU's
+// kernels when on_gpu, as torch.profiler records torch.compile's in peer_profile.py).
+constexpr int kProfiledCalls = 3;
+
+void profile_calls(const std::string& path, bool on_gpu, const std::function<void()>& call) {
+  using namespace torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  std::set<ActivityType> activities = {ActivityType::CPU};
+  if (on_gpu) activities.insert(ActivityType::CUDA);
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  prepareProfiler(config, activities);
+  enableProfiler(config, activities);
+  for (int i = 0; i < kProfiledCalls; ++i) call();
+  synchronize();
+  disableProfiler()->save(path);
+}
 
 c10::ScalarType dtype_named(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return c10::kBFloat16;
@@ -123,12 +141,9 @@ Row measure(const Model& model, const Args& args, CountingAllocator& allocator) 
   row.jitc_peak_mib = peak_mib_of(allocator, [&] { compiled(x); });
   if (!args.profile_dir.empty()) {
     std::filesystem::create_directories(args.profile_dir);
-    {
-      torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + model.name + "_eager.trace");
-      model.forward(x);
-    }
-    torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + model.name + "_jitc.trace");
-    compiled(x);
+    const bool on_gpu = args.device.is_cuda();
+    profile_calls(args.profile_dir + "/" + model.name + "_eager.trace", on_gpu, [&] { model.forward(x); });
+    profile_calls(args.profile_dir + "/" + model.name + "_jitc.trace", on_gpu, [&] { compiled(x); });
   }
   const auto stats = compiled.stats();
   row.kernels = stats.kernels_compiled;

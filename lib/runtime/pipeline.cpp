@@ -189,7 +189,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
   code->plan = std::move(plan);
   for (const auto& launch : code->plan.kernels) code->kernel_ir += inductor::to_text(launch.kernel);
   code->units = units_of(code->plan);
-  const inductor::RenderOptions render_options{.name = name, .index32 = index32, .tuning = tuning != nullptr};
+  const inductor::RenderOptions render_options{.name = name, .index32 = index32, .tuning = tuning != nullptr, .independent_runs = {}};
   for (auto& unit : code->units)
     build_unit(*code, unit, render_options, {.name = name, .want_assembly = want_assembly, .device = unit.device}, tuning, times);
   code->link();

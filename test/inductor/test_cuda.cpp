@@ -2,6 +2,7 @@
 // dtypes, reductions and normalizations, non-contiguous inputs, dynamic dims, several threads and streams,
 // the random differential test's programs (random_graphs.h), and programs whose functions compile apart.
 #include "graph/passes.h"
+#include "inductor/channels_last.h"
 #include "inductor/cuda/codegen.h"
 #include "inductor/op_lists.h"
 #include "inductor/random_graphs.h"
@@ -387,6 +388,39 @@ TEST_CASE("CUDA: group_norm is lowered: a statistics kernel, then the output's",
       CHECK(compiled.stats().programs_compiled == 1);
     }
     CHECK(jitc::testing::unlowered_ops(logs) == std::vector<std::string>{});
+  }
+}
+
+// channels_last.cpp on the GPU: cuDNN gets NHWC inputs and weights (copies fused into the kernels
+// around them); results equal eager's within the tolerance of sums taken in another order.
+TEST_CASE("CUDA: convolutions run on channels-last inputs and weights and match eager", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto scale = cuda_sample({16}, at::kFloat, 50).abs() + 0.5, shift = cuda_sample({16}, at::kFloat, 51);
+  for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+    const auto s = scale.to(dtype), b = shift.to(dtype);
+    auto block = [s, b](const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2) {
+      const auto y = at::relu(at::batch_norm(at::conv2d(x, w1, {}, 1, 1), s, b, b, s, false, 0.1, 1e-5, true));
+      return at::relu(at::batch_norm(at::conv2d(y, w2, b, 1, 1), s, b, b, s, false, 0.1, 1e-5, true) + x);
+    };
+    const auto x = cuda_sample({2, 16, 12, 12}, dtype, 52), w1 = cuda_sample({16, 16, 3, 3}, dtype, 53) * 0.2,
+               w2 = cuda_sample({16, 16, 3, 3}, dtype, 54) * 0.2;
+    const std::string type = c10::toString(dtype);
+    check_parity_reducing("a ResNet basic block " + type, 16 * 9, block, x, w1, w2);
+    check_parity_reducing("a channels-last input " + type, 16 * 9, block, x.contiguous(at::MemoryFormat::ChannelsLast), w1, w2);
+    check_parity_reducing("one weight for both " + type, 16 * 9, block, x, w1, w1);
+
+    const auto rewritten = jitc::inductor::convolutions_in_channels_last(jitc::testing::trace_of(block, x, w1, w2).graph);
+    int clones = 0;
+    for (const auto& n : rewritten.nodes) {
+      if (n.name() == "aten::clone") ++clones;
+      if (n.name() == "aten::conv2d")
+        for (jitc::graph::ValueId v : {n.args[0].value, n.args[1].value, n.outputs[0].values[0]})
+          CHECK(rewritten.values[v].meta.strides[1].offset == 1);
+    }
+    CHECK(clones == 4);  // each convolution's input and weight
   }
 }
 
