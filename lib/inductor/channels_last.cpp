@@ -25,8 +25,12 @@ using graph::ValueId;
 // A 4-D tensor of static shape of a dtype the device's convolution library runs in channels-last.
 bool convertible(const TensorMeta& m, c10::DeviceType device) {
   if (m.sizes.size() != 4 || m.device.type() != device) return false;
-  const bool dtype_ok =
-      device == c10::kCPU ? m.dtype == c10::kFloat : (m.dtype == c10::kFloat || m.dtype == c10::kHalf || m.dtype == c10::kBFloat16);
+  // cuDNN's float32 convolutions may round their inputs to TF32 (the default), each algorithm in its own
+  // way: an NHWC convolution's result would then differ from eager's NCHW one by TF32's rounding, far
+  // beyond float32's. Float32 is converted only where TF32 is off; half and bfloat16 round alike.
+  const bool dtype_ok = device == c10::kCPU ? m.dtype == c10::kFloat
+                                            : m.dtype == c10::kHalf || m.dtype == c10::kBFloat16 ||
+                                                  (m.dtype == c10::kFloat && !at::globalContext().allowTF32CuDNN());
   auto constant = [](const SymExpr& e) { return e.is_constant(); };
   return dtype_ok && std::all_of(m.sizes.begin(), m.sizes.end(), constant) && std::all_of(m.strides.begin(), m.strides.end(), constant);
 }

@@ -13,8 +13,8 @@
 
 namespace jitc::inductor {
 
-// Applies to aten::conv2d nodes on static 4-D tensors (CPU: float32 with oneDNN enabled; CUDA: float32,
-// half or bfloat16 with cuDNN enabled) whose output is not a graph output, shares its storage with
+// Applies to aten::conv2d nodes on static 4-D tensors (CPU: float32 with oneDNN enabled; CUDA: half,
+// bfloat16, and float32 where TF32 is off, with cuDNN enabled) whose output is not a graph output, shares its storage with
 // nothing, and is read only by lowered ops that are not views: their kernels read it through its strides,
 // whatever they are. An extern convolution's output that comes back in another layout is copied into the
 // one recorded here (restride_outputs). Returns g unchanged where nothing applies.

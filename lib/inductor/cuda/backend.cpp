@@ -319,7 +319,7 @@ class CudaBackend final : public Backend {
                  .buffer_alignment = 16,
                  .reuses_released_buffers = false,
                  .nvtx_ranges = true,
-                 .orders_loops_as_stored = false,
+                 .orders_loops_as_stored = true,
                  .normalization_row_kernels = false,
                  .compile_stage = &CodegenStages::nvrtc};
 };
