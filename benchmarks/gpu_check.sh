@@ -17,7 +17,10 @@
 #     --dtype bf16 --scale gpu --rounds 10
 # The host has LibTorch in /opt/torch/.venv and the CUDA toolkit, but no LLVM, fmt package or Catch2:
 # the CPU JIT is switched off (JITC_WITH_LLVM=OFF) and Catch2 comes from gpu-deps/ (copied from Debian's
-# catch2 package: include/catch2, lib/cmake/Catch2). Logs go to $OUT.
+# catch2 package: include/catch2, lib/cmake/Catch2, lib/libCatch2WithMain.a; a fresh checkout makes it with
+#   mkdir -p gpu-deps/include gpu-deps/lib/cmake && cp -r /usr/include/catch2 gpu-deps/include/ &&
+#   cp -r /usr/lib/cmake/Catch2 gpu-deps/lib/cmake/ && cp /usr/lib/libCatch2WithMain.a gpu-deps/lib/
+# ). Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"

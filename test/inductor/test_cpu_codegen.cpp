@@ -332,48 +332,6 @@ TEST_CASE("channels-last layout is chosen by cost: not where the weight outweigh
   jitc::testing::check_parity_reducing("a late layer at batch 32", 64 * 9, late, batch, w);
 }
 
-// The GPU's rule reads only the graph's metadata: a CPU trace with its tensors marked as CUDA ones stands
-// for a GPU trace here (CI has no GPU; test_cuda runs the real thing).
-jitc::graph::Graph as_if_on_cuda(jitc::graph::Graph g, c10::ScalarType dtype) {
-  for (auto& v : g.values) {
-    v.meta.device = c10::Device(c10::kCUDA, 0);
-    if (v.meta.dtype == c10::kFloat) v.meta.dtype = dtype;
-  }
-  return g;
-}
-
-TEST_CASE("on the GPU convolutions take channels-last inputs and weights where Inductor's rule says so", "[inductor]") {
-  auto block = [](const at::Tensor& x, const at::Tensor& w3, const at::Tensor& w1) {
-    const auto y = at::relu(at::conv2d(x.relu(), w3, {}, 1, 1));
-    return at::relu(at::conv2d(y, w1) + 1);
-  };
-  const auto x = at::randn({1, 128, 8, 8}), w3 = at::randn({128, 128, 3, 3}), w1 = at::randn({128, 128, 1, 1});
-  const auto rewritten =
-      jitc::inductor::convolutions_in_channels_last(as_if_on_cuda(jitc::testing::trace_of(block, x, w3, w1).graph, c10::kBFloat16));
-  std::vector<std::vector<int64_t>> cloned;  // the sizes of each clone's source
-  for (const auto& n : rewritten.nodes) {
-    if (n.name() == "aten::clone") {
-      std::vector<int64_t> sizes;
-      for (const auto& e : rewritten.values[n.args[0].value].meta.sizes) sizes.push_back(e.offset);
-      cloned.push_back(sizes);
-    }
-    if (n.name() != "aten::conv2d") continue;
-    for (jitc::graph::ValueId v : {n.args[0].value, n.args[1].value, n.outputs[0].values[0]})
-      CHECK(rewritten.values[v].meta.strides[1].offset == 1);  // input, weight and output channels-last
-  }
-  // Both inputs and the 3x3 weight are copied; the 1x1 weight is already in both layouts.
-  CHECK(cloned == std::vector<std::vector<int64_t>>{{1, 128, 8, 8}, {128, 128, 3, 3}, {1, 128, 8, 8}});
-
-  // A grouped convolution with 64 input channels per group is slower in channels-last: the graph keeps its layout.
-  auto grouped = [](const at::Tensor& x, const at::Tensor& w) { return at::conv2d(x.relu(), w, {}, 1, 1, 1, 2).relu(); };
-  const auto wg = at::randn({128, 64, 3, 3});
-  const auto g = as_if_on_cuda(jitc::testing::trace_of(grouped, x, wg).graph, c10::kHalf);
-  CHECK(jitc::inductor::convolutions_in_channels_last(g).nodes.size() == g.nodes.size());
-  // The same block in float64: cuDNN's NHWC kernels are for float32, half and bfloat16; unchanged.
-  const auto doubles = as_if_on_cuda(jitc::testing::trace_of(block, x, w3, w1).graph, c10::kDouble);
-  CHECK(jitc::inductor::convolutions_in_channels_last(doubles).nodes.size() == doubles.nodes.size());
-}
-
 TEST_CASE("one compiled program runs with the thread count of each call", "[inductor][cpu]") {
   // The thread count is read at every launch (runtime::parallel_for), not baked into the kernels.
   auto fn = [](const at::Tensor& x) { return at::softmax(x, -1) + x.sin().sum(0); };

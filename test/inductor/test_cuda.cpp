@@ -2,7 +2,6 @@
 // dtypes, reductions and normalizations, non-contiguous inputs, dynamic dims, several threads and streams,
 // the random differential test's programs (random_graphs.h), and programs whose functions compile apart.
 #include "graph/passes.h"
-#include "inductor/channels_last.h"
 #include "inductor/cuda/codegen.h"
 #include "inductor/op_lists.h"
 #include "inductor/random_graphs.h"
@@ -66,15 +65,10 @@ TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
     for (const auto& [name, op] : jitc::testing::reduction_ops())
       check_parity(std::string(name) + " tall " + c10::toString(dtype), op, cuda_sample({2500, 3, 37}, dtype, 7));
   const auto x = at::randn({64, 768}, at::kCUDA), w = at::randn({768}, at::kCUDA), b = at::randn({768}, at::kCUDA);
-  check_parity_reducing(
-      "layer_norm", 768, [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {768}, w, b); }, x, w,
-      b);
-  check_parity_reducing(
-      "rms_norm", 768, [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {768}, w, 1e-6); }, x, w);
-  check_parity_reducing(
-      "layer_norm half", 768, [](const at::Tensor& x) { return at::layer_norm(x, {768}); }, x.to(at::kHalf));
-  check_parity_reducing(
-      "softmax bf16", 768, [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
+  check_parity_reducing("layer_norm", 768, [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {768}, w, b); }, x, w, b);
+  check_parity_reducing("rms_norm", 768, [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {768}, w, 1e-6); }, x, w);
+  check_parity_reducing("layer_norm half", 768, [](const at::Tensor& x) { return at::layer_norm(x, {768}); }, x.to(at::kHalf));
+  check_parity_reducing("softmax bf16", 768, [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
 }
 
 // Persistent rows move groups of 16 bytes when a group's addresses are aligned and element by element
@@ -137,13 +131,11 @@ TEST_CASE("CUDA: pointwise kernels that load all of a thread's groups first matc
     const auto x = cuda_sample({rows, 1024 + 512}, at::kFloat, 41), bias = cuda_sample({1024 + 512}, at::kFloat, 42);
     check_parity(fmt::format("gelu of {} rows of 1536 plus a broadcast bias", rows), gelu_bias, x, bias);
   }
-  check_parity(
-      "sin + cos of 3 x 2560", [](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); }, cuda_sample({3, 2560}, at::kFloat, 43));
+  check_parity("sin + cos of 3 x 2560", [](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); },
+               cuda_sample({3, 2560}, at::kFloat, 43));
   const auto base = cuda_sample({64, 1029}, at::kFloat, 44);
-  check_parity(
-      "a column slice at offset 1", [](const at::Tensor& x) { return x.narrow(1, 1, 1028) * 3 + 1; }, base);
-  check_parity(
-      "rows of 1029", [](const at::Tensor& x) { return x * 3 + 1; }, base);
+  check_parity("a column slice at offset 1", [](const at::Tensor& x) { return x.narrow(1, 1, 1028) * 3 + 1; }, base);
+  check_parity("rows of 1029", [](const at::Tensor& x) { return x * 3 + 1; }, base);
 }
 
 // More rows than a launch's blocks (kMaxGridBlocks): the kernel loops over them; fewer: one per block.
@@ -187,35 +179,22 @@ TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[c
   // filled), slices of 20000 reduced elements; mean's division and any's bools after the slices combine.
   for (auto dtype : {at::kFloat, at::kHalf, at::kDouble}) {
     const auto tall = long_rows({20000, 300}, dtype, 10);
-    check_parity(
-        std::string("column mean + amax ") + c10::toString(dtype), [](const at::Tensor& x) { return x.mean(0) + x.amax(0); }, tall);
-    check_parity(
-        std::string("column any ") + c10::toString(dtype), [](const at::Tensor& x) { return (x > 1.49).any(0); }, tall);
+    check_parity(std::string("column mean + amax ") + c10::toString(dtype), [](const at::Tensor& x) { return x.mean(0) + x.amax(0); }, tall);
+    check_parity(std::string("column any ") + c10::toString(dtype), [](const at::Tensor& x) { return (x > 1.49).any(0); }, tall);
   }
-  check_parity(
-      "sum + argmax + amin", [](const at::Tensor& x) { return x.sum() + x.argmax() + x.amin(); }, at::randn({3000, 1000}, at::kCUDA));
-  check_parity(
-      "mean of squares", [](const at::Tensor& x) { return (x * x).mean(); }, at::randn({4096, 1024}, at::kCUDA));
+  check_parity("sum + argmax + amin", [](const at::Tensor& x) { return x.sum() + x.argmax() + x.amin(); }, at::randn({3000, 1000}, at::kCUDA));
+  check_parity("mean of squares", [](const at::Tensor& x) { return (x * x).mean(); }, at::randn({4096, 1024}, at::kCUDA));
   // Variances split over blocks (Welford partials): values far from zero, a whole tensor, var_mean.
   const auto offset = at::randn({1 << 21}, at::kCUDA) + 1000;
-  check_parity(
-      "var of values near 1000", [](const at::Tensor& x) { return x.var(); }, offset);
+  check_parity("var of values near 1000", [](const at::Tensor& x) { return x.var(); }, offset);
   // A thread's shifted sums (shifted_add) take its first value as the shift: some of them outliers here.
   const at::Tensor outliers = offset.clone();
   outliers.slice(0, 0, outliers.size(0), 2048).fill_(1e4);
-  check_parity(
-      "var of values near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers);
-  check_parity(
-      "var of doubles near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers.to(at::kDouble));
-  check_parity(
-      "std of a whole matrix", [](const at::Tensor& x) { return x.std(); }, at::randn({2048, 1024}, at::kCUDA));
-  check_parity(
-      "var_mean of long rows",
-      [](const at::Tensor& x) {
-        auto [v, m] = at::var_mean(x, {1}, 0);
-        return v * 10 + m;
-      },
-      at::randn({3, 100003}, at::kCUDA) * 3 + 1);
+  check_parity("var of values near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers);
+  check_parity("var of doubles near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers.to(at::kDouble));
+  check_parity("std of a whole matrix", [](const at::Tensor& x) { return x.std(); }, at::randn({2048, 1024}, at::kCUDA));
+  check_parity("var_mean of long rows", [](const at::Tensor& x) { auto [v, m] = at::var_mean(x, {1}, 0); return v * 10 + m; },
+               at::randn({3, 100003}, at::kCUDA) * 3 + 1);
 }
 
 TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
@@ -228,12 +207,7 @@ TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
     check_parity(std::string(name) + " transposed", op, a, wide.t());
     check_parity(std::string(name) + " sliced", op, at::randn({90, 110}, at::kCUDA).slice(0, 10, 70).slice(1, 2, 102, 2), a);
   }
-  check_parity(
-      "cat pad",
-      [](const at::Tensor& x) {
-        return at::constant_pad_nd(at::cat({x, x.exp()}, 1), {1, 2});
-      },
-      a);
+  check_parity("cat pad", [](const at::Tensor& x) { return at::constant_pad_nd(at::cat({x, x.exp()}, 1), {1, 2}); }, a);
 }
 
 TEST_CASE("CUDA: one compiled program serves every size of a dynamic dim", "[cuda][dynamic]") {
@@ -383,8 +357,7 @@ TEST_CASE("CUDA: random graphs of pointwise reduction and view ops match eager",
   }
   using namespace jitc::testing::random_graphs;
   const auto [first, end] = seed_range(kRandomSeeds);
-  for (uint32_t seed = first; seed < end; ++seed)
-    check_compiled_vs_eager(generate(seed, Normalizations::kLastDim), at::Device(at::kCUDA, 0));
+  for (uint32_t seed = first; seed < end; ++seed) check_compiled_vs_eager(generate(seed, Normalizations::kLastDim), at::Device(at::kCUDA, 0));
 }
 
 TEST_CASE("CUDA: group_norm is lowered: a statistics kernel, then the output's", "[cuda]") {
@@ -393,8 +366,7 @@ TEST_CASE("CUDA: group_norm is lowered: a statistics kernel, then the output's",
     return;
   }
   auto fn = [](const at::Tensor& x, const at::Tensor& g, const at::Tensor& b) { return at::group_norm(x, 4, g, b) + x; };
-  const auto img = cuda_sample({4, 32, 16, 16}, at::kFloat, 40), gamma = cuda_sample({32}, at::kFloat, 41),
-             beta = cuda_sample({32}, at::kFloat, 42);
+  const auto img = cuda_sample({4, 32, 16, 16}, at::kFloat, 40), gamma = cuda_sample({32}, at::kFloat, 41), beta = cuda_sample({32}, at::kFloat, 42);
   for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
     const std::string type = c10::toString(dtype);
     jitc::testing::LogCapture logs("perf_hints,fusion");
@@ -415,46 +387,6 @@ TEST_CASE("CUDA: group_norm is lowered: a statistics kernel, then the output's",
       CHECK(compiled.stats().programs_compiled == 1);
     }
     CHECK(jitc::testing::unlowered_ops(logs) == std::vector<std::string>{});
-  }
-}
-
-// channels_last.cpp on the GPU: cuDNN gets NHWC inputs and weights (copies fused into the kernels
-// around them); results equal eager's within the tolerance of sums taken in another order. Float32 only
-// with TF32 off: with it on, each cuDNN algorithm rounds to TF32 in its own way.
-TEST_CASE("CUDA: convolutions run on channels-last inputs and weights and match eager", "[cuda]") {
-  if (!have_gpu()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  const bool tf32 = at::globalContext().allowTF32CuDNN();
-  const auto scale = cuda_sample({16}, at::kFloat, 50).abs() + 0.5, shift = cuda_sample({16}, at::kFloat, 51);
-  for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
-    const auto s = scale.to(dtype), b = shift.to(dtype);
-    auto block = [s, b](const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2) {
-      const auto y = at::relu(at::batch_norm(at::conv2d(x, w1, {}, 1, 1), s, b, b, s, false, 0.1, 1e-5, true));
-      return at::relu(at::batch_norm(at::conv2d(y, w2, b, 1, 1), s, b, b, s, false, 0.1, 1e-5, true) + x);
-    };
-    const auto x = cuda_sample({2, 16, 12, 12}, dtype, 52), w1 = cuda_sample({16, 16, 3, 3}, dtype, 53) * 0.2,
-               w2 = cuda_sample({16, 16, 3, 3}, dtype, 54) * 0.2;
-    const std::string type = c10::toString(dtype);
-    if (dtype == at::kFloat) {
-      const auto traced = jitc::testing::trace_of(block, x, w1, w2).graph;
-      CHECK(jitc::inductor::convolutions_in_channels_last(traced).nodes.size() == traced.nodes.size());  // TF32 on
-      at::globalContext().setAllowTF32CuDNN(false);
-    }
-    check_parity_reducing("a ResNet basic block " + type, 16 * 9, block, x, w1, w2);
-    check_parity_reducing("a channels-last input " + type, 16 * 9, block, x.contiguous(at::MemoryFormat::ChannelsLast), w1, w2);
-    check_parity_reducing("one weight for both " + type, 16 * 9, block, x, w1, w1);
-    const auto rewritten = jitc::inductor::convolutions_in_channels_last(jitc::testing::trace_of(block, x, w1, w2).graph);
-    at::globalContext().setAllowTF32CuDNN(tf32);
-    int clones = 0;
-    for (const auto& n : rewritten.nodes) {
-      if (n.name() == "aten::clone") ++clones;
-      if (n.name() == "aten::conv2d")
-        for (jitc::graph::ValueId v : {n.args[0].value, n.args[1].value, n.outputs[0].values[0]})
-          CHECK(rewritten.values[v].meta.strides[1].offset == 1);
-    }
-    CHECK(clones == 4);  // each convolution's input and weight
   }
 }
 
