@@ -144,21 +144,21 @@ class Scheduler {
     return [this](size_t i) { return !extern_[i]; };
   }
 
-  // Values stored although no reader needs a buffer: chains that several nodes would compute again
-  // (shared_chains.h), checked values that a node reads in part (checked_reads.h).
+  // Values stored although no reader needs a buffer: chains several nodes would compute again, values whose
+  // views are needed as tensors (shared_chains.h), checked values that a node reads in part (checked_reads.h).
   void store_values_read_again() {
-    auto view = [&](ValueId x) { return ctx_->view_of[x] != graph::kNoValue; };
-    for (ValueId v : shared_chains(g_, computed(), view)) {
+    auto store = [&](ValueId v, const std::string& why) {
       stored_[v] = 1;
-      decisions_.push_back(fmt::format("{} is stored to a buffer: read by several nodes, computed from {} buffers or more", describe(v),
-                                       kSharedChainSources));
-    }
+      decisions_.push_back(fmt::format("{} is stored to a buffer: {}", describe(v), why));
+    };
+    for (ValueId v : shared_chains(g_, computed(), [&](ValueId x) { return ctx_->view_of[x] != graph::kNoValue; }))
+      store(v, fmt::format("read by several nodes, computed from {} buffers or more", kSharedChainSources));
+    auto viewed = [&](ValueId x) { return ctx_->view_of[x]; };
+    for (ValueId v : roots_of_needed_views(g_, computed(), viewed, [&](size_t i) { return extern_[i] != 0; }))
+      store(v, "its views are needed as tensors, real views of it");
     auto inlined = [&](ValueId x) { return ctx_->loader[x] != nullptr && !stored_[x]; };
-    for (ValueId v : checked_values_read_in_part(g_, ctx_->run_time_checks, inlined, lowered())) {
-      stored_[v] = 1;
-      decisions_.push_back(
-          fmt::format("{} is stored to a buffer: its run-time checks must see every element, a node reads part", describe(v)));
-    }
+    for (ValueId v : checked_values_read_in_part(g_, ctx_->run_time_checks, inlined, lowered()))
+      store(v, "its run-time checks must see every element, a node reads part");
   }
 
   void lower_nodes() {

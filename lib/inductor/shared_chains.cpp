@@ -3,6 +3,9 @@
 #include "inductor/graph_uses.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
 
 namespace jitc::inductor {
 
@@ -37,6 +40,48 @@ std::vector<ValueId> shared_chains(const graph::Graph& g, const std::function<bo
     sources[v] = std::move(found);
   }
   return chosen;
+}
+
+namespace {
+
+std::optional<int64_t> static_numel(const graph::TensorMeta& m) {
+  int64_t count = 1;
+  for (const auto& e : m.sizes) {
+    if (!e.is_constant()) return std::nullopt;
+    count *= e.offset;
+  }
+  return count;
+}
+
+}  // namespace
+
+std::vector<ValueId> roots_of_needed_views(const graph::Graph& g, const std::function<bool(ValueId)>& computed,
+                                           const std::function<ValueId(ValueId)>& viewed, const std::function<bool(size_t)>& is_extern) {
+  std::vector<ValueId> needed(g.outputs.begin(), g.outputs.end()), written;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (is_extern(i))
+      for (ValueId v : node_tensor_args(g.nodes[i])) (g.nodes[i].mutates ? written : needed).push_back(v);
+  auto root_of = [&](ValueId v) {
+    while (v != graph::kNoValue && viewed(v) != graph::kNoValue && computed(v)) v = viewed(v);
+    return v;
+  };
+  std::set<ValueId> excluded;  // roots written through a view, or with a view of symbolic size
+  for (ValueId v : written) excluded.insert(root_of(v));
+  std::map<ValueId, int64_t> covered;  // per root: the elements of its needed views
+  std::set<ValueId> seen;
+  for (ValueId v : needed) {
+    if (v == graph::kNoValue || !computed(v) || viewed(v) == graph::kNoValue || !seen.insert(v).second) continue;
+    const ValueId root = root_of(v);
+    if (!computed(root)) continue;  // a view of a buffer is a real view already
+    if (const auto n = static_numel(g.values[v].meta)) covered[root] += *n;
+    else excluded.insert(root);
+  }
+  std::vector<ValueId> roots;
+  for (const auto& [root, elements] : covered) {
+    const auto n = static_numel(g.values[root].meta);
+    if (n && *n > 0 && elements >= *n && !excluded.count(root)) roots.push_back(root);
+  }
+  return roots;
 }
 
 }  // namespace jitc::inductor

@@ -20,4 +20,15 @@ inline constexpr size_t kSharedChainSources = 4;
 std::vector<graph::ValueId> shared_chains(const graph::Graph& g, const std::function<bool(graph::ValueId)>& computed,
                                           const std::function<bool(graph::ValueId)>& view);
 
+// Computed values whose views extern calls or the caller need as tensors, and whose needed views cover
+// at least as many elements as the value has: a projection split into q, k and v, each transposed into
+// attention (an extern call). Storing each view as a buffer of its own writes them in their strided
+// layouts, one short row (a head's 64 elements) per kernel row; storing the value once, in its own
+// layout, and passing real views of it (as eager does) writes it in long contiguous rows.
+// `viewed(v)`: what the lowered view v views, kNoValue for other values; `is_extern(i)`: node i runs as an
+// extern call. Static sizes only; never a value an extern call writes into (through a view or not).
+std::vector<graph::ValueId> roots_of_needed_views(const graph::Graph& g, const std::function<bool(graph::ValueId)>& computed,
+                                                  const std::function<graph::ValueId(graph::ValueId)>& viewed,
+                                                  const std::function<bool(size_t)>& is_extern);
+
 }  // namespace jitc::inductor

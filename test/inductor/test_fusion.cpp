@@ -515,3 +515,31 @@ TEST_CASE("updates that read their input at other elements or whose input is rea
   }
   CHECK(in_place_outputs(logs) == 0);
 }
+
+// shared_chains.h, roots_of_needed_views: attention reads q, k and v as views of one projection. The
+// projection (with its bias, added in place as at::linear does for some inputs) is stored once and the
+// views are real views of it, as in eager; one view of a small part keeps its own buffer.
+TEST_CASE("views that extern calls need of a value they cover are real views of it, stored once", "[inductor][fusion]") {
+  const int64_t b = 2, t = 8, c = 32, heads = 4;
+  const auto w = at::randn({3 * c, c}) * 0.2, bias = at::randn({3 * c});
+  auto attention = [=](const at::Tensor& x) {
+    auto parts = at::matmul(x, w.t()).add_(bias).split(c, 2);
+    auto heads_of = [&](const at::Tensor& p) { return p.view({b, t, heads, c / heads}).transpose(1, 2); };
+    return at::scaled_dot_product_attention(heads_of(parts[0]), heads_of(parts[1]), heads_of(parts[2])).relu();
+  };
+  const auto x = at::randn({b, t, c});
+  {
+    jitc::testing::LogCapture logs("fusion");
+    jitc::testing::check_parity_reducing("q, k and v of one projection", c, attention, x);
+    INFO(logs.text());
+    CHECK(logs.lines_with("is stored to a buffer: its views are needed as tensors, real views of it").size() == 1);
+  }
+  // Only q: a third of the projection. It is stored as a buffer of its own, the rest never.
+  auto only_q = [=](const at::Tensor& x) {
+    auto q = (at::matmul(x, w.t()) + bias).split(c, 2)[0].view({b, t, heads, c / heads}).transpose(1, 2);
+    return at::matmul(q, q.transpose(2, 3));
+  };
+  jitc::testing::LogCapture logs("fusion");
+  jitc::testing::check_parity_reducing("q alone", c / heads, only_q, x);
+  CHECK(logs.lines_with("its views are needed as tensors").empty());
+}
