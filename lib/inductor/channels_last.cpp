@@ -55,11 +55,31 @@ class Rewrite {
     const ValueId out = n.outputs[0].values[0];
     const graph::Value& v = g_.values[out];
     if (!static_float_4d_cpu(v.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), out) > 0) return false;
-    if (v.storage >= 0 && static_cast<size_t>(v.storage) < sharers_.size() && sharers_[v.storage] > 1) return false;
-    return std::all_of(users_[out].begin(), users_[out].end(), [&](int u) {
+    if (shared(v)) return false;
+    return std::all_of(users_[out].begin(), users_[out].end(), [&](int u) { return reads_through_strides(g_.nodes[u]); });
+  }
+
+  // A convolution's input that a kernel computes is computed in channels-last layout itself, where
+  // every reader reads it through its strides (kernels, and convolutions as their input): no copy, and
+  // no second store of it for a second reader (a residual), as Inductor lays out every value between
+  // convolutions channels-last.
+  bool relaid_in_place(ValueId v) const {
+    const graph::Value& value = g_.values[v];
+    if (value.producer < 0 || !reads_through_strides(g_.nodes[value.producer]) || shared(value)) return false;
+    if (!static_float_4d_cpu(value.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0) return false;
+    return std::all_of(users_[v].begin(), users_[v].end(), [&](int u) {
       const Node& user = g_.nodes[u];
-      return !user.mutates && find_lowering(user) != nullptr && !is_view_lowering(user);
+      const bool input_of_convolution =
+          user.op.operator_name().name == "aten::conv2d" && user.args[0].value == v && user.args[1].value != v;
+      return input_of_convolution || reads_through_strides(user);
     });
+  }
+
+  // Lowered ops read their inputs and write their outputs through the strides of their metadata.
+  static bool reads_through_strides(const Node& n) { return !n.mutates && find_lowering(n) != nullptr && !is_view_lowering(n); }
+
+  bool shared(const graph::Value& v) const {
+    return v.storage >= 0 && static_cast<size_t>(v.storage) < sharers_.size() && sharers_[v.storage] > 1;
   }
 
   // Chosen by cost: oneDNN is faster on channels-last operands where the activations are large next to
@@ -88,7 +108,7 @@ class Rewrite {
         // reorders the weight into its own blocked layout on every call whatever the weight's layout, so
         // a channels-last copy of the weight would be one more copy per call.
         const ValueId v = n.args[0].value;
-        if (!converted.count(v)) converted[v] = clone_channels_last(r, v, next_storage++);
+        if (!converted.count(v)) converted[v] = relaid_in_place(v) ? relaid(r, v) : clone_channels_last(r, v, next_storage++);
         n.args[0].value = converted[v];
         TensorMeta& out = r.values[n.outputs[0].values[0]].meta;
         out.strides = channels_last_strides(out.sizes);
@@ -99,6 +119,11 @@ class Rewrite {
   }
 
  private:
+  static ValueId relaid(Graph& r, ValueId v) {
+    r.values[v].meta.strides = channels_last_strides(r.values[v].meta.sizes);
+    return v;
+  }
+
   // Appends `clone(v, memory_format=channels_last)` to r: a pointwise copy to the lowering, which stores
   // it through the strides of its output's meta.
   static ValueId clone_channels_last(Graph& r, ValueId v, int32_t storage) {
