@@ -22,6 +22,7 @@
 // a..b-1 (test_random.cpp's [fuzz] case runs a short CI budget by default).
 #pragma once
 #include "support/parity.h"
+#include "support/random_choices.h"
 
 #include <ATen/MemoryOverlap.h>
 #include <c10/util/Exception.h>
@@ -450,9 +451,9 @@ inline bool discontinuous_op(const std::string& n) {
   return std::find(names.begin(), names.end(), n) != names.end();
 }
 
-class Generator {
+class Generator : RandomChoices {
  public:
-  explicit Generator(uint32_t seed) : rng_(seed) { program_.seed = seed; }
+  explicit Generator(uint32_t seed) : RandomChoices(seed) { program_.seed = seed; }
 
   Program generate() {
     make_inputs();
@@ -467,10 +468,6 @@ class Generator {
   }
 
  private:
-  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
-  template <class T>
-  const T& pick(const std::vector<T>& v) { return v[uniform(0, static_cast<int>(v.size()) - 1)]; }
 
   Shape random_shape() {
     Shape s(uniform(0, 3));
@@ -837,7 +834,6 @@ class Generator {
     return pool;
   }
 
-  std::mt19937 rng_;
   Program program_;
   Pool pools_[2];
   std::vector<bool> exact_;  // per pool entry: computed from the arguments by exactly rounded ops only

@@ -6,6 +6,7 @@
 // JITC_RANDOM_SEEDS=<n> runs more seeds than the default budget.
 #pragma once
 #include "support/parity.h"
+#include "support/random_choices.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -178,9 +179,9 @@ inline std::string to_string(const Program& p) {
 }
 
 // ---- the generator -----------------------------------------------------------------------------------
-class Generator {
+class Generator : RandomChoices {
  public:
-  Generator(uint32_t seed, Normalizations normalizations) : rng_(seed), normalizations_(normalizations) { program_.seed = seed; }
+  Generator(uint32_t seed, Normalizations normalizations) : RandomChoices(seed), normalizations_(normalizations) { program_.seed = seed; }
 
   Program generate() {
     make_inputs();
@@ -195,10 +196,6 @@ class Generator {
   }
 
  private:
-  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
-  template <class T>
-  const T& pick(const std::vector<T>& v) { return v[uniform(0, static_cast<int>(v.size()) - 1)]; }
 
   Shape random_shape() {
     Shape s(uniform(1, 3));
@@ -367,7 +364,6 @@ class Generator {
     return true;
   }
 
-  std::mt19937 rng_;
   Normalizations normalizations_;
   Program program_;
   std::vector<at::Tensor> pool_;  // the program's values on its inputs
