@@ -11,8 +11,9 @@
 # peer.json first (no build needed), in a call of its own (each takes minutes):
 #   OUT=... /opt/torch/.venv/bin/python3 benchmarks/models/peer_models.py $OUT/models_peer_default.json \
 #     --device cuda --dtype bf16 --mode default --rounds 20
-# training [peer.json] [name,name]: the training tests ([cuda][training]) and bench_training in bf16 at the GPU
-# scale, with torch.compile's columns from peer.json, made first in a call of its own:
+# training [peer.json] [name,name] [written]: the training tests ([cuda][training]) and bench_training in bf16 at the GPU
+# scale (written: its --optimizer written, against a peer.json made with --optimizer compiled), with
+# torch.compile's columns from peer.json, made first in a call of its own:
 #   mkdir -p build-gpu && /opt/torch/.venv/bin/python3 benchmarks/models/peer_training.py build-gpu/peer_training.json --device cuda \
 #     --dtype bf16 --scale gpu --rounds 10
 # The host has LibTorch in /opt/torch/.venv and the CUDA toolkit, but no LLVM, fmt package or Catch2:
@@ -55,7 +56,7 @@ if [ "${1:-}" = training ]; then
   tail -3 "$OUT/test_training_cuda.log"
   peer=()
   [ -n "${2:-}" ] && [ -s "$2" ] && peer=(--peer "$2")
-  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_training "$OUT/training_h100.json" --device cuda --dtype bf16 --scale gpu --rounds 10 ${peer[@]+"${peer[@]}"} ${3:+--only "$3"} > "$OUT/training_h100.log" 2>&1
+  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_training "$OUT/training_h100.json" --device cuda --dtype bf16 --scale gpu --rounds 10 ${peer[@]+"${peer[@]}"} ${3:+--only "$3"} ${4:+--optimizer "$4"} > "$OUT/training_h100.log" 2>&1
   echo "bench_training: exit $? after $(( $(date +%s) - start )) s"
   grep -v "^|" "$OUT/training_h100.log" | grep -v "^frame" | tail -8
   grep "^|" "$OUT/training_h100.log"

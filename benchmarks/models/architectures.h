@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace torch::nn {
 class Module;
@@ -54,6 +55,11 @@ Forward dlrm(const Placement& place, const DlrmShape& shape);  // sparse ids [ba
 // models_optim.cpp: steps over ResNet-18's parameter list (width 64 and 1000 classes as published),
 // float32 whatever the placement's dtype.
 Stateful adamw_step(const Placement& place, int64_t width, int64_t classes);         // input: [-lr / (1 - b1^t), sqrt(1 - b2^t)]
+// torch.optim's single-tensor AdamW (betas 0.9 / 0.999, eps 1e-8) over a parameter list, written with ATen ops
+// as a C++ team writes an update to compile it: in place into params, first and second moments.
+// corrections = [-lr / (1 - beta1^t), sqrt(1 - beta2^t)], the values that change every step, as a tensor.
+void adamw_update(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads, const std::vector<at::Tensor>& first,
+                  const std::vector<at::Tensor>& second, const at::Tensor& corrections, double lr, double weight_decay);
 Stateful sgd_momentum_step(const Placement& place, int64_t width, int64_t classes);  // input: the learning rate, 0-dim
 Forward clip_grad_norm(const Placement& place, int64_t width, int64_t classes);      // input: a gradient scale, 0-dim; out: the norm
 Forward mse_loss(const at::Tensor& targets);                                         // predictions in, mean loss out

@@ -1,6 +1,9 @@
 // Training steps (issue 26): forward + backward + AdamW for the model suite's trainable models, eager vs
-// jitc (the loss function compiled: forward and backward graphs; the optimizer runs eagerly on both sides,
-// as in the torch.compile twin, benchmarks/models/peer_training.py), in one run:
+// jitc (the loss function compiled: forward and backward graphs), in one run. The optimizer: with
+// --optimizer torch (the default) torch::optim::AdamW runs eagerly on both sides, as in the torch.compile
+// twin (benchmarks/models/peer_training.py); with --optimizer written, AdamW written with ATen ops over the
+// parameter list, compiled on jitc's side (multi-tensor kernels), against the twin's --optimizer compiled
+// (torch.compile of torch.optim.AdamW's step).
 //   eager / jitc ms   per step: two warm-up steps each, then rounds in which eager and jitc take turns on two
 //                     copies of the model (the order reversed every other round), median over the rounds
 //   first steps s     jitc's first two steps (the first traces and runs eagerly, the second generates the
@@ -30,8 +33,10 @@
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace jitc::bench {
@@ -44,6 +49,7 @@ struct Args {
   bool gpu_scale = false;
   Placement place;
   std::string profile_dir;  // --profile: one eager and one jitc step per model, as chrome traces
+  bool written_optimizer = false;  // --optimizer written: AdamW written with ATen ops, compiled on jitc's side
 };
 
 // One model to train: how to build it (twice, from the same seed), its inputs and targets.
@@ -100,12 +106,13 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--scale" && i + 1 < argc) args.gpu_scale = std::string(argv[++i]) == "gpu";
     else if (arg == "--rounds" && i + 1 < argc) args.rounds = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--profile" && i + 1 < argc) args.profile_dir = argv[++i];
+    else if (arg == "--optimizer" && i + 1 < argc) args.written_optimizer = std::string(argv[++i]) == "written";
     else if (arg == "--only" && i + 1 < argc) {
       args.only = split_commas(argv[++i]);
     } else if (arg.rfind("--", 0) == 0) {
       throw std::runtime_error("unknown flag " + arg +
                                "; usage: bench_training [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] "
-                               "[--dtype bf16] [--scale gpu]");
+                               "[--dtype bf16] [--scale gpu] [--optimizer torch|written]");
     } else {
       args.out = arg;
     }
@@ -113,25 +120,63 @@ Args parse_args(int argc, char** argv) {
   return args;
 }
 
-// A model, its optimizer and its loss (eager or compiled): one step at a time.
+constexpr double kLearningRate = 1e-4, kWeightDecay = 0.01;  // torch::optim::AdamWOptions' weight decay
+
+// --optimizer written: AdamW as an update written with ATen ops over the parameter list (adamw_update),
+// the way the README tells a C++ team to compile one; the gradients and the bias corrections of the step
+// are its arguments. Moments in the parameters' dtype, as torch.optim keeps them.
+struct WrittenAdamW {
+  using Update = std::function<void(const std::vector<at::Tensor>&, const at::Tensor&)>;
+  std::vector<at::Tensor> params, first, second;
+  int64_t steps = 0;
+  Update update = [this](const std::vector<at::Tensor>& grads, const at::Tensor& corrections) {
+    adamw_update(params, grads, first, second, corrections, kLearningRate, kWeightDecay);
+  };
+
+  explicit WrittenAdamW(std::vector<at::Tensor> parameters) : params(std::move(parameters)) {
+    for (const auto& p : params) {
+      first.push_back(at::zeros_like(p));
+      second.push_back(at::zeros_like(p));
+    }
+  }
+  void zero_grad() {
+    for (auto& p : params) p.mutable_grad().reset();
+  }
+  void step() {
+    ++steps;
+    const double t = static_cast<double>(steps);
+    const at::Tensor corrections =
+        at::tensor({-kLearningRate / (1 - std::pow(0.9, t)), std::sqrt(1 - std::pow(0.999, t))}, at::kFloat).to(params[0].device());
+    std::vector<at::Tensor> grads;
+    for (const auto& p : params) grads.push_back(p.grad());
+    at::NoGradGuard no_grad;
+    update(grads, corrections);
+  }
+};
+
+// A model, its optimizer (torch::optim::AdamW or the written update) and its loss (eager or compiled).
 struct Trainer {
   Trainable model;
   std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<WrittenAdamW> written;
   std::function<at::Tensor(const at::Tensor&, const at::Tensor&)> loss;
 
   double step(const at::Tensor& x, const at::Tensor& y) {
-    optimizer->zero_grad();
+    if (optimizer) optimizer->zero_grad();
+    else written->zero_grad();
     at::Tensor l = loss(x, y);
     l.backward();
-    optimizer->step();
+    if (optimizer) optimizer->step();
+    else written->step();
     return l.item<double>();
   }
 };
 
-Trainer trainer(const Spec& spec, const Placement& place) {
+Trainer trainer(const Spec& spec, const Placement& place, bool written_optimizer) {
   at::manual_seed(0);  // both copies start from the same weights
-  Trainer t{spec.build(place), nullptr, nullptr};
-  t.optimizer = std::make_unique<torch::optim::AdamW>(t.model.module->parameters(), torch::optim::AdamWOptions(1e-4));
+  Trainer t{spec.build(place), nullptr, nullptr, nullptr};
+  if (written_optimizer) t.written = std::make_unique<WrittenAdamW>(t.model.module->parameters());
+  else t.optimizer = std::make_unique<torch::optim::AdamW>(t.model.module->parameters(), torch::optim::AdamWOptions(kLearningRate));
   t.loss = [forward = t.model.forward](const at::Tensor& x, const at::Tensor& y) {
     const at::Tensor logits = forward(x);
     return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y);
@@ -156,9 +201,14 @@ double max_parameter_difference(torch::nn::Module& a, torch::nn::Module& b) {
 
 Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
   Row row{spec.name, spec.shapes};
-  Trainer eager = trainer(spec, args.place), jitc = trainer(spec, args.place);
+  Trainer eager = trainer(spec, args.place, args.written_optimizer), jitc = trainer(spec, args.place, args.written_optimizer);
   auto compiled = jitc::compile(jitc.loss);
   jitc.loss = [&](const at::Tensor& x, const at::Tensor& y) { return compiled(x, y); };
+  std::optional<CompiledFunction<void(const std::vector<at::Tensor>&, const at::Tensor&)>> update;
+  if (jitc.written) {
+    update = jitc::compile(jitc.written->update);
+    jitc.written->update = [&](const std::vector<at::Tensor>& grads, const at::Tensor& corrections) { (*update)(grads, corrections); };
+  }
   at::manual_seed(1);
   const auto [x, y] = spec.batch(args.place);
   for (int s = 0; s < 3; ++s) {
@@ -188,8 +238,8 @@ Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
     torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + spec.name + "_jitc.trace");
     jitc.step(x, y);
   }
-  row.kernels = compiled.stats().kernels_compiled;
-  row.fallbacks = compiled.stats().eager_fallbacks;
+  row.kernels = compiled.stats().kernels_compiled + (update ? update->stats().kernels_compiled : 0);
+  row.fallbacks = compiled.stats().eager_fallbacks + (update ? update->stats().eager_fallbacks : 0);
   return row;
 }
 

@@ -67,20 +67,25 @@ struct ParameterList {
 
 }  // namespace
 
+void adamw_update(const Tensors& params, const Tensors& grads, const Tensors& first, const Tensors& second, const at::Tensor& corrections,
+                  double lr, double weight_decay) {
+  const at::Tensor neg_step_size = corrections[0], bias2_sqrt = corrections[1];
+  for (size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor &p = params[i], &g = grads[i], &m = first[i], &v = second[i];
+    p.mul_(1 - lr * weight_decay);
+    m.lerp_(g, 1 - 0.9);
+    v.mul_(0.999).addcmul_(g, g, 1 - 0.999);
+    p.add_(m / (v.sqrt() / bias2_sqrt).add_(1e-8) * neg_step_size);
+  }
+}
+
 // AdamW (lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weight decay 0.01) as torch.optim's single-tensor
 // update. The input holds the two values that change every step: -lr / (1 - beta1^t) and
 // sqrt(1 - beta2^t), as a tensor (a compiled function's data, not a constant of its graph).
 Stateful adamw_step(const Placement& place, int64_t width, int64_t classes) {
   auto list = std::make_shared<ParameterList>(place, width, classes);
   Forward step = [list](const at::Tensor& corrections) {
-    const at::Tensor neg_step_size = corrections[0], bias2_sqrt = corrections[1];
-    for (size_t i = 0; i < list->params.size(); ++i) {
-      const at::Tensor &p = list->params[i], &g = list->grads[i], &m = list->first[i], &v = list->second[i];
-      p.mul_(1 - 1e-3 * 0.01);
-      m.lerp_(g, 1 - 0.9);
-      v.mul_(0.999).addcmul_(g, g, 1 - 0.999);
-      p.add_(m / (v.sqrt() / bias2_sqrt).add_(1e-8) * neg_step_size);
-    }
+    adamw_update(list->params, list->grads, list->first, list->second, corrections, 1e-3, 0.01);
     return list->params.back();
   };
   return {std::move(step), [list] { list->reset(); }};

@@ -3,6 +3,7 @@ loss function (forward, cross-entropy) compiled, backward through AOTAutograd's 
 eager and one parameter at a time (foreach=False), as LibTorch's torch::optim::AdamW on jitc's side. Prints one JSON line per model and writes the run to the given file.
 
 Usage: ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_training.py out.json [--device cuda --dtype bf16 --scale gpu]
+       [--optimizer compiled]  (opt.step through torch.compile too: bench_training's --optimizer written)
 """
 import argparse
 import json
@@ -34,7 +35,8 @@ def trainer(build, device, dtype):
     torch.manual_seed(0)
     model = build().train().to(device, dtype)
     # foreach=False: LibTorch's torch::optim::AdamW updates one parameter at a time, and the optimizer is
-    # not what the comparison is about (both sides run it eagerly).
+    # not what the comparison is about (both sides run it eagerly); with --optimizer compiled the compiled
+    # copy's step goes through torch.compile (PyTorch's recipe for compiled optimizers).
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
 
     def loss(x, y):
@@ -43,28 +45,29 @@ def trainer(build, device, dtype):
     return model, optimizer, loss
 
 
-def step(optimizer, loss, x, y):
+def step(optimizer, update, loss, x, y):
     optimizer.zero_grad()
     value = loss(x, y)
     value.backward()
-    optimizer.step()
+    update()
     return value.item()
 
 
-def measure(name, build, batch, rounds, device, dtype):
+def measure(name, build, batch, rounds, device, dtype, compile_optimizer):
     _, eager_opt, eager_loss = trainer(build, device, dtype)
     _, opt, loss = trainer(build, device, dtype)
     compiled = torch.compile(loss)
+    update = torch.compile(opt.step) if compile_optimizer else opt.step
     torch.manual_seed(1)
     x, y = batch()
-    first = timed(lambda: step(opt, compiled, x, y)) + timed(lambda: step(opt, compiled, x, y))
+    first = timed(lambda: step(opt, update, compiled, x, y)) + timed(lambda: step(opt, update, compiled, x, y))
     for _ in range(2):
-        step(eager_opt, eager_loss, x, y)
+        step(eager_opt, eager_opt.step, eager_loss, x, y)
     eager, comp = [], []
     for r in range(rounds):
-        pair = [(eager, eager_opt, eager_loss), (comp, opt, compiled)]
-        for times, o, f in pair if r % 2 == 0 else reversed(pair):
-            times.append(timed(lambda: step(o, f, x, y)))
+        pair = [(eager, eager_opt, eager_opt.step, eager_loss), (comp, opt, update, compiled)]
+        for times, o, u, f in pair if r % 2 == 0 else reversed(pair):
+            times.append(timed(lambda: step(o, u, f, x, y)))
     return {"name": name, "eager_us": statistics.median(eager) * 1e6, "compiled_us": statistics.median(comp) * 1e6, "compile_s": first}
 
 
@@ -76,6 +79,7 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float", choices=["float", "bf16"])
     parser.add_argument("--scale", default="cpu", choices=["cpu", "gpu"])
+    parser.add_argument("--optimizer", default="eager", choices=["eager", "compiled"])
     args = parser.parse_args()
     peer_models.ON_GPU = args.device.startswith("cuda")  # timed() synchronizes
     dtype = {"float": torch.float32, "bf16": torch.bfloat16}[args.dtype]
@@ -85,7 +89,7 @@ def main():
         if only and name not in only:
             continue
         try:
-            rows.append(measure(name, build, batch, args.rounds, args.device, dtype))
+            rows.append(measure(name, build, batch, args.rounds, args.device, dtype, args.optimizer == "compiled"))
         except Exception as e:  # a model torch.compile fails on is a row with its error
             rows.append({"name": name, "error": f"{type(e).__name__}: {e}"})
         print(json.dumps(rows[-1]), flush=True)
