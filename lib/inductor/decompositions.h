@@ -29,6 +29,10 @@ graph::Graph decompose_batch_norm_training(const graph::Graph& g);
 // the forward and backward graphs. Unchanged where a reserve space has another reader.
 graph::Graph native_batch_norms(const graph::Graph& joint);
 
+// Rewrites add(matmul(x, w), bias) into addmm (a GEMM epilogue adds the bias) where no kernel reads the
+// sum, on static sizes (matmul_bias.cpp).
+graph::Graph fold_biases_into_matmuls(const graph::Graph& g);
+
 // Rewrites the backward formulas of softmax, log_softmax and nll_loss (gradient_decompositions.cpp).
 graph::Graph decompose_gradients(const graph::Graph& g);
 

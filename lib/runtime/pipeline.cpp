@@ -106,6 +106,8 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
                   [](graph::Graph x) { return graph::reinplace_input_updates(x); });
   g = graph_stage("loss decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_losses(x); });
   g = graph_stage("norm decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_norms(x); });
+  g = graph_stage("biases into matmuls", request, std::move(g), times,
+                  [](graph::Graph x) { return inductor::fold_biases_into_matmuls(x); });
   g = graph_stage("gradient decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_gradients(x); });
   g = graph_stage("group norm statistics", request, std::move(g), times, [](graph::Graph x) { return inductor::group_norm_with_stats(x); });
   g = graph_stage("channels-last convolutions", request, std::move(g), times,

@@ -517,11 +517,12 @@ TEST_CASE("updates that read their input at other elements or whose input is rea
 }
 
 // shared_chains.h, roots_of_needed_views: attention reads q, k and v as views of one projection. The
-// projection (with its bias, added in place as at::linear does for some inputs) is stored once and the
-// views are real views of it, as in eager; one view of a small part keeps its own buffer.
+// projection (with a per-position bias added in place: a kernel computes it, where a Linear's 1-D bias
+// would go to the GEMM's epilogue) is stored once and the views are real views of it, as in eager; one
+// view of a small part keeps its own buffer.
 TEST_CASE("views that extern calls need of a value they cover are real views of it, stored once", "[inductor][fusion]") {
   const int64_t b = 2, t = 8, c = 32, heads = 4;
-  const auto w = at::randn({3 * c, c}) * 0.2, bias = at::randn({3 * c});
+  const auto w = at::randn({3 * c, c}) * 0.2, bias = at::randn({t, 3 * c});
   auto attention = [=](const at::Tensor& x) {
     auto parts = at::matmul(x, w.t()).add_(bias).split(c, 2);
     auto heads_of = [&](const at::Tensor& p) { return p.view({b, t, heads, c / heads}).transpose(1, 2); };
@@ -542,4 +543,37 @@ TEST_CASE("views that extern calls need of a value they cover are real views of 
   jitc::testing::LogCapture logs("fusion");
   jitc::testing::check_parity_reducing("q alone", c / heads, only_q, x);
   CHECK(logs.lines_with("its views are needed as tensors").empty());
+}
+
+// matmul_bias.cpp: a Linear's 1-D bias added to a product that only extern calls read (q, k and v of
+// one projection, as LibTorch's torch::nn::Linear records matmul then add_ on 3-D inputs) or that is
+// returned: one addmm, whose GEMM adds the bias; where a kernel reads the sum (GELU), the add fuses into
+// that kernel instead.
+TEST_CASE("a Linear's bias that no kernel reads is added by the GEMM (addmm)", "[inductor][fusion]") {
+  const int64_t b = 2, t = 8, c = 32, heads = 4;
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    const auto w = (at::randn({3 * c, c}) * 0.2).to(dtype), bias = at::randn({3 * c}).to(dtype);
+    const auto x = at::randn({b, t, c}).to(dtype);
+    INFO(c10::toString(dtype));
+    auto attention = [=](const at::Tensor& x) {
+      auto parts = at::matmul(x, w.t()).add_(bias).split(c, 2);
+      auto heads_of = [&](const at::Tensor& p) { return p.view({b, t, heads, c / heads}).transpose(1, 2); };
+      return at::scaled_dot_product_attention(heads_of(parts[0]), heads_of(parts[1]), heads_of(parts[2])).relu();
+    };
+    auto returned = [=](const at::Tensor& x) { return at::matmul(x.view({b * t, c}), w.t()) + bias; };
+    for (const auto& [name, fn] : {std::pair<std::string, std::function<at::Tensor(const at::Tensor&)>>{"attention", attention},
+                                   {"returned 2-D product", returned}}) {
+      jitc::testing::LogCapture logs("fusion");
+      jitc::testing::check_parity_reducing(name, c, fn, x);
+      INFO(name << "\n" << logs.text());
+      CHECK(!logs.lines_with("aten::addmm").empty());
+      CHECK(logs.lines_with("aten::matmul").empty());
+    }
+    auto activated = [=](const at::Tensor& x) { return at::gelu(at::matmul(x, w.t()).add_(bias)); };
+    jitc::testing::LogCapture logs("fusion");
+    jitc::testing::check_parity_reducing("gelu reads the sum", c, activated, x);
+    INFO(logs.text());
+    CHECK(logs.lines_with("aten::addmm").empty());
+    CHECK(!logs.lines_with("aten::matmul").empty());
+  }
 }
