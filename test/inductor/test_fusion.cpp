@@ -551,7 +551,7 @@ TEST_CASE("views that extern calls need of a value they cover are real views of 
 // that kernel instead.
 TEST_CASE("a Linear's bias that no kernel reads is added by the GEMM (addmm)", "[inductor][fusion]") {
   const int64_t b = 2, t = 8, c = 32, heads = 4;
-  for (auto dtype : {at::kFloat, at::kDouble}) {
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
     const auto w = (at::randn({3 * c, c}) * 0.2).to(dtype), bias = at::randn({3 * c}).to(dtype);
     const auto x = at::randn({b, t, c}).to(dtype);
     INFO(c10::toString(dtype));
@@ -570,10 +570,15 @@ TEST_CASE("a Linear's bias that no kernel reads is added by the GEMM (addmm)", "
       CHECK(logs.lines_with("aten::matmul").empty());
     }
     auto activated = [=](const at::Tensor& x) { return at::gelu(at::matmul(x, w.t()).add_(bias)); };
-    jitc::testing::LogCapture logs("fusion");
-    jitc::testing::check_parity_reducing("gelu reads the sum", c, activated, x);
-    INFO(logs.text());
-    CHECK(logs.lines_with("aten::addmm").empty());
-    CHECK(!logs.lines_with("aten::matmul").empty());
+    // x transposed: not viewable as [b * t, c], so the matmul and the add stay (and agree with eager).
+    auto strided = [=](const at::Tensor& x) { return at::matmul(x.transpose(0, 1), w.t()).add_(bias); };
+    for (const auto& [name, fn] : {std::pair<std::string, std::function<at::Tensor(const at::Tensor&)>>{"gelu reads the sum", activated},
+                                   {"a strided input", strided}}) {
+      jitc::testing::LogCapture logs("fusion");
+      jitc::testing::check_parity_reducing(name, c, fn, x);
+      INFO(name << "\n" << logs.text());
+      CHECK(logs.lines_with("aten::addmm").empty());
+      CHECK(!logs.lines_with("aten::matmul").empty());
+    }
   }
 }
