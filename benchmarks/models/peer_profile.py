@@ -3,6 +3,7 @@ bench_models --profile traces jitc's: after compiling and two warm-up calls, thr
 DIR/<model>_tc.trace (chrome format), read with trace_summary.py.
 
     /opt/torch/.venv/bin/python3 benchmarks/models/peer_profile.py DIR --only bert_base_b8 --mode reduce-overhead
+    OMP_NUM_THREADS=2 ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_profile.py DIR --only unet_b1 --device cpu --dtype float
 """
 import argparse
 import os
@@ -25,14 +26,17 @@ def profile(name, make_input, model, mode, device, dtype, out_dir):
         if mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
         return inner(x)
+    on_gpu = device == "cuda"
     for _ in range(3):
         compiled()
-    torch.cuda.synchronize()
-    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    if on_gpu:
+        torch.cuda.synchronize()
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if on_gpu else [])
     with torch.profiler.profile(activities=activities) as trace:
         for _ in range(PROFILED_CALLS):
             compiled()
-        torch.cuda.synchronize()
+        if on_gpu:
+            torch.cuda.synchronize()
     trace.export_chrome_trace(os.path.join(out_dir, f"{name}_tc.trace"))
 
 
@@ -42,14 +46,15 @@ def main():
     parser.add_argument("--only", required=True)
     parser.add_argument("--mode", default="default")
     parser.add_argument("--dtype", default="bf16", choices=["float", "bf16", "half"])
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     args = parser.parse_args()
     dtype = {"float": torch.float32, "bf16": torch.bfloat16, "half": torch.float16}[args.dtype]
     os.makedirs(args.out_dir, exist_ok=True)
     only = args.only.split(",")
     with torch.inference_mode():
-        for name, make_input, model in peer_models.models("cuda", dtype):
+        for name, make_input, model in peer_models.models(args.device, dtype):
             if name in only:
-                profile(name, make_input, model, args.mode, "cuda", dtype, args.out_dir)
+                profile(name, make_input, model, args.mode, args.device, dtype, args.out_dir)
 
 
 if __name__ == "__main__":
