@@ -21,6 +21,25 @@ SymShape constant_shape(const int64_t* values, size_t n) {
   return shape;
 }
 
+std::optional<std::vector<int64_t>> constant_values(const SymShape& shape) {
+  std::vector<int64_t> values;
+  values.reserve(shape.size());
+  for (const auto& e : shape) {
+    if (!e.is_constant()) return std::nullopt;
+    values.push_back(e.offset);
+  }
+  return values;
+}
+
+std::optional<int64_t> constant_numel(const SymShape& shape) {
+  int64_t count = 1;
+  for (const auto& e : shape) {
+    if (!e.is_constant()) return std::nullopt;
+    count *= e.offset;
+  }
+  return count;
+}
+
 std::string to_string(const SymShape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + shape[i].to_string();

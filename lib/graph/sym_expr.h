@@ -3,6 +3,7 @@
 // one free parameter, fixed by the first trace and checked by the second.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct SymExpr {
 using SymShape = std::vector<SymExpr>;
 
 SymShape constant_shape(const int64_t* values, size_t n);
+// A shape's values where every entry is constant; nothing where one is symbolic.
+std::optional<std::vector<int64_t>> constant_values(const SymShape& shape);
+// The product of a shape's entries where every one is constant; nothing where one is symbolic.
+std::optional<int64_t> constant_numel(const SymShape& shape);
 std::string to_string(const SymShape& shape);  // "[s0, 64]"
 
 }  // namespace jitc::graph

@@ -87,11 +87,7 @@ class Rewrite {
   // dominates (late layers at small batches), where it reorders a channels-last weight on every call.
   // The measured crossover lies between ratios 0.8 and 5 (benchmarks/RESULTS.md, session 20).
   bool activations_outweigh_weights(const Node& n) const {
-    auto numel = [&](size_t a) {
-      int64_t count = 1;
-      for (const auto& e : g_.values[n.args[a].value].meta.sizes) count *= e.offset;
-      return count;
-    };
+    auto numel = [&](size_t a) { return graph::constant_numel(g_.values[n.args[a].value].meta.sizes).value_or(0); };
     return numel(0) >= 2 * numel(1);
   }
 

@@ -32,14 +32,8 @@ struct BiasedProduct {
   ValueId x = graph::kNoValue, weight = graph::kNoValue, bias = graph::kNoValue;
 };
 
-std::vector<int64_t> static_sizes(const TensorMeta& m) {
-  std::vector<int64_t> sizes;
-  for (const auto& e : m.sizes) {
-    if (!e.is_constant()) return {};
-    sizes.push_back(e.offset);
-  }
-  return sizes;
-}
+// Sizes where all are constant; empty where one is symbolic (the rewrite takes no 0-dim value).
+std::vector<int64_t> static_sizes(const TensorMeta& m) { return graph::constant_values(m.sizes).value_or(std::vector<int64_t>{}); }
 
 bool contiguous(const TensorMeta& m, const std::vector<int64_t>& sizes) {
   int64_t expected = 1;

@@ -42,19 +42,6 @@ std::vector<ValueId> shared_chains(const graph::Graph& g, const std::function<bo
   return chosen;
 }
 
-namespace {
-
-std::optional<int64_t> static_numel(const graph::TensorMeta& m) {
-  int64_t count = 1;
-  for (const auto& e : m.sizes) {
-    if (!e.is_constant()) return std::nullopt;
-    count *= e.offset;
-  }
-  return count;
-}
-
-}  // namespace
-
 std::vector<ValueId> roots_of_needed_views(const graph::Graph& g, const std::function<bool(ValueId)>& computed,
                                            const std::function<ValueId(ValueId)>& viewed, const std::function<bool(size_t)>& is_extern) {
   std::vector<ValueId> needed(g.outputs.begin(), g.outputs.end()), written;
@@ -73,12 +60,12 @@ std::vector<ValueId> roots_of_needed_views(const graph::Graph& g, const std::fun
     if (v == graph::kNoValue || !computed(v) || viewed(v) == graph::kNoValue || !seen.insert(v).second) continue;
     const ValueId root = root_of(v);
     if (!computed(root)) continue;  // a view of a buffer is a real view already
-    if (const auto n = static_numel(g.values[v].meta)) covered[root] += *n;
+    if (const auto n = graph::constant_numel(g.values[v].meta.sizes)) covered[root] += *n;
     else excluded.insert(root);
   }
   std::vector<ValueId> roots;
   for (const auto& [root, elements] : covered) {
-    const auto n = static_numel(g.values[root].meta);
+    const auto n = graph::constant_numel(g.values[root].meta.sizes);
     if (n && *n > 0 && elements >= *n && !excluded.count(root)) roots.push_back(root);
   }
   return roots;
