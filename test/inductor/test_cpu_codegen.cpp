@@ -613,3 +613,22 @@ TEST_CASE("float32 sums over millions of elements stay close to float64's", "[in
   }
   CHECK(compiled_squares.stats().hits == 2);
 }
+
+// Kernels whose code is the same but for their names (a network's repeated layers of one shape, here on
+// either side of a matmul) are compiled once: the second launches the first's function.
+TEST_CASE("kernels whose code is the same but for their names are compiled once", "[inductor][cpu]") {
+  const auto w = at::randn({64, 64}) * 0.1;
+  auto layer = [](const at::Tensor& x) { return (x * 2).tanh() + 1; };
+  auto f = [=](const at::Tensor& x) { return layer(at::mm(layer(x), w)); };
+  jitc::testing::LogCapture logs("output_code");
+  auto compiled = jitc::compile(f);
+  const auto x = at::randn({64, 64});
+  compiled(x);
+  CHECK(jitc::testing::difference(compiled(x), f(x), {1e-5, 1e-5}) == "");
+  CHECK(compiled.stats().kernels_compiled == 2);
+  const std::string text = logs.text();
+  size_t defined = 0;
+  for (size_t at = text.find("define void @jitc_fused_"); at != std::string::npos; at = text.find("define void @jitc_fused_", at + 1)) ++defined;
+  INFO(text.substr(0, 3000));
+  CHECK(defined == 1);
+}

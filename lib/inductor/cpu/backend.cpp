@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -137,6 +138,22 @@ class CpuKernels final : public LoadedKernels {
   std::vector<Entry> entries_;
 };
 
+// `ir` with every reference to the function `name` (@name, @name.body, @name.tiles) made anonymous: two
+// kernels whose IR is the same but for their names compute the same thing.
+std::string without_name(const std::string& ir, const std::string& name) {
+  const std::string ref = "@" + name;
+  std::string out;
+  size_t from = 0;
+  for (size_t at = ir.find(ref); at != std::string::npos; at = ir.find(ref, at + 1)) {
+    const size_t after = at + ref.size();
+    const char next = after < ir.size() ? ir[after] : '\0';
+    if (std::isalnum(static_cast<unsigned char>(next)) || next == '_') continue;  // @k_1 inside @k_12
+    out.append(ir, from, at - from).append("@?");
+    from = after;
+  }
+  return out.append(ir, from, std::string::npos);
+}
+
 // The name of candidate `i` of `count`: the kernel's own when it has one.
 std::string candidate_name(const Kernel& kernel, size_t i, size_t count) {
   return count > 1 ? fmt::format("{}_c{}", kernel.name, i) : kernel.name;
@@ -151,9 +168,12 @@ class CpuBackend final : public Backend {
   std::string identity(const c10::Device&) const override { return cpu::cpu_codegen_identity(); }
 
   // Each kernel in the heuristic's schedule, or with `tuning` every candidate schedule under its own name.
+  // A kernel whose IR is an earlier one's but for the name (a network's repeated layers of one shape)
+  // calls the earlier function: LLVM compiles each body once. Tuned kernels keep their own candidates.
   std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions& options) const override {
     auto source = std::make_unique<CpuSource>();
     std::vector<std::string> irs;
+    std::map<std::string, std::string> function_of_body;  // IR without its name -> the function compiled for it
     for (const KernelLaunch* k : kernels) {
       const Placement placement = place(k->kernel);
       const auto schedules = options.tuning ? llvm_ir::cpu_schedule_candidates(k->kernel, placement)
@@ -162,8 +182,10 @@ class CpuBackend final : public Backend {
       for (size_t i = 0; i < schedules.size(); ++i) {
         Kernel printed = k->kernel;
         printed.name = candidate_name(k->kernel, i, schedules.size());
-        irs.push_back(kernel_ir(*k, printed, schedules[i]));
-        c.names.push_back(printed.name);
+        std::string ir = kernel_ir(*k, printed, schedules[i]);
+        const auto [first, added] = function_of_body.emplace(options.tuning ? ir : without_name(ir, printed.name), printed.name);
+        irs.push_back(added ? std::move(ir) : fmt::format("; {} calls {}, the same code\n", printed.name, first->second));
+        c.names.push_back(first->second);
         c.schedules.push_back(schedules[i].decisions(k->kernel));
       }
       source->schedules.push_back(c.schedules.front());
