@@ -18,6 +18,7 @@
 
 #include <limits>
 #include <set>
+#include <thread>
 
 using jitc::graph::SymExpr;
 using jitc::inductor::Index;
@@ -631,4 +632,30 @@ TEST_CASE("kernels whose code is the same but for their names are compiled once"
   for (size_t at = text.find("define void @jitc_fused_"); at != std::string::npos; at = text.find("define void @jitc_fused_", at + 1)) ++defined;
   INFO(text.substr(0, 3000));
   CHECK(defined == 1);
+}
+
+// A program's kernels compile as several LLVM modules at once, one per thread the host has (at least 4
+// kernels each); each module's object is loaded, and every kernel finds its function in its module.
+TEST_CASE("a program's kernels compile as modules on several threads at once", "[inductor][cpu]") {
+  const auto w = at::randn({32, 32}) * 0.2;
+  const std::vector<std::function<at::Tensor(const at::Tensor&)>> layers = {
+      [](const at::Tensor& x) { return x.tanh() + 1; }, [](const at::Tensor& x) { return x.sigmoid() * 3; },
+      [](const at::Tensor& x) { return x.relu() - 0.5; }, [](const at::Tensor& x) { return (x * 0.5).exp(); },
+      [](const at::Tensor& x) { return x.abs().sqrt(); }, [](const at::Tensor& x) { return x.sin() + x.cos(); },
+      [](const at::Tensor& x) { return at::gelu(x); }, [](const at::Tensor& x) { return x.softmax(-1); },
+      [](const at::Tensor& x) { return at::silu(x) * 2; }, [](const at::Tensor& x) { return x.clamp(-1, 1); }};
+  auto f = [&](const at::Tensor& x) {
+    at::Tensor y = x;
+    for (const auto& layer : layers) y = at::mm(layer(y), w);
+    return y;
+  };
+  jitc::testing::LogCapture logs("output_code");
+  auto compiled = jitc::compile(f);
+  const auto x = at::randn({32, 32});
+  compiled(x);
+  CHECK(jitc::testing::difference(compiled(x), f(x), {1e-4, 1e-5}) == "");
+  CHECK(compiled.stats().kernels_compiled == static_cast<int64_t>(layers.size()));
+  const bool threads = std::thread::hardware_concurrency() >= 2;
+  INFO(logs.text().substr(0, 2000));
+  CHECK(logs.contains("; part 2 of ") == threads);
 }

@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <future>
+#include <thread>
 #include <map>
 #include <set>
 #include <sstream>
@@ -46,20 +48,29 @@ struct Candidates {
 struct CpuSource final : Source {
   std::vector<std::pair<std::string, std::string>> kernels;  // name, ops: for compile errors
   std::vector<Candidates> candidates;                        // per kernel
+  std::vector<std::string> parts;                            // modules compiled at once (text: all of them)
 };
 
 struct CpuBinary final : Binary {
-  std::string object;
+  std::vector<std::string> objects;    // one per part
   std::vector<Candidates> candidates;  // per kernel; the first is the one launched
 
   std::string serialize() const override {
     Writer w;
-    w.text(object);
+    w.number(static_cast<int64_t>(objects.size()));
+    for (const auto& object : objects) w.text(object);
     w.number(static_cast<int64_t>(candidates.size()));
     for (const auto& c : candidates) w.text(c.names.front());  // the chosen candidate only: tuning is over
     return w.take();
   }
 };
+
+// A module compiles on one thread, so a program's kernels are split into a module per thread the host
+// has (at most kMaxCompileThreads), each of at least kMinKernelsPerPart kernels: LLVM's time is most of a
+// cold compile.
+constexpr size_t kMaxCompileThreads = 16, kMinKernelsPerPart = 4;
+
+size_t compile_threads() { return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMaxCompileThreads); }
 
 // One module for all kernels of a program: the declarations they share appear once.
 std::string link_ir(const std::vector<std::string>& kernels) {
@@ -138,6 +149,30 @@ class CpuKernels final : public LoadedKernels {
   std::vector<Entry> entries_;
 };
 
+// The kernels' IR (render's, in order) as modules compiled at once: contiguous runs of about equal
+// length, each linked as link_ir does.
+std::vector<std::string> split_into_parts(const std::vector<std::string>& irs) {
+  const size_t count = std::max<size_t>(1, std::min(compile_threads(), irs.size() / kMinKernelsPerPart));
+  size_t total = 0;
+  for (const auto& ir : irs) total += ir.size();
+  std::vector<std::string> parts;
+  std::vector<std::string> part;
+  size_t length = 0;
+  for (const auto& ir : irs) {
+    part.push_back(ir);
+    length += ir.size();
+    if (parts.size() + 1 < count && length * count >= total * (parts.size() + 1)) {
+      parts.push_back(link_ir(part));
+      part.clear();
+    }
+  }
+  if (!part.empty() || parts.empty()) parts.push_back(link_ir(part));
+  return parts;
+}
+
+// "; part 2 of 3" between the parts' texts in JITC_LOGS=output_code and the debug files.
+std::string part_header(size_t i, size_t count) { return count == 1 ? "" : fmt::format("\n; part {} of {}\n", i + 1, count); }
+
 // `ir` with every reference to the function `name` (@name, @name.body, @name.tiles) made anonymous: two
 // kernels whose IR is the same but for their names compute the same thing.
 std::string without_name(const std::string& ir, const std::string& name) {
@@ -193,22 +228,34 @@ class CpuBackend final : public Backend {
       source->kernels.emplace_back(k->kernel.name, fmt::format("{}", fmt::join(k->ops, ", ")));
     }
     source->text = link_ir(irs);
+    source->parts = split_into_parts(irs);
     source->file = "kernels.ll";
     return source;
   }
 
+  // The parts at once, a thread each.
   std::unique_ptr<Binary> compile(const Source& source, const CompileOptions& options) const override {
-    cpu::CpuObject compiled;
-    try {
-      compiled = cpu::compile_cpu_object(source.text, options.name, options.want_assembly);
-    } catch (const CompileError& e) {
-      throw CompileError(naming_kernels(static_cast<const CpuSource&>(source), e.what()));
-    }
+    const auto& cpu_source = static_cast<const CpuSource&>(source);
+    std::vector<std::future<cpu::CpuObject>> parts;
+    for (const auto& part : cpu_source.parts)
+      parts.push_back(
+          std::async(std::launch::async, [&part, &options] { return cpu::compile_cpu_object(part, options.name, options.want_assembly); }));
     auto binary = std::make_unique<CpuBinary>();
-    binary->object = std::move(compiled.object);
-    binary->candidates = static_cast<const CpuSource&>(source).candidates;
+    std::string optimized, assembly, failure;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      try {
+        cpu::CpuObject compiled = parts[i].get();
+        binary->objects.push_back(std::move(compiled.object));
+        optimized += part_header(i, parts.size()) + compiled.optimized_ir;
+        assembly += part_header(i, parts.size()) + compiled.assembly;
+      } catch (const CompileError& e) {  // the first failure, once every thread is done
+        if (failure.empty()) failure = naming_kernels(cpu_source, e.what());
+      }
+    }
+    if (!failure.empty()) throw CompileError(failure);
+    binary->candidates = cpu_source.candidates;
     binary->schedules = source.schedules;
-    binary->artifacts = {{kOptimizedIr, std::move(compiled.optimized_ir)}, {"kernels.s", std::move(compiled.assembly)}};
+    binary->artifacts = {{kOptimizedIr, std::move(optimized)}, {"kernels.s", std::move(assembly)}};
     return binary;
   }
 
@@ -216,7 +263,7 @@ class CpuBackend final : public Backend {
     auto binary = std::make_unique<CpuBinary>();
     try {
       Reader r(bytes);
-      binary->object = r.text();
+      for (int64_t n = r.number(); n > 0; --n) binary->objects.push_back(r.text());
       for (int64_t n = r.number(); n > 0; --n) binary->candidates.push_back({{r.text()}, {}});
       if (!r.done()) return nullptr;
     } catch (const std::exception&) {  // Reader: truncated or malformed
@@ -229,7 +276,7 @@ class CpuBackend final : public Backend {
                                       const CompileOptions& options) const override {
     const auto& b = static_cast<const CpuBinary&>(binary);
     if (b.candidates.size() != kernels.size()) return nullptr;
-    return std::make_unique<CpuKernels>(cpu::load_cpu_object(b.object, options.name), b, kernels);
+    return std::make_unique<CpuKernels>(cpu::load_cpu_objects(b.objects, options.name), b, kernels);
   }
 
   void tune(Binary& binary, const LoadedKernels& loaded, const std::vector<const KernelLaunch*>& kernels,

@@ -124,10 +124,11 @@ void define_vector_math(llvm::Module& m, const VectorMath& vm) {
 // One LLJIT per process, created on first use: libjitc loads and runs without touching LLVM otherwise.
 struct Jit {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
-  std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> machine_builder;
+  std::unique_ptr<llvm::TargetMachine> machine;  // the data layout, triple and features every module shares
   VectorMath vector_math;
   std::unique_ptr<llvm::TargetLibraryInfoImpl> library;
-  std::mutex mutex;  // module addition and optimization
+  std::mutex mutex;  // LLJIT: dylibs added, looked up and removed
   std::atomic<uint64_t> next_dylib{0};
 
   static Jit& get() {
@@ -138,6 +139,7 @@ struct Jit {
       auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
       if (!builder) throw CompileError("jitc: LLVM cannot describe this host: " + to_string(builder.takeError()));
       builder->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+      j->machine_builder = std::make_unique<llvm::orc::JITTargetMachineBuilder>(*builder);
       auto machine = builder->createTargetMachine();
       if (!machine) throw CompileError("jitc: LLVM target machine: " + to_string(machine.takeError()));
       j->machine = std::move(*machine);
@@ -151,7 +153,14 @@ struct Jit {
     return *jit;
   }
 
-  void optimize(llvm::Module& m) {
+  // A TargetMachine is not thread-safe: each compile has its own, so that modules compile at once.
+  std::unique_ptr<llvm::TargetMachine> new_machine() const {
+    auto made = machine_builder->createTargetMachine();
+    if (!made) throw CompileError("jitc: LLVM target machine: " + to_string(made.takeError()));
+    return std::move(*made);
+  }
+
+  void optimize(llvm::Module& m, llvm::TargetMachine& target) const {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cam;
@@ -159,7 +168,7 @@ struct Jit {
     llvm::PipelineTuningOptions tuning;
     tuning.LoopVectorization = true;
     tuning.SLPVectorization = true;
-    llvm::PassBuilder pb(machine.get(), tuning);
+    llvm::PassBuilder pb(&target, tuning);
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*library); });  // before the defaults
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cam);
@@ -170,29 +179,34 @@ struct Jit {
   }
 };
 
+// The code of one program: one JITDylib per object (a function name is defined in one of them).
 class OrcModule final : public CpuModule {
  public:
-  OrcModule(llvm::orc::JITDylib& dylib, std::string ir, std::string assembly, std::string object)
-      : dylib_(dylib), ir_(std::move(ir)), assembly_(std::move(assembly)), object_(std::move(object)) {}
+  OrcModule(std::vector<llvm::orc::JITDylib*> dylibs, std::string ir, std::string assembly, std::string object)
+      : dylibs_(std::move(dylibs)), ir_(std::move(ir)), assembly_(std::move(assembly)), object_(std::move(object)) {}
   ~OrcModule() override {
     auto& jit = Jit::get();
     std::lock_guard<std::mutex> lock(jit.mutex);
-    llvm::consumeError(jit.lljit->getExecutionSession().removeJITDylib(dylib_));
+    for (auto* dylib : dylibs_) llvm::consumeError(jit.lljit->getExecutionSession().removeJITDylib(*dylib));
   }
   void* symbol(const std::string& name) const override {
     // The first lookup compiles the module on LLJIT's one TargetMachine, which is not thread-safe.
     auto& jit = Jit::get();
     std::lock_guard<std::mutex> lock(jit.mutex);
-    auto address = jit.lljit->lookup(dylib_, name);
-    if (!address) throw CompileError(fmt::format("jitc: ORC could not link {}: {}", name, to_string(address.takeError())));
-    return address->toPtr<void*>();
+    std::string error;
+    for (auto* dylib : dylibs_) {
+      auto address = jit.lljit->lookup(*dylib, name);
+      if (address) return address->toPtr<void*>();
+      error = to_string(address.takeError());
+    }
+    throw CompileError(fmt::format("jitc: ORC could not link {}: {}", name, error));
   }
   const std::string& optimized_ir() const override { return ir_; }
   const std::string& assembly() const override { return assembly_; }
   const std::string& object() const override { return object_; }
 
  private:
-  llvm::orc::JITDylib& dylib_;
+  std::vector<llvm::orc::JITDylib*> dylibs_;
   std::string ir_, assembly_, object_;
 };
 
@@ -218,12 +232,20 @@ llvm::orc::JITDylib& new_dylib(Jit& jit, const std::string& name) {
   return *dylib;
 }
 
-std::unique_ptr<CpuModule> add_object(Jit& jit, const std::string& name, std::string ir, std::string assembly, std::string object) {
-  llvm::orc::JITDylib& dylib = new_dylib(jit, name);
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
-  if (auto error = jit.lljit->addObjectFile(dylib, std::move(buffer)))
-    throw CompileError(fmt::format("jitc: ORC could not load the code of {}: {}", name, to_string(std::move(error))));
-  return std::make_unique<OrcModule>(dylib, std::move(ir), std::move(assembly), std::move(object));
+// Each object in a dylib of its own: every object defines the jitc.vm.* wrappers its kernels call.
+std::unique_ptr<CpuModule> add_objects(Jit& jit, const std::string& name, const std::vector<std::string>& objects, std::string ir,
+                                       std::string assembly) {
+  std::vector<llvm::orc::JITDylib*> dylibs;
+  for (const auto& object : objects) {
+    llvm::orc::JITDylib& dylib = new_dylib(jit, name);
+    dylibs.push_back(&dylib);
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
+    if (auto error = jit.lljit->addObjectFile(dylib, std::move(buffer))) {
+      for (auto* added : dylibs) llvm::consumeError(jit.lljit->getExecutionSession().removeJITDylib(*added));
+      throw CompileError(fmt::format("jitc: ORC could not load the code of {}: {}", name, to_string(std::move(error))));
+    }
+  }
+  return std::make_unique<OrcModule>(std::move(dylibs), std::move(ir), std::move(assembly), objects.size() == 1 ? objects[0] : "");
 }
 
 // The function whose body holds line `line_number` (1-based) of `ir`; "?" outside every function.
@@ -270,26 +292,26 @@ CpuObject compile_cpu_object(const std::string& ir_text, const std::string& name
   define_vector_math(*module, jit.vector_math);
   module->setDataLayout(jit.machine->createDataLayout());
   module->setTargetTriple(jit.machine->getTargetTriple().str());
-  std::lock_guard<std::mutex> lock(jit.mutex);
-  jit.optimize(*module);
+  const std::unique_ptr<llvm::TargetMachine> target = jit.new_machine();
+  jit.optimize(*module, *target);
   std::string optimized;
   llvm::raw_string_ostream os(optimized);
   module->print(os, nullptr);
-  std::string assembly = want_assembly ? emit_file(*module, *jit.machine, llvm::CGFT_AssemblyFile) : std::string();
-  return {emit_file(*module, *jit.machine, llvm::CGFT_ObjectFile), os.str(), std::move(assembly)};
+  std::string assembly = want_assembly ? emit_file(*module, *target, llvm::CGFT_AssemblyFile) : std::string();
+  return {emit_file(*module, *target, llvm::CGFT_ObjectFile), os.str(), std::move(assembly)};
 }
 
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly) {
   CpuObject compiled = compile_cpu_object(ir_text, name, want_assembly);
   auto& jit = Jit::get();
   std::lock_guard<std::mutex> lock(jit.mutex);
-  return add_object(jit, name, std::move(compiled.optimized_ir), std::move(compiled.assembly), std::move(compiled.object));
+  return add_objects(jit, name, {compiled.object}, std::move(compiled.optimized_ir), std::move(compiled.assembly));
 }
 
-std::unique_ptr<CpuModule> load_cpu_object(const std::string& object, const std::string& name) {
+std::unique_ptr<CpuModule> load_cpu_objects(const std::vector<std::string>& objects, const std::string& name) {
   auto& jit = Jit::get();
   std::lock_guard<std::mutex> lock(jit.mutex);
-  return add_object(jit, name, "", "", object);
+  return add_objects(jit, name, objects, "", "");
 }
 
 bool cpu_jit_available() { return true; }

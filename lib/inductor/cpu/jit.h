@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace jitc::inductor::cpu {
 
@@ -22,14 +23,16 @@ class CpuModule {
 std::unique_ptr<CpuModule> compile_cpu_module(const std::string& ir_text, const std::string& name, bool want_assembly = false);
 
 // compile_cpu_module's two halves: the optimized IR compiled to object code (with the optimized IR and,
-// if wanted, the assembly, for people), and that object code loaded.
+// if wanted, the assembly, for people), and that object code loaded. Modules compile on several
+// threads at once (each compile has a TargetMachine of its own).
 struct CpuObject {
   std::string object, optimized_ir, assembly;
 };
 CpuObject compile_cpu_object(const std::string& ir_text, const std::string& name, bool want_assembly = false);
 
-// Loads object code that compile_cpu_module made (in this or an earlier process) without compiling.
-std::unique_ptr<CpuModule> load_cpu_object(const std::string& object, const std::string& name);
+// Loads object code that compile_cpu_object made (in this or an earlier process) without compiling:
+// the objects of one program, each defining some of its functions (symbol() finds each in its object).
+std::unique_ptr<CpuModule> load_cpu_objects(const std::vector<std::string>& objects, const std::string& name);
 
 // False in a build without LLVM (JITC_WITH_LLVM=OFF).
 bool cpu_jit_available();

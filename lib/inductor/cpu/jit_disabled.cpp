@@ -14,7 +14,7 @@ CpuObject compile_cpu_object(const std::string&, const std::string& name, bool) 
   throw UnsupportedError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): no CPU code generator for " + name);
 }
 
-std::unique_ptr<CpuModule> load_cpu_object(const std::string&, const std::string& name) {
+std::unique_ptr<CpuModule> load_cpu_objects(const std::vector<std::string>&, const std::string& name) {
   throw UnsupportedError("jitc was built without LLVM (JITC_WITH_LLVM=OFF): cannot load the CPU code of " + name);
 }
 
