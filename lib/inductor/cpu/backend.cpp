@@ -20,10 +20,10 @@
 #include <algorithm>
 #include <cctype>
 #include <future>
-#include <thread>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace jitc::inductor {
 
