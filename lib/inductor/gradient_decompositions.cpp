@@ -23,14 +23,8 @@ using graph::Node;
 using graph::value_arg;
 using graph::ValueId;
 
-std::vector<int64_t> static_sizes(const graph::TensorMeta& m) {
-  std::vector<int64_t> sizes;
-  for (const auto& s : m.sizes) {
-    if (!s.is_constant()) return {};
-    sizes.push_back(s.offset);
-  }
-  return sizes;
-}
+// Sizes where all are constant; empty where one is symbolic.
+std::vector<int64_t> static_sizes(const graph::TensorMeta& m) { return graph::constant_values(m.sizes).value_or(std::vector<int64_t>{}); }
 
 // An optional tensor argument that is absent (None, or an undefined tensor as autograd passes it).
 bool is_none(const Arg& a) {
