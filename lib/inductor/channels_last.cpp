@@ -1,6 +1,7 @@
 #include "inductor/channels_last.h"
 
 #include "graph/renumber.h"
+#include "inductor/graph_uses.h"
 #include "inductor/lowering.h"
 
 #include <ATen/Context.h>
@@ -35,13 +36,7 @@ SymShape channels_last_strides(const SymShape& sizes) {
 
 class Rewrite {
  public:
-  explicit Rewrite(const Graph& g) : g_(g), users_(g.values.size()), sharers_(g.values.size(), 0) {
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      for (const auto& a : g.nodes[i].args) {
-        if (a.kind == graph::Arg::Kind::kValue) users_[a.value].push_back(static_cast<int>(i));
-        for (ValueId v : a.list)
-          if (v != graph::kNoValue) users_[v].push_back(static_cast<int>(i));
-      }
+  explicit Rewrite(const Graph& g) : g_(g), users_(readers_by_value(g)), sharers_(g.values.size(), 0) {
     for (const auto& v : g.values)
       if (v.storage >= 0 && static_cast<size_t>(v.storage) < sharers_.size()) ++sharers_[v.storage];
   }

@@ -1,10 +1,10 @@
 // Convolutions on channels-last operands, as Inductor's layout optimization does, where the cost says so
 // (oneDNN's CPU convolution is faster on NHWC activations when they are large next to the weight; slower
-// where the weight dominates: benchmarks/RESULTS.md, sessions 13 and 20). The pass converts each chosen
-// 2-D convolution's input with a clone in channels-last layout, which fuses into the kernel that produces
-// the input, and takes the convolution's output in channels-last layout, which the kernels that read it
-// follow (loop_order.cpp). The weight is left as it is: oneDNN reorders it into its own blocked layout
-// on every call whatever its layout, so a channels-last copy made per call would be one copy more.
+// where the weight dominates: benchmarks/RESULTS.md, sessions 13, 20 and 27). A chosen 2-D convolution's
+// input that a kernel computes and only kernels and convolutions read is computed channels-last itself;
+// any other input (a graph input) goes through a clone in channels-last layout. The convolution's output
+// is taken channels-last, which the kernels that read it follow (loop_order.cpp). The weight is left as it is: oneDNN reorders it into its
+// own blocked layout on every call whatever its layout, so a channels-last copy made per call would be one copy more.
 #pragma once
 #include "graph/graph.h"
 

@@ -9,6 +9,7 @@
 #include "graph/args.h"
 #include "inductor/decompositions.h"
 #include "inductor/emitter.h"
+#include "inductor/graph_uses.h"
 
 #include <ATen/core/Reduction.h>
 
@@ -111,15 +112,6 @@ ValueId nll_loss_backward(Emitter& e, const Graph& g, const Node& n) {
                 {rows, classes});
 }
 
-bool contiguous(const graph::TensorMeta& m, const std::vector<int64_t>& sizes) {
-  int64_t stride = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (sizes[d] != 1 && (!m.strides[d].is_constant() || m.strides[d].offset != stride)) return false;
-    stride *= sizes[d];
-  }
-  return true;
-}
-
 // The results of a decomposition computed in `computed`, each cast to the dtype of the node output it
 // replaces (the outputs the node has, in order).
 std::vector<ValueId> rounded_to_outputs(Emitter& e, const Graph& g, const Node& n, std::vector<ValueId> results, c10::ScalarType computed) {
@@ -144,7 +136,7 @@ std::vector<ValueId> layer_norm_backward(Emitter& e, const Graph& g, const Node&
   const std::vector<int64_t> sizes = static_sizes(x_meta);
   const std::vector<int64_t> normalized = n.args[2].constant.toIntVector();
   const bool half = is_half_precision(x_meta.dtype);
-  if (sizes.empty() || !(is_float(x_meta.dtype) || half) || !contiguous(x_meta, sizes) || normalized.empty() ||
+  if (sizes.empty() || !(is_float(x_meta.dtype) || half) || !contiguous_static(x_meta) || normalized.empty() ||
       normalized.size() >= sizes.size() || g.values[n.args[0].value].meta.sizes != x_meta.sizes ||
       g.values[n.args[0].value].meta.dtype != x_meta.dtype)
     return {};

@@ -22,6 +22,24 @@ std::vector<ValueId> node_tensor_args(const graph::Node& n) {
   return out;
 }
 
+std::vector<std::vector<int>> readers_by_value(const graph::Graph& g) {
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ValueId v : node_tensor_args(g.nodes[i])) readers[v].push_back(static_cast<int>(i));
+  return readers;
+}
+
+bool contiguous_static(const graph::TensorMeta& m) {
+  int64_t expected = 1;
+  for (size_t d = m.sizes.size(); d-- > 0;) {
+    const graph::SymExpr& size = m.sizes[d];
+    if (!size.is_constant()) return false;
+    if (size.offset != 1 && !(m.strides[d].is_constant() && m.strides[d].offset == expected)) return false;
+    expected *= size.offset;
+  }
+  return true;
+}
+
 graph::SymShape without_ones(const graph::SymShape& s) {
   graph::SymShape out;
   for (const auto& e : s)

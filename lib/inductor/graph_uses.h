@@ -12,6 +12,8 @@ namespace jitc::inductor {
 
 std::vector<graph::ValueId> node_outputs(const graph::Node& n);
 std::vector<graph::ValueId> node_tensor_args(const graph::Node& n);
+// Per value: the nodes reading it, in order (a node reading it twice is listed twice).
+std::vector<std::vector<int>> readers_by_value(const graph::Graph& g);
 // Bit i: argument i of n is a double argument of the call, read at run time (see Operand::runtime_double).
 uint64_t runtime_double_args(const graph::Node& n);
 
@@ -20,6 +22,8 @@ uint64_t runtime_double_args(const graph::Node& n);
 // whether the lowerings compute in a dtype.
 graph::SymShape without_ones(const graph::SymShape& s);
 bool has_no_elements(const graph::SymShape& s);
+// Static sizes laid out contiguously (dims of size 1 may have any stride); the storage offset aside.
+bool contiguous_static(const graph::TensorMeta& m);
 bool supported_dtype(c10::ScalarType t);
 
 // Per value: the last node reading it (g.nodes.size() for a graph output, -1 for none).

@@ -35,13 +35,9 @@ struct BiasedProduct {
 // Sizes where all are constant; empty where one is symbolic (the rewrite takes no 0-dim value).
 std::vector<int64_t> static_sizes(const TensorMeta& m) { return graph::constant_values(m.sizes).value_or(std::vector<int64_t>{}); }
 
-bool contiguous(const TensorMeta& m, const std::vector<int64_t>& sizes) {
-  int64_t expected = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (sizes[d] != 1 && !(m.strides[d].is_constant() && m.strides[d].offset == expected)) return false;
-    expected *= sizes[d];
-  }
-  return m.storage_offset.is_constant() && m.storage_offset.offset == 0;
+// x viewed as [rows, k]: the Emitter's view metadata starts at offset 0.
+bool viewable_as_rows(const TensorMeta& m) {
+  return contiguous_static(m) && m.storage_offset.is_constant() && m.storage_offset.offset == 0;
 }
 
 bool gemm_dtype(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || t == c10::kHalf || t == c10::kBFloat16; }
@@ -53,10 +49,7 @@ bool is_one(const Arg& a) {
 
 class BiasFolding {
  public:
-  explicit BiasFolding(const Graph& g) : g_(g), users_(g.values.size()) {
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      for (ValueId v : node_tensor_args(g.nodes[i])) users_[v].push_back(static_cast<int>(i));
-  }
+  explicit BiasFolding(const Graph& g) : g_(g), users_(readers_by_value(g)) {}
 
   // add(matmul(x, weight), bias): x contiguous of static sizes, weight 2-D, bias 1-D over the product's
   // last dim, one dtype, the product read by the add only, the sum read by no kernel.
@@ -74,7 +67,7 @@ class BiasFolding {
     const TensorMeta &xm = g_.values[mm.args[0].value].meta, &wm = g_.values[mm.args[1].value].meta;
     const TensorMeta &bm = g_.values[bias].meta, &sum = g_.values[add.outputs[0].values[0]].meta;
     const std::vector<int64_t> xs = static_sizes(xm), ws = static_sizes(wm), bs = static_sizes(bm), ps = static_sizes(p.meta);
-    if (xs.size() < 2 || ws.size() != 2 || bs.size() != 1 || ps.empty() || !contiguous(xm, xs)) return std::nullopt;
+    if (xs.size() < 2 || ws.size() != 2 || bs.size() != 1 || ps.empty() || !viewable_as_rows(xm)) return std::nullopt;
     if (bs[0] != ws[1] || ps.back() != ws[1] || sum.sizes != p.meta.sizes || std::count(ps.begin(), ps.end(), 0) > 0) return std::nullopt;
     if (!gemm_dtype(p.meta.dtype) || xm.dtype != p.meta.dtype || wm.dtype != p.meta.dtype || bm.dtype != p.meta.dtype ||
         sum.dtype != p.meta.dtype)
