@@ -2,6 +2,7 @@
 // function, each part taking its own range of blocks. Planned and compiled by NVRTC here; run on the GPU
 // host ([cuda]) against eager, with updates stored in their inputs' memory.
 #include "graph/passes.h"
+#include "inductor/backend.h"
 #include "inductor/cuda/combos.h"
 #include "inductor/cuda/jit.h"
 #include "inductor/independent_kernels.h"
@@ -163,4 +164,48 @@ TEST_CASE("CUDA: combo kernels run an optimizer step over tensors of many shapes
     CHECK(compiled.stats().programs_compiled == 1);
     CHECK(logs.contains("combo kernel jitc_fused_combo_") == combos_on);
   }
+}
+
+namespace {
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The CUDA source of `kernels`, with `runs` offered for combo kernels.
+std::string cuda_source(const std::vector<const KernelLaunch*>& kernels, const std::vector<std::vector<size_t>>& runs) {
+  const auto* backend = jitc::inductor::backend_for(c10::DeviceType::CUDA);
+  REQUIRE(backend);
+  jitc::inductor::RenderOptions options;
+  options.independent_runs = runs;
+  return backend->render(kernels, options)->text;
+}
+
+}  // namespace
+
+// A network's repeated layers of one shape print the same code under different names: NVRTC compiles it
+// once and the later kernels launch the first's function. Combos of the same parts likewise. (Run on the
+// GPU against eager: test_cuda.cpp, "repeated layers".)
+TEST_CASE("CUDA kernels and combos whose code is the same but for their names are printed once", "[inductor][combos]") {
+  jitc::testing::ScopedEnv env("JITC_COMBO_KERNELS", "1");
+  const auto w = at::randn({64, 64}) * 0.1;
+  auto layer = [](const at::Tensor& x) { return (x * 2).tanh() + 1; };
+  const Scheduled layers = scheduled([=](const at::Tensor& x) { return layer(at::mm(layer(x), w)); }, at::randn({64, 64}));
+  REQUIRE(layers.plan.kernels.size() == 2);
+  const std::string text = cuda_source(layers.kernels, {});
+  INFO(text.substr(text.size() > 4000 ? text.size() - 4000 : 0));
+  CHECK(occurrences(text, "extern \"C\" __global__") == 1);
+  CHECK(occurrences(text, "the same code") == 1);
+
+  // Two updates of different shapes, rendered twice over as two runs: two combos of the same parts.
+  auto updates = [](const at::Tensor& a, const at::Tensor& b) { return std::make_tuple(a * 0.9 + 1, b * 0.9 + 1); };
+  const Scheduled two = scheduled(updates, at::randn({8, 8}), at::randn({16, 16}));
+  REQUIRE(two.kernels.size() == 2);
+  const std::vector<const KernelLaunch*> twice = {two.kernels[0], two.kernels[1], two.kernels[0], two.kernels[1]};
+  const std::string combos = cuda_source(twice, {{0, 1}, {2, 3}});
+  INFO(combos.substr(combos.size() > 4000 ? combos.size() - 4000 : 0));
+  CHECK(occurrences(combos, "extern \"C\" __global__") == 1);
+  CHECK(occurrences(combos, "the same code") == 1);
 }

@@ -445,6 +445,38 @@ TEST_CASE("CUDA: a graph's functions compile as NVRTC programs of their own and 
   }
 }
 
+// Repeated layers of one shape, and combos of the same parts, compile once (test_combos.cpp checks the
+// printing); here the functions launched for the later ones compute what eager does.
+TEST_CASE("CUDA: repeated layers and combos launch the first's compiled function and match eager", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto w = at::randn({64, 64}, at::kCUDA) * 0.1;
+  auto layer = [](const at::Tensor& x) { return (x * 2).tanh() + 1; };
+  auto layers = [=](const at::Tensor& x) { return layer(at::mm(layer(x), w)); };
+  // Four updates, a matmul of each by itself, the same four updates: two combos of the same code.
+  auto two_stages = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, const at::Tensor& d) {
+    auto stage = [](const at::Tensor& t) { return t * 0.9 + 1; };
+    auto twice = [&](const at::Tensor& t) { return stage(at::mm(stage(t), stage(t))); };
+    return std::vector<at::Tensor>{twice(a), twice(b), twice(c), twice(d)};
+  };
+  jitc::testing::LogCapture logs("output_code");
+  const auto x = at::randn({64, 64}, at::kCUDA);
+  auto compiled_layers = jitc::compile(layers);
+  CHECK(jitc::testing::difference(compiled_layers(x), layers(x), jitc::testing::tolerance_for(at::kFloat)) == "");
+  std::vector<at::Tensor> ts;
+  for (int64_t n : {64, 32, 16, 8}) ts.push_back(at::randn({n, n}, at::kCUDA));
+  auto compiled_stages = jitc::compile(two_stages);
+  const auto got = compiled_stages(ts[0], ts[1], ts[2], ts[3]), want = two_stages(ts[0], ts[1], ts[2], ts[3]);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("output " << i);
+    CHECK(jitc::testing::difference(got[i], want[i], jitc::testing::tolerance_for(at::kFloat)) == "");
+  }
+  CHECK(logs.contains("the same code"));
+}
+
 // A device-side assert ends the process's CUDA context, so this case is hidden ([.]) and runs in a process
 // of its own (benchmarks/gpu_check.sh runs "[cuda_assert]" after the other [cuda] cases).
 TEST_CASE("CUDA: an index out of range in a compiled kernel is a device-side assert, as in eager", "[.][cuda_assert]") {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace jitc::inductor {
 
@@ -95,6 +96,47 @@ std::string describe(const CudaConfig& config) {
   if (config.split > 0) text += fmt::format(", rows split over {} blocks", config.split);
   return text;
 }
+
+// The function name kernels are printed under before they are named: two kernels whose code under it is
+// the same compute the same thing.
+constexpr const char* kUnnamed = "jitc_unnamed_kernel";
+
+// `text` printed under kUnnamed with `name` in its place.
+std::string named(std::string text, const std::string& name) {
+  const std::string placeholder = kUnnamed;
+  for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + name.size()))
+    text.replace(at, placeholder.size(), name);
+  return text;
+}
+
+// The NVRTC programs of a source, each compiled body once.
+class Programs {
+ public:
+  Programs(CudaSourceUnits& source, std::string prelude) : source_(source), prelude_(std::move(prelude)) {}
+
+  // Adds the functions of `name` (printed under kUnnamed) and returns the function to launch: with
+  // `share`, an earlier one whose code is the same.
+  std::string add(const std::string& name, const std::vector<CudaFunctionSource>& unnamed, bool share) {
+    std::string body;
+    for (const auto& f : unnamed) body += f.source;
+    const auto [first, added] = function_of_body_.emplace(share ? body : name, name);
+    if (!added) {
+      source_.text += fmt::format("// {} launches {}, the same code\n", name, first->second);
+      return first->second;
+    }
+    for (const auto& f : unnamed) {
+      const std::string text = named(f.source, name);
+      source_.text += text;
+      source_.units.push_back({named(f.name, name), prelude_ + text});
+    }
+    return name;
+  }
+
+ private:
+  CudaSourceUnits& source_;
+  std::string prelude_;
+  std::map<std::string, std::string> function_of_body_;  // code printed under kUnnamed (or a name) -> its function
+};
 
 std::string candidate_name(const Kernel& kernel, const CudaConfig& config, size_t candidates) {
   return candidates > 1 ? fmt::format("{}_t{}_{}_c{}", kernel.name, config.threads, config.tile, config.columns) : kernel.name;
@@ -201,7 +243,9 @@ class CudaBackend final : public Backend {
   }
 
   // Each kernel in the heuristic's configuration, or with `tuning` every candidate under its own name;
-  // kernels that run at once as parts of combo kernels (heuristic configurations only).
+  // kernels that run at once as parts of combo kernels (heuristic configurations only). A kernel whose
+  // code is an earlier one's but for the name (a network's repeated layers of one shape) launches the
+  // earlier function: NVRTC compiles each body once. Tuned kernels keep their own candidates.
   std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions& options) const override {
     auto source = std::make_unique<CudaSourceUnits>();
     const std::string prelude = cuda_prelude();
@@ -210,25 +254,24 @@ class CudaBackend final : public Backend {
     std::vector<CudaConfig> heuristic;
     for (const KernelLaunch* launch : kernels) heuristic.push_back(default_cuda_config(launch->kernel));
     if (runtime::env_combo_kernels()) source->combos = plan_combo_kernels(kernels, heuristic, options.independent_runs);
+    Programs programs(*source, prelude);
     std::vector<bool> part(kernels.size(), false);
-    for (const ComboKernel& c : source->combos) {
+    for (ComboKernel& c : source->combos) {
       for (size_t k : c.parts) part[k] = true;
-      const std::string text = emit_cuda_combo(c, kernels, heuristic, options.index32);
-      source->text += text;
-      source->units.push_back({c.function, prelude + text});
+      ComboKernel unnamed = c;
+      unnamed.function = kUnnamed;
       runtime::log(runtime::Artifact::kSchedule, fmt::format("combo kernel {}: {} parts, {} blocks of {} threads", c.function,
                                                              c.parts.size(), c.first_block.back(), c.threads));
+      c.function = programs.add(c.function, {{kUnnamed, emit_cuda_combo(unnamed, kernels, heuristic, options.index32)}}, true);
     }
     for (size_t k = 0; k < kernels.size(); ++k) {
       Candidates c;
       c.configs = options.tuning && !part[k] ? cuda_config_candidates(kernels[k]->kernel) : std::vector{heuristic[k]};
       for (const auto& config : c.configs) {
-        c.names.push_back(candidate_name(kernels[k]->kernel, config, c.configs.size()));
-        if (part[k]) continue;
-        for (auto& f : emit_cuda_functions(kernels[k]->kernel, options.index32, config, c.names.back())) {
-          source->text += f.source;
-          source->units.push_back({f.name, prelude + f.source});
-        }
+        const std::string name = candidate_name(kernels[k]->kernel, config, c.configs.size());
+        c.names.push_back(
+            part[k] ? name
+                    : programs.add(name, emit_cuda_functions(kernels[k]->kernel, options.index32, config, kUnnamed), !options.tuning));
       }
       source->schedules.push_back(cuda_schedule(c.configs.front()));
       source->candidates.push_back(std::move(c));

@@ -51,6 +51,10 @@ std::string combo_name(const ComboKernel& combo, const std::vector<const KernelL
   return fused_kernel_name(std::string(kKernelPrefix) + "_combo", ops, combo.parts.front());
 }
 
+// Parts are named after the combo, not after their kernels: combos whose code is the same but for their
+// function's name are one NVRTC compile (backend.cpp).
+std::string combo_part_name(const ComboKernel& combo, size_t part) { return fmt::format("{}_p{}", combo.function, part); }
+
 }  // namespace
 
 std::vector<ComboKernel> plan_combo_kernels(const std::vector<const KernelLaunch*>& kernels, const std::vector<CudaConfig>& configs,
@@ -68,8 +72,10 @@ std::string emit_cuda_combo(const ComboKernel& combo, const std::vector<const Ke
                             const std::vector<CudaConfig>& configs, bool index32) {
   std::string out;
   size_t pointers = 0;
-  for (size_t k : combo.parts) {
-    out += cuda_printer::Printer(kernels[k]->kernel, index32, configs[k], kernels[k]->kernel.name, cuda_printer::Phase::kWhole, true).run();
+  for (size_t i = 0; i < combo.parts.size(); ++i) {
+    const size_t k = combo.parts[i];
+    out +=
+        cuda_printer::Printer(kernels[k]->kernel, index32, configs[k], combo_part_name(combo, i), cuda_printer::Phase::kWhole, true).run();
     pointers += kernels[k]->buffers.size();
   }
   out += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", combo.function, std::max<size_t>(1, pointers));
@@ -79,7 +85,7 @@ std::string emit_cuda_combo(const ComboKernel& combo, const std::vector<const Ke
   size_t offset = 0;
   for (size_t i = 0; i < combo.parts.size(); ++i) {
     const KernelLaunch& part = *kernels[combo.parts[i]];
-    const std::string& name = part.kernel.name;
+    const std::string name = combo_part_name(combo, i);
     out += fmt::format("  if (block < {}LL) {{\n    Buffers_{} b;\n", combo.first_block[i + 1], name);
     for (size_t b = 0; b < part.buffers.size(); ++b) out += fmt::format("    b.p[{}] = buffers.p[{}];\n", b, offset + b);
     out += fmt::format("    {}(b, symbols, block - {}LL);\n    return;\n  }}\n", name, combo.first_block[i]);
