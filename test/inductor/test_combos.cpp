@@ -208,4 +208,10 @@ TEST_CASE("CUDA kernels and combos whose code is the same but for their names ar
   INFO(combos.substr(combos.size() > 4000 ? combos.size() - 4000 : 0));
   CHECK(occurrences(combos, "extern \"C\" __global__") == 1);
   CHECK(occurrences(combos, "the same code") == 1);
+  // The two parts differ only in their sizes: one device function, out of line, reading each part's
+  // constants.
+  CHECK(occurrences(combos, "__device__ __noinline__ void jitc_fused_combo_") == 1);
+  CHECK(occurrences(combos, "__device__ __forceinline__ void jitc_fused_combo_") == 0);
+  CHECK(occurrences(combos, "_consts + ") == 2);
 }
+

@@ -464,16 +464,20 @@ TEST_CASE("CUDA: repeated layers and combos launch the first's compiled function
   jitc::testing::LogCapture logs("output_code");
   const auto x = at::randn({64, 64}, at::kCUDA);
   auto compiled_layers = jitc::compile(layers);
+  compiled_layers(x);  // the first call traces and runs eagerly; code is made at the second
   CHECK(jitc::testing::difference(compiled_layers(x), layers(x), jitc::testing::tolerance_for(at::kFloat)) == "");
+  CHECK(compiled_layers.stats().kernels_compiled == 2);
   std::vector<at::Tensor> ts;
   for (int64_t n : {64, 32, 16, 8}) ts.push_back(at::randn({n, n}, at::kCUDA));
   auto compiled_stages = jitc::compile(two_stages);
+  compiled_stages(ts[0], ts[1], ts[2], ts[3]);
   const auto got = compiled_stages(ts[0], ts[1], ts[2], ts[3]), want = two_stages(ts[0], ts[1], ts[2], ts[3]);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("output " << i);
     CHECK(jitc::testing::difference(got[i], want[i], jitc::testing::tolerance_for(at::kFloat)) == "");
   }
+  CHECK(compiled_stages.stats().programs_compiled == 1);
   CHECK(logs.contains("the same code"));
 }
 

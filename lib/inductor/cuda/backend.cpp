@@ -101,14 +101,6 @@ std::string describe(const CudaConfig& config) {
 // the same compute the same thing.
 constexpr const char* kUnnamed = "jitc_unnamed_kernel";
 
-// `text` printed under kUnnamed with `name` in its place.
-std::string named(std::string text, const std::string& name) {
-  const std::string placeholder = kUnnamed;
-  for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + name.size()))
-    text.replace(at, placeholder.size(), name);
-  return text;
-}
-
 // The NVRTC programs of a source, each compiled body once.
 class Programs {
  public:
@@ -125,9 +117,9 @@ class Programs {
       return first->second;
     }
     for (const auto& f : unnamed) {
-      const std::string text = named(f.source, name);
+      const std::string text = replace_all(f.source, kUnnamed, name);
       source_.text += text;
-      source_.units.push_back({named(f.name, name), prelude_ + text});
+      source_.units.push_back({replace_all(f.name, kUnnamed, name), prelude_ + text});
     }
     return name;
   }

@@ -78,8 +78,10 @@ std::string Printer::run() {
   if (combo_part_) {
     // A part of a combo kernel (cuda/combos.h): the combo's function waits for the previous grid and
     // hands each part its own range of blocks.
-    out_ += fmt::format("__device__ __forceinline__ void {}(Buffers_{} buffers, const Symbols& symbols, long long block) {{\n", function_,
-                        function_);
+    out_ += fmt::format(
+        "__device__ __forceinline__ void {}(Buffers_{} buffers, const Symbols& symbols, long long block, const long long* __restrict__ "
+        "consts) {{\n",
+        function_, function_);
   } else {
     out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
                         config_.threads, function_, function_);
@@ -410,6 +412,11 @@ void Printer::expr(int i, const Expr& e) {
                                      : fmt::format("(idx_t)symbols.v[{}]", e.var));
       break;
     case ScalarOp::kConst:
+      if (combo_part_ && index_[i]) {
+        define(fmt::format("(idx_t)consts[{}]", hoisted_.size()));
+        hoisted_.push_back(e.ivalue);
+        break;
+      }
       define(f ? literal(e.value, t) : t == ScalarType::Bool ? (e.ivalue ? "true" : "false") : fmt::format("({}){}ll", ty, e.ivalue));
       break;
     case ScalarOp::kLoad: load(i, e); break;
@@ -488,6 +495,11 @@ std::string emit_cuda(const Kernel& kernel, bool index32, CudaConfig config, con
   std::string out;
   for (const auto& f : emit_cuda_functions(kernel, index32, config, function)) out += f.source;
   return out;
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  return text;
 }
 
 std::string emit_cuda(const Kernel& kernel, bool index32) { return emit_cuda(kernel, index32, default_cuda_config(kernel), kernel.name); }

@@ -48,6 +48,8 @@ struct CudaFunctionSource {
   std::string name, source;
 };
 std::vector<CudaFunctionSource> emit_cuda_functions(const Kernel& kernel, bool index32, CudaConfig config, const std::string& function);
+// `text` with every `from` replaced by `to`: code printed under a placeholder function name, renamed.
+std::string replace_all(std::string text, const std::string& from, const std::string& to);
 // What a source of kernels starts with (once): helpers and the Symbols struct.
 std::string cuda_prelude();
 

@@ -51,9 +51,29 @@ std::string combo_name(const ComboKernel& combo, const std::vector<const KernelL
   return fused_kernel_name(std::string(kKernelPrefix) + "_combo", ops, combo.parts.front());
 }
 
-// Parts are named after the combo, not after their kernels: combos whose code is the same but for their
-// function's name are one NVRTC compile (backend.cpp).
-std::string combo_part_name(const ComboKernel& combo, size_t part) { return fmt::format("{}_p{}", combo.function, part); }
+// A part's code printed under kPartFunction, and the index constants it reads from `consts`.
+struct PrintedPart {
+  std::string text;
+  std::vector<int64_t> constants;
+};
+
+constexpr const char* kPartFunction = "jitc_combo_part";
+
+PrintedPart print_part(const KernelLaunch& part, const CudaConfig& config, bool index32) {
+  cuda_printer::Printer printer(part.kernel, index32, config, kPartFunction, cuda_printer::Phase::kWhole, /*combo_part=*/true);
+  PrintedPart printed;
+  printed.text = printer.run();
+  printed.constants = printer.hoisted_constants();
+  return printed;
+}
+
+// A part's code as the function `name`. A function that several parts share is out of line: inlined,
+// NVRTC would compile it once per call, which is what sharing saves (one call per thread per block).
+std::string function_text(const std::string& text, const std::string& name, bool shared) {
+  std::string named = replace_all(text, kPartFunction, name);
+  if (shared) named = replace_all(named, "__device__ __forceinline__ void " + name + "(", "__device__ __noinline__ void " + name + "(");
+  return named;
+}
 
 }  // namespace
 
@@ -66,18 +86,39 @@ std::vector<ComboKernel> plan_combo_kernels(const std::vector<const KernelLaunch
   return combos;
 }
 
-// Each part's blocks call its device function with the block's index within the part. The test against
-// each part's first block is uniform over a block, so the parts' barriers are reached by whole blocks.
+// Each part's blocks call its device function with the block's index within the part and its constants.
+// Parts whose code is the same but for their index constants (an optimizer's update of tensors of
+// different shapes) share one device function, <function>_f<i>: NVRTC compiles each body once. The test
+// against each part's first block is uniform over a block, so the parts' barriers are reached by whole
+// blocks.
 std::string emit_cuda_combo(const ComboKernel& combo, const std::vector<const KernelLaunch*>& kernels,
                             const std::vector<CudaConfig>& configs, bool index32) {
-  std::string out;
-  size_t pointers = 0;
-  for (size_t i = 0; i < combo.parts.size(); ++i) {
-    const size_t k = combo.parts[i];
-    out +=
-        cuda_printer::Printer(kernels[k]->kernel, index32, configs[k], combo_part_name(combo, i), cuda_printer::Phase::kWhole, true).run();
-    pointers += kernels[k]->buffers.size();
+  std::vector<PrintedPart> printed;
+  std::map<std::string, size_t> function_of_text;  // a part's code -> its function's number
+  std::vector<size_t> function_of_part, uses;
+  for (size_t k : combo.parts) {
+    printed.push_back(print_part(*kernels[k], configs[k], index32));
+    const auto [it, added] = function_of_text.emplace(printed.back().text, uses.size());
+    if (added) uses.push_back(0);
+    function_of_part.push_back(it->second);
+    ++uses[it->second];
   }
+  std::string out, table;
+  std::vector<size_t> first_constant;
+  size_t pointers = 0, constants = 0;
+  for (size_t i = 0; i < printed.size(); ++i) {
+    const size_t f = function_of_part[i];
+    if (uses[f] > 0) {  // its first part: the function's code
+      out += function_text(printed[i].text, fmt::format("{}_f{}", combo.function, f), uses[f] > 1);
+      uses[f] = 0;
+    }
+    first_constant.push_back(constants);
+    for (int64_t c : printed[i].constants) table += fmt::format("{}{}ll", constants++ ? ", " : "", c);
+    pointers += kernels[combo.parts[i]]->buffers.size();
+  }
+  // In constant memory: every thread of a block reads the same entries.
+  out += fmt::format("__constant__ long long {}_consts[{}] = {{{}}};\n", combo.function, std::max<size_t>(1, constants),
+                     table.empty() ? "0" : table);
   out += fmt::format("struct Buffers_{} {{ void* p[{}]; }};\n", combo.function, std::max<size_t>(1, pointers));
   out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(Buffers_{} buffers, Symbols symbols, long long tiles) {{\n",
                      combo.threads, combo.function, combo.function);
@@ -85,10 +126,10 @@ std::string emit_cuda_combo(const ComboKernel& combo, const std::vector<const Ke
   size_t offset = 0;
   for (size_t i = 0; i < combo.parts.size(); ++i) {
     const KernelLaunch& part = *kernels[combo.parts[i]];
-    const std::string name = combo_part_name(combo, i);
-    out += fmt::format("  if (block < {}LL) {{\n    Buffers_{} b;\n", combo.first_block[i + 1], name);
+    out += fmt::format("  if (block < {}LL) {{\n    Buffers_{}_f{} b;\n", combo.first_block[i + 1], combo.function, function_of_part[i]);
     for (size_t b = 0; b < part.buffers.size(); ++b) out += fmt::format("    b.p[{}] = buffers.p[{}];\n", b, offset + b);
-    out += fmt::format("    {}(b, symbols, block - {}LL);\n    return;\n  }}\n", name, combo.first_block[i]);
+    out += fmt::format("    {}_f{}(b, symbols, block - {}LL, {}_consts + {});\n    return;\n  }}\n", combo.function, function_of_part[i],
+                       combo.first_block[i], combo.function, first_constant[i]);
     offset += part.buffers.size();
   }
   out += "}\n";

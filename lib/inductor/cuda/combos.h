@@ -35,7 +35,8 @@ bool combo_part_candidate(const Kernel& kernel, const CudaConfig& config);
 std::vector<ComboKernel> plan_combo_kernels(const std::vector<const KernelLaunch*>& kernels, const std::vector<CudaConfig>& configs,
                                             const std::vector<std::vector<size_t>>& independent_runs);
 
-// The combo's source, after the prelude: each part as a device function <function>_p<i>, then
+// The combo's source, after the prelude: the parts' device functions (<function>_f<i>, one per distinct
+// body: parts that differ only in their index constants share one) and their constants, then
 // extern "C" __global__ void <function>(Buffers_<function> buffers, Symbols symbols, long long tiles),
 // whose buffers are the parts' buffers one part after the other.
 std::string emit_cuda_combo(const ComboKernel& combo, const std::vector<const KernelLaunch*>& kernels,

@@ -30,9 +30,13 @@ constexpr int kElementLoop = -1;  // block_loop's loop: the element loop (else a
 
 class Printer {
  public:
-  // combo_part: print a __device__ function taking its block index, for a combo kernel (cuda/combos.h).
+  // combo_part: print a __device__ function taking its block index and its index constants
+  // (hoisted_constants), for a combo kernel (cuda/combos.h).
   Printer(const Kernel& k, bool index32, CudaConfig config, std::string function, Phase phase = Phase::kWhole, bool combo_part = false);
   std::string run();
+  // A combo part's index constants (sizes, strides, offsets) in the order its code reads them from
+  // `consts`: parts whose code is the same but for them share one function.
+  const std::vector<int64_t>& hoisted_constants() const { return hoisted_; }
 
  private:
   void line(const std::string& s) { out_ += "  " + s + "\n"; }
@@ -122,6 +126,7 @@ class Printer {
   // split reductions
   Phase phase_;
   bool combo_part_;
+  std::vector<int64_t> hoisted_;        // a combo part's index constants
   std::string split_row_, slice_;       // the row's flat index; the partial pass's slice of it
   std::map<int, int> welford_squares_;  // a variance's sum of squared deviations -> its sum (split only)
   // rows side by side
