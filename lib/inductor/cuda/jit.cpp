@@ -4,6 +4,7 @@
 #include "inductor/cuda/codegen.h"
 
 #include "runtime/env.h"
+#include "runtime/log.h"
 
 #include <jitc/errors.h>
 
@@ -19,9 +20,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -252,6 +255,16 @@ std::string compile_unlisted(const std::string& source, const std::string& name,
   }
 }
 
+// JITC_LOGS=compile_times: the programs' NVRTC times, the slowest named (what bounds a compile's wall time).
+void log_program_times(const std::vector<CudaSource>& sources, const std::vector<double>& seconds, const std::string& name,
+                       size_t threads) {
+  const size_t slowest = std::max_element(seconds.begin(), seconds.end()) - seconds.begin();
+  runtime::log(runtime::Artifact::kCompileTimes,
+               fmt::format("nvrtc {}: {} programs on {} threads, {:.1f} ms in all; the slowest {} {:.1f} ms ({} bytes of source)", name,
+                           sources.size(), threads, std::accumulate(seconds.begin(), seconds.end(), 0.0) * 1e3, sources[slowest].name,
+                           seconds[slowest] * 1e3, sources[slowest].source.size()));
+}
+
 }  // namespace
 
 std::optional<CudaTarget> choose_cuda_target(const std::string& device, const std::vector<int>& supported) {
@@ -308,16 +321,25 @@ std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sour
                                    arch, *std::min_element(supported->begin(), supported->end())));
   std::vector<std::string> images(sources.size());
   std::vector<std::exception_ptr> errors(sources.size());
+  std::vector<double> seconds(sources.size());
+  // The longest sources first (NVRTC's time grows with the source): the last program a thread takes is
+  // a short one, not the slowest.
+  std::vector<size_t> order(sources.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].source.size() > sources[b].source.size(); });
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next++) < sources.size();) {
+    for (size_t n; (n = next++) < sources.size();) {
+      const size_t i = order[n];
       const std::string unit = sources.size() > 1 ? name + "/" + sources[i].name : name;
+      const auto started = std::chrono::steady_clock::now();
       try {
         images[i] =
             target ? nvrtc_compile(sources[i].source, unit, target->arch, target->cubin) : compile_unlisted(sources[i].source, unit, arch);
       } catch (...) {
         errors[i] = std::current_exception();
       }
+      seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     }
   };
   // NVRTC's programs are independent (its API is thread-safe): the sources compile at the same time.
@@ -328,6 +350,7 @@ std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sour
   for (auto& t : threads) t.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
+  if (runtime::log_enabled(runtime::Artifact::kCompileTimes) && !sources.empty()) log_program_times(sources, seconds, name, helpers + 1);
   return images;
 }
 
