@@ -71,7 +71,7 @@ TEST_CASE("combo kernels: parts share a block size, and print as one function th
   const auto a = at::randn({64, 100}), b = at::rand({7}), c = at::randn({3, 5, 9}), d = at::randn({1000});
   const Scheduled s = scheduled(independent_updates, a, b, c, d);
   const auto runs = jitc::inductor::independent_kernel_runs(s.plan, s.graph);
-  const auto combos = jitc::inductor::plan_combo_kernels(s.kernels, s.configs, runs);
+  const auto combos = jitc::inductor::plan_combo_kernels(s.kernels, s.configs, runs, /*index32=*/false);
   REQUIRE(!combos.empty());
   size_t parts = 0;
   for (const auto& combo : combos) {
@@ -88,6 +88,14 @@ TEST_CASE("combo kernels: parts share a block size, and print as one function th
     parts += combo.parts.size();
   }
   CHECK(parts >= 4);  // the four pointwise updates at least
+  for (const auto& combo : combos) {  // NVRTC compiles each body: few per combo
+    const std::string text = jitc::inductor::emit_cuda_combo(combo, s.kernels, s.configs, false);
+    size_t bodies = 0;
+    for (size_t at = text.find(" void " + combo.function + "_f"); at != std::string::npos; at = text.find(" void " + combo.function + "_f", at + 1))
+      ++bodies;
+    CHECK(bodies >= 1);
+    CHECK(bodies <= jitc::inductor::kMaxComboBodies);
+  }
   if (!jitc::inductor::cuda::nvrtc_available()) {
     WARN("libnvrtc not found: NVRTC part skipped");
     return;

@@ -245,7 +245,7 @@ class CudaBackend final : public Backend {
     source->file = "kernels.cu";
     std::vector<CudaConfig> heuristic;
     for (const KernelLaunch* launch : kernels) heuristic.push_back(default_cuda_config(launch->kernel));
-    if (runtime::env_combo_kernels()) source->combos = plan_combo_kernels(kernels, heuristic, options.independent_runs);
+    if (runtime::env_combo_kernels()) source->combos = plan_combo_kernels(kernels, heuristic, options.independent_runs, options.index32);
     Programs programs(*source, prelude);
     std::vector<bool> part(kernels.size(), false);
     for (ComboKernel& c : source->combos) {

@@ -19,32 +19,6 @@ bool combo_part_candidate(const Kernel& kernel, const CudaConfig& config) {
 
 namespace {
 
-// Combos of one run's candidates with `threads` threads per block, in plan order.
-void combos_of_run(const std::vector<size_t>& run, const std::vector<const KernelLaunch*>& kernels, const std::vector<CudaConfig>& configs,
-                   std::vector<ComboKernel>& out) {
-  std::map<int, ComboKernel> open;  // by threads per block
-  auto close = [&](ComboKernel& c) {
-    if (c.parts.size() >= 2) out.push_back(c);
-    c = ComboKernel{};
-  };
-  std::map<int, size_t> buffers;
-  for (size_t k : run) {
-    if (!combo_part_candidate(kernels[k]->kernel, configs[k])) continue;
-    const int threads = configs[k].threads;
-    ComboKernel& c = open[threads];
-    if (c.parts.size() == kMaxComboParts || buffers[threads] + kernels[k]->buffers.size() > kMaxComboBuffers) {
-      close(c);
-      buffers[threads] = 0;
-    }
-    c.threads = threads;
-    if (c.first_block.empty()) c.first_block.push_back(0);
-    c.parts.push_back(k);
-    c.first_block.push_back(c.first_block.back() + tile_count(kernels[k]->kernel, nullptr, configs[k]));
-    buffers[threads] += kernels[k]->buffers.size();
-  }
-  for (auto& [threads, c] : open) close(c);
-}
-
 std::string combo_name(const ComboKernel& combo, const std::vector<const KernelLaunch*>& kernels) {
   std::vector<std::string> ops;
   for (size_t k : combo.parts) ops.insert(ops.end(), kernels[k]->ops.begin(), kernels[k]->ops.end());
@@ -67,6 +41,56 @@ PrintedPart print_part(const KernelLaunch& part, const CudaConfig& config, bool 
   return printed;
 }
 
+// A combo of `parts` (kernel positions of one block size), if there are at least two.
+void close_combo(std::vector<size_t>& parts, const std::vector<const KernelLaunch*>& kernels, const std::vector<CudaConfig>& configs,
+                 std::vector<ComboKernel>& out) {
+  if (parts.size() >= 2) {
+    ComboKernel c;
+    c.parts = parts;
+    std::sort(c.parts.begin(), c.parts.end());
+    c.threads = configs[c.parts.front()].threads;
+    c.first_block.push_back(0);
+    for (size_t k : c.parts) c.first_block.push_back(c.first_block.back() + tile_count(kernels[k]->kernel, nullptr, configs[k]));
+    out.push_back(std::move(c));
+  }
+  parts.clear();
+}
+
+// Combos of one run's candidates: parts of one block size, at most kMaxComboParts parts,
+// kMaxComboBuffers buffers and kMaxComboBodies different bodies each; parts of the same body together.
+void combos_of_run(const std::vector<size_t>& run, const std::vector<const KernelLaunch*>& kernels, const std::vector<CudaConfig>& configs,
+                   bool index32, std::vector<ComboKernel>& out) {
+  std::map<int, std::vector<std::vector<size_t>>> bodies_by_threads;  // the parts of each body, bodies in plan order
+  std::map<std::pair<int, std::string>, size_t> body_of;
+  for (size_t k : run) {
+    if (!combo_part_candidate(kernels[k]->kernel, configs[k])) continue;
+    const int threads = configs[k].threads;
+    auto& bodies = bodies_by_threads[threads];
+    const auto [it, added] = body_of.emplace(std::pair(threads, print_part(*kernels[k], configs[k], index32).text), bodies.size());
+    if (added) bodies.emplace_back();
+    bodies[it->second].push_back(k);
+  }
+  for (const auto& [threads, bodies] : bodies_by_threads) {
+    std::vector<size_t> parts;
+    size_t buffers = 0, combo_bodies = 0;
+    for (const auto& body : bodies) {
+      if (combo_bodies == kMaxComboBodies) close_combo(parts, kernels, configs, out);
+      if (parts.empty()) buffers = combo_bodies = 0;
+      ++combo_bodies;
+      for (size_t k : body) {
+        if (parts.size() == kMaxComboParts || buffers + kernels[k]->buffers.size() > kMaxComboBuffers) {
+          close_combo(parts, kernels, configs, out);
+          buffers = 0;
+          combo_bodies = 1;
+        }
+        parts.push_back(k);
+        buffers += kernels[k]->buffers.size();
+      }
+    }
+    close_combo(parts, kernels, configs, out);
+  }
+}
+
 // A part's code as the function `name`. A function that several parts share is out of line: inlined,
 // NVRTC would compile it once per call, which is what sharing saves (one call per thread per block).
 std::string function_text(const std::string& text, const std::string& name, bool shared) {
@@ -78,9 +102,9 @@ std::string function_text(const std::string& text, const std::string& name, bool
 }  // namespace
 
 std::vector<ComboKernel> plan_combo_kernels(const std::vector<const KernelLaunch*>& kernels, const std::vector<CudaConfig>& configs,
-                                            const std::vector<std::vector<size_t>>& independent_runs) {
+                                            const std::vector<std::vector<size_t>>& independent_runs, bool index32) {
   std::vector<ComboKernel> combos;
-  for (const auto& run : independent_runs) combos_of_run(run, kernels, configs, combos);
+  for (const auto& run : independent_runs) combos_of_run(run, kernels, configs, index32, combos);
   std::sort(combos.begin(), combos.end(), [](const ComboKernel& a, const ComboKernel& b) { return a.parts.front() < b.parts.front(); });
   for (ComboKernel& c : combos) c.function = combo_name(c, kernels);
   return combos;

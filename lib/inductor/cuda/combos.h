@@ -26,14 +26,20 @@ constexpr size_t kMaxComboParts = 16;
 // A launch's parameters take at most 4 KiB: the buffers' pointers, the symbols, the tile count.
 constexpr size_t kMaxComboBuffers = 384;
 
+// Different bodies a combo holds at most: NVRTC compiles each body (parts that differ only in their
+// index constants share one), so a combo of many would be a compile's slowest program; the programs
+// compile at the same time.
+constexpr size_t kMaxComboBodies = 2;
+
 // Whether a kernel printed with `config` may be a part: one pass (not split), a constant number of
 // tiles that a grid covers.
 bool combo_part_candidate(const Kernel& kernel, const CudaConfig& config);
 
 // The combos made of the runs' candidates: parts with the same threads per block, at most
-// kMaxComboParts parts and kMaxComboBuffers buffers each; named after their parts' ops.
+// kMaxComboParts parts, kMaxComboBuffers buffers and kMaxComboBodies bodies (printed with `index32`)
+// each; named after their parts' ops.
 std::vector<ComboKernel> plan_combo_kernels(const std::vector<const KernelLaunch*>& kernels, const std::vector<CudaConfig>& configs,
-                                            const std::vector<std::vector<size_t>>& independent_runs);
+                                            const std::vector<std::vector<size_t>>& independent_runs, bool index32);
 
 // The combo's source, after the prelude: the parts' device functions (<function>_f<i>, one per distinct
 // body: parts that differ only in their index constants share one) and their constants, then
