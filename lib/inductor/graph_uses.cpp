@@ -64,6 +64,19 @@ uint64_t runtime_double_args(const graph::Node& n) {
   return mask;
 }
 
+std::vector<ValueId> same_result_of_every_such_node(const graph::Graph& g, ValueId value) {
+  const graph::Node& producer = g.nodes[g.values[value].producer];
+  const std::vector<ValueId> results = node_outputs(producer);
+  const size_t index = std::find(results.begin(), results.end(), value) - results.begin();
+  std::vector<ValueId> found;
+  for (const graph::Node& n : g.nodes) {
+    if (!(n.op.operator_name() == producer.op.operator_name())) continue;
+    const std::vector<ValueId> siblings = node_outputs(n);
+    if (siblings.size() == results.size()) found.push_back(siblings[index]);
+  }
+  return found;
+}
+
 std::vector<int> last_readers(const graph::Graph& g) {
   std::vector<int> last(g.values.size(), -1);
   for (size_t k = 0; k < g.nodes.size(); ++k)
@@ -88,10 +101,12 @@ std::vector<ValueId> read_across_write(const graph::Graph& g, size_t i, const st
     return r;
   };
   std::vector<ValueId> found;
-  for (size_t j = 0; j < i; ++j)
-    if (lowered(j))
-      for (ValueId v : node_outputs(g.nodes[j]))
-        if (computed(v) && last_reader[v] > static_cast<int>(i) && reads_written(v)) found.push_back(v);
+  for (size_t j = 0; j < i; ++j) {
+    if (!lowered(j)) continue;
+    for (const graph::NodeOutput& out : g.nodes[j].outputs)  // node_outputs without a vector per node: this runs per write
+      for (ValueId v : out.values)
+        if (v != graph::kNoValue && last_reader[v] > static_cast<int>(i) && computed(v) && reads_written(v)) found.push_back(v);
+  }
   return found;
 }
 

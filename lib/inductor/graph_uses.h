@@ -26,6 +26,11 @@ bool has_no_elements(const graph::SymShape& s);
 bool contiguous_static(const graph::TensorMeta& m);
 bool supported_dtype(c10::ScalarType t);
 
+// The result of every node of value's producer's op at value's position among its producer's results
+// (value included). The scheduler's ordering of a node's results holds for all such nodes: every layer's
+// native_layer_norm reads its statistics alike, so one attempt learns it for all of them.
+std::vector<graph::ValueId> same_result_of_every_such_node(const graph::Graph& g, graph::ValueId value);
+
 // Per value: the last node reading it (g.nodes.size() for a graph output, -1 for none).
 std::vector<int> last_readers(const graph::Graph& g);
 

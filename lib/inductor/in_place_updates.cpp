@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace jitc::inductor {
@@ -37,24 +38,30 @@ bool same_layout(const graph::TensorMeta& a, const graph::TensorMeta& b) {
   return a.dtype == b.dtype && a.device == b.device && a.sizes == b.sizes && a.strides == b.strides;
 }
 
-// Whether the graph returns a value sharing this storage (a returned value must stay what eager
-// returns; a training forward returns the values its backward reads).
-bool returned(const graph::Graph& g, int32_t storage) {
-  return std::any_of(g.outputs.begin(), g.outputs.end(), [&](ValueId o) { return o != graph::kNoValue && g.values[o].storage == storage; });
+// The storages of the values the graph returns (a returned value must stay what eager returns; a
+// training forward returns the values its backward reads).
+std::unordered_set<int32_t> returned_storages(const graph::Graph& g) {
+  std::unordered_set<int32_t> storages;
+  for (ValueId o : g.outputs)
+    if (o != graph::kNoValue) storages.insert(g.values[o].storage);
+  return storages;
 }
 
-// Whether step s reads or writes memory of `storage`.
-bool touches(const Plan& plan, const graph::Graph& g, const Step& step, int32_t storage) {
-  auto shares = [&](ValueId v) { return v != graph::kNoValue && g.values[v].storage == storage; };
-  if (step.kind == Step::Kind::kKernel) {
-    const auto& buffers = plan.kernels[step.index].buffers;
-    return std::any_of(buffers.begin(), buffers.end(), shares);
+// Per storage, the steps that read or write its memory, in order.
+std::unordered_map<int32_t, std::vector<size_t>> steps_by_storage(const Plan& plan, const graph::Graph& g) {
+  std::unordered_map<int32_t, std::vector<size_t>> steps;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    std::vector<ValueId> values;
+    if (step.kind == Step::Kind::kKernel) values = plan.kernels[step.index].buffers;
+    if (step.kind == Step::Kind::kExtern) values = node_tensor_args(g.nodes[step.index]);
+    for (ValueId v : values) {
+      if (v == graph::kNoValue) continue;
+      std::vector<size_t>& list = steps[g.values[v].storage];
+      if (list.empty() || list.back() != s) list.push_back(s);
+    }
   }
-  if (step.kind == Step::Kind::kExtern) {
-    const auto args = node_tensor_args(g.nodes[step.index]);
-    return std::any_of(args.begin(), args.end(), shares);
-  }
-  return false;
+  return steps;
 }
 
 // The kernel's one store into buffer b (its body index).
@@ -112,9 +119,10 @@ struct InputMemory {
 
 class Placer {
  public:
-  Placer(Plan& plan, const graph::Graph& g) : plan_(plan), g_(g) {
+  Placer(Plan& plan, const graph::Graph& g)
+      : plan_(plan), g_(g), returned_(returned_storages(g)), steps_by_storage_(steps_by_storage(plan, g)) {
     for (const WriteBack& w : write_backs(plan, g))
-      if (!returned(g, g.values[w.input].storage)) memories_.push_back({w, w.input});
+      if (!returned_.count(g.values[w.input].storage)) memories_.push_back({w, w.input});
   }
 
   int run() {
@@ -140,17 +148,21 @@ class Placer {
     return placed;
   }
 
-  // Whether a step in [from, to) other than `except` touches the storage of `v`.
+  // Whether a step in [from, to) other than `except` reads or writes the storage of `v`. (The steps
+  // touching each storage do not change: placing an output changes which buffer a load names, among
+  // the kernel's buffers.)
   bool touched(ValueId v, size_t from, size_t to, size_t except) const {
-    for (size_t s = from; s < to; ++s)
-      if (s != except && touches(plan_, g_, plan_.steps[s], g_.values[v].storage)) return true;
+    const auto it = steps_by_storage_.find(g_.values[v].storage);
+    if (it == steps_by_storage_.end()) return false;
+    for (auto s = std::lower_bound(it->second.begin(), it->second.end(), from); s != it->second.end() && *s < to; ++s)
+      if (*s != except) return true;
     return false;
   }
 
   bool place(KernelLaunch& launch, size_t j, size_t s, InputMemory& memory) {
     const ValueId v = launch.outputs[j], held = memory.held;
     const WriteBack& w = memory.write_back;
-    if (w.step < s || !same_layout(g_.values[w.input].meta, g_.values[v].meta) || returned(g_, g_.values[v].storage)) return false;
+    if (w.step < s || !same_layout(g_.values[w.input].meta, g_.values[v].meta) || returned_.count(g_.values[v].storage)) return false;
     // What the memory holds is read by nothing after this kernel: the input's contents until the
     // write-back (which writes them), a stored value ever after.
     if (touched(held, s + 1, held == w.input ? w.step : plan_.steps.size(), plan_.steps.size())) return false;
@@ -168,6 +180,8 @@ class Placer {
 
   Plan& plan_;
   const graph::Graph& g_;
+  std::unordered_set<int32_t> returned_;
+  std::unordered_map<int32_t, std::vector<size_t>> steps_by_storage_;
   std::vector<InputMemory> memories_;
 };
 

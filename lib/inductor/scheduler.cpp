@@ -349,8 +349,8 @@ class Scheduler {
   // value this kernel stores); otherwise decides what the next attempt changes (decided_).
   bool only_misfit(const BuildFailure& e, ValueId v) {
     if (e.kind == BuildFailure::Kind::kReadsUnplaced) {
-      read_by_a_sibling_[e.value] = 1;
-      decide(fmt::format("{} is placed before {}, which reads its buffer", describe(e.value), describe(v)));
+      for (ValueId like : same_result_of_every_such_node(g_, e.value)) read_by_a_sibling_[like] = 1;
+      decide(fmt::format("{} is placed before {}, which reads its buffer (so in every such node)", describe(e.value), describe(v)));
       return false;
     }
     if (e.value == v || (stored_[e.value] && ctx_->group[e.value] == group_id_)) return true;

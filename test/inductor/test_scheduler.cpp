@@ -67,6 +67,24 @@ TEST_CASE("scheduler: layer_norm's statistics are placed before the output that 
   CHECK(s.plan.kernels[0].outputs.size() == 2);
   CHECK(s.plan.kernels[1].outputs.size() == 1);
   CHECK(s.plan.extern_reasons.empty());
+
+  // Every layer's layer_norm alike: the two decisions hold for all of them (not two attempts per layer).
+  const auto layers = schedule_of(
+      [](const at::Tensor& x) {
+        std::vector<at::Tensor> results;
+        at::Tensor h = x;
+        for (int layer = 0; layer < 4; ++layer) {
+          auto [out, mean, rstd] = at::native_layer_norm(h, {32}, {}, {}, 1e-5);
+          results.insert(results.end(), {out, mean, rstd});
+          h = out.relu();
+        }
+        results.push_back(h);
+        return results;
+      },
+      at::randn({64, 32}));
+  CHECK(layers.lines_with("is placed before") == 2);
+  CHECK(layers.plan.kernels.size() == 2);  // as one layer's: each layer reduces the same rows, so the rows fuse across layers
+  CHECK(layers.plan.extern_reasons.empty());
 }
 
 TEST_CASE("scheduler: values of another iteration space start a kernel of their own", "[scheduler]") {
