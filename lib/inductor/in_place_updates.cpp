@@ -129,6 +129,7 @@ class Placer {
     int placed = 0;
     for (size_t s = 0; s < plan_.steps.size(); ++s)
       if (plan_.steps[s].kind == Step::Kind::kKernel) placed += place_outputs(s);
+    drop_copies_onto_themselves();
     return placed;
   }
 
@@ -175,7 +176,26 @@ class Placer {
     launch.output_memory.resize(launch.outputs.size(), graph::kNoValue);
     launch.output_memory[j] = w.input;
     memory.held = v;
+    // The memory holds the written-back value from here on (the write-back reads it, so nothing is
+    // placed there after it): the write-back copies the input onto itself.
+    if (v == w.value) onto_themselves_.push_back(w.step);
     return true;
+  }
+
+  // Write-backs of values stored in their input's memory do nothing; each is an ATen call, and an
+  // optimizer step has three per parameter. Those whose result nothing reads leave the plan.
+  void drop_copies_onto_themselves() {
+    if (onto_themselves_.empty()) return;
+    const std::vector<int> last_reader = last_readers(g_);
+    std::vector<bool> drop(plan_.steps.size(), false);
+    for (size_t s : onto_themselves_) {
+      const auto results = node_outputs(g_.nodes[plan_.steps[s].index]);
+      drop[s] = std::all_of(results.begin(), results.end(), [&](ValueId r) { return last_reader[r] < 0; });
+    }
+    std::vector<Step> kept;
+    for (size_t s = 0; s < plan_.steps.size(); ++s)
+      if (!drop[s]) kept.push_back(plan_.steps[s]);
+    plan_.steps = std::move(kept);
   }
 
   Plan& plan_;
@@ -183,6 +203,7 @@ class Placer {
   std::unordered_set<int32_t> returned_;
   std::unordered_map<int32_t, std::vector<size_t>> steps_by_storage_;
   std::vector<InputMemory> memories_;
+  std::vector<size_t> onto_themselves_;  // the steps of write-backs that copy an input onto itself
 };
 
 }  // namespace
