@@ -114,6 +114,33 @@ TEST_CASE("combo kernels: parts share a block size, and print as one function th
   }
 }
 
+// A kernel that moves many values gains nothing from sharing a launch, and as a part would lengthen its
+// combo's NVRTC compile: it launches alone while the small updates beside it still combine.
+TEST_CASE("combo kernels: a kernel moving more than kMaxComboPartValues values is not a part", "[inductor][combos]") {
+  const auto big = at::randn({2048, 2048}), a = at::rand({7}), c = at::randn({3, 5, 9}), d = at::randn({1000});
+  const Scheduled s = scheduled(independent_updates, big, a, c, d);
+  REQUIRE(s.plan.kernels.size() == 5);
+  const auto runs = jitc::inductor::independent_kernel_runs(s.plan, s.graph);
+  const auto combos = jitc::inductor::plan_combo_kernels(s.kernels, s.configs, runs, /*index32=*/false);
+  std::vector<bool> part(s.kernels.size(), false);
+  for (const auto& combo : combos)
+    for (size_t k : combo.parts) part[k] = true;
+  size_t big_kernels = 0, small_parts = 0;
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const int64_t moved = jitc::inductor::values_moved(s.kernels[k]->kernel);
+    INFO(s.kernels[k]->kernel.name << " moves " << moved);
+    CHECK(moved > 0);
+    if (moved > jitc::inductor::kMaxComboPartValues) {
+      ++big_kernels;
+      CHECK_FALSE(part[k]);
+    } else if (part[k]) {
+      ++small_parts;
+    }
+  }
+  CHECK(big_kernels == 2);  // big * 0.9 + 1 and big.sum(-1): 4M points, two buffers each
+  CHECK(small_parts >= 2);
+}
+
 namespace {
 
 // One AdamW step per parameter, as torch.optim's single-tensor update writes it, in place; and each

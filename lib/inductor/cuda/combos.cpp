@@ -9,12 +9,18 @@
 
 namespace jitc::inductor {
 
+int64_t values_moved(const Kernel& kernel) {
+  int64_t points = 1;
+  for (const LoopVar& v : kernel.vars) points *= evaluate_size(kernel, v.extent, nullptr);
+  return points * static_cast<int64_t>(kernel.buffers.size());
+}
+
 bool combo_part_candidate(const Kernel& kernel, const CudaConfig& config) {
   if (config.split > 0) return false;
   for (const Expr& e : kernel.body)
     if (e.op == ScalarOp::kSym) return false;
   const int64_t tiles = tile_count(kernel, nullptr, config);
-  return tiles > 0 && tiles <= kMaxGridBlocks;
+  return tiles > 0 && tiles <= kMaxGridBlocks && values_moved(kernel) <= kMaxComboPartValues;
 }
 
 namespace {

@@ -31,8 +31,17 @@ constexpr size_t kMaxComboBuffers = 384;
 // compile at the same time.
 constexpr size_t kMaxComboBodies = 2;
 
+// A part moves at most this many values (its iteration points times its buffers, 16 MiB of floats):
+// a kernel that moves more runs long enough that its own launch costs little next to it, and as a part
+// it would only lengthen its combo's NVRTC compile, a compile's slowest program (GPT-2's AdamW update:
+// twelve layers' parameters per kernel, combined for no faster step).
+constexpr int64_t kMaxComboPartValues = int64_t{1} << 22;
+
+// Values a kernel of constant sizes reads and writes, counting every buffer at every iteration point.
+int64_t values_moved(const Kernel& kernel);
+
 // Whether a kernel printed with `config` may be a part: one pass (not split), a constant number of
-// tiles that a grid covers.
+// tiles that a grid covers, at most kMaxComboPartValues values moved.
 bool combo_part_candidate(const Kernel& kernel, const CudaConfig& config);
 
 // The combos made of the runs' candidates: parts with the same threads per block, at most
