@@ -1,6 +1,8 @@
 #include "inductor/graph_uses.h"
 
 #include <algorithm>
+#include <sstream>
+#include <string>
 
 namespace jitc::inductor {
 
@@ -74,6 +76,46 @@ std::vector<ValueId> same_result_of_every_such_node(const graph::Graph& g, Value
     const std::vector<ValueId> siblings = node_outputs(n);
     if (siblings.size() == results.size()) found.push_back(siblings[index]);
   }
+  return found;
+}
+
+namespace {
+
+// What two like nodes share: the op, each argument's dtype and sizes or constant, and the sorted ops
+// that read each result.
+std::string node_signature(const graph::Graph& g, const graph::Node& n, const std::vector<std::vector<int>>& readers) {
+  std::ostringstream key;
+  key << n.op.operator_name() << '(';
+  auto tensor = [&](ValueId v) {
+    if (v == graph::kNoValue) return void(key << "None");
+    key << c10::toString(g.values[v].meta.dtype) << graph::to_string(g.values[v].meta.sizes);
+  };
+  for (const graph::Arg& a : n.args) {
+    if (a.kind == graph::Arg::Kind::kValue) tensor(a.value);
+    else if (a.kind == graph::Arg::Kind::kConstant) key << a.constant;
+    for (ValueId v : a.list) tensor(v);
+    key << ", ";
+  }
+  key << ") ->";
+  for (ValueId out : node_outputs(n)) {
+    std::vector<std::string> ops;
+    for (int r : readers[out]) ops.push_back(toString(g.nodes[r].op.operator_name()));
+    std::sort(ops.begin(), ops.end());
+    key << ' ';
+    tensor(out);
+    for (const auto& op : ops) key << ' ' << op;
+  }
+  return key.str();
+}
+
+}  // namespace
+
+std::vector<ValueId> same_result_of_every_like_node(const graph::Graph& g, ValueId value) {
+  const auto readers = readers_by_value(g);
+  const std::string like = node_signature(g, g.nodes[g.values[value].producer], readers);
+  std::vector<ValueId> found;
+  for (ValueId v : same_result_of_every_such_node(g, value))
+    if (node_signature(g, g.nodes[g.values[v].producer], readers) == like) found.push_back(v);
   return found;
 }
 

@@ -31,6 +31,11 @@ bool supported_dtype(c10::ScalarType t);
 // native_layer_norm reads its statistics alike, so one attempt learns it for all of them.
 std::vector<graph::ValueId> same_result_of_every_such_node(const graph::Graph& g, graph::ValueId value);
 
+// The same, narrowed to nodes that look like value's producer: tensor arguments of the same dtypes and
+// sizes, the same other arguments, results read by the same ops. A network's repeated layers: what one
+// attempt learns about one layer's value (it must be stored to a buffer) holds for every layer's.
+std::vector<graph::ValueId> same_result_of_every_like_node(const graph::Graph& g, graph::ValueId value);
+
 // Per value: the last node reading it (g.nodes.size() for a graph output, -1 for none).
 std::vector<int> last_readers(const graph::Graph& g);
 

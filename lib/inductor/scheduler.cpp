@@ -355,8 +355,8 @@ class Scheduler {
     }
     if (e.value == v || (stored_[e.value] && ctx_->group[e.value] == group_id_)) return true;
     JITC_INTERNAL_ASSERT(!stored_[e.value], "scheduler: a stored value was needed again");
-    stored_[e.value] = 1;
-    decide(fmt::format("{} is stored to a buffer: {}", describe(e.value), e.why));
+    for (ValueId like : same_result_of_every_like_node(g_, e.value)) stored_[like] = 1;
+    decide(fmt::format("{} is stored to a buffer: {} (so in every like node)", describe(e.value), e.why));
     return false;
   }
 

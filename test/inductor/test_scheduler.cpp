@@ -40,6 +40,18 @@ TEST_CASE("scheduler: a reduction read at every element is stored by a kernel of
   CHECK(s.plan.kernels.size() == 2);
   CHECK(s.lines_with("is stored to a buffer: a reduction is read where the kernel's rows are not its output elements") == 1);
   CHECK(s.plan.extern_reasons.empty());
+
+  // Four layers alike: the decision holds for every layer's sum (one attempt, not one per layer).
+  const auto layers = schedule_of(
+      [](const at::Tensor& x) {
+        at::Tensor h = x;
+        for (int layer = 0; layer < 4; ++layer) h = (h - h.sum(0, true)) * 0.5;
+        return h;
+      },
+      meta({64, 32}));
+  CHECK(layers.lines_with("is stored to a buffer: a reduction is read where the kernel's rows are not its output elements") == 1);
+  CHECK(layers.plan.kernels.size() == 2);  // every column sum in one kernel over the columns, then the rows
+  CHECK(layers.plan.extern_reasons.empty());
 }
 
 TEST_CASE("scheduler: a value that no kernel can compute runs as an extern call, decided once", "[scheduler]") {
