@@ -92,23 +92,20 @@ class Scheduler {
 
   // Node i runs as an extern call after it was lowered: its results are buffers from now on.
   void unlower(size_t i) {
-    for (ValueId out : outputs_of(g_.nodes[i])) {
+    for (ValueId out : node_outputs(g_.nodes[i])) {
       ctx_->loader[out] = nullptr;
       ctx_->view_of[out] = graph::kNoValue;
       ctx_->row_dims[out].clear();
     }
   }
 
-  std::vector<ValueId> outputs_of(const Node& n) const { return node_outputs(n); }
-  std::vector<ValueId> tensor_args(const Node& n) const { return node_tensor_args(n); }
-
   // The capabilities of the backend of v's device (unsupported_values rejected devices without one).
   const Target& target_of(ValueId v) const { return backend_for(g_.values[v].meta.device.type())->target(); }
 
   // Lowered ops read and write tensors of supported dtypes on one device that has a backend.
   std::string unsupported_values(const Node& n) const {
-    std::vector<ValueId> values = tensor_args(n);
-    const auto outs = outputs_of(n);
+    std::vector<ValueId> values = node_tensor_args(n);
+    const auto outs = node_outputs(n);
     values.insert(values.end(), outs.begin(), outs.end());
     for (ValueId v : values) {
       const auto& m = g_.values[v].meta;
@@ -127,13 +124,13 @@ class Scheduler {
     std::vector<int> stack;
     for (size_t i = 0; i < g_.nodes.size(); ++i)
       if (g_.nodes[i].checked())
-        for (ValueId v : tensor_args(g_.nodes[i])) stack.push_back(g_.values[v].producer);
+        for (ValueId v : node_tensor_args(g_.nodes[i])) stack.push_back(g_.values[v].producer);
     while (!stack.empty()) {
       const int p = stack.back();
       stack.pop_back();
       if (p < 0 || extern_[p]) continue;
       make_extern(static_cast<size_t>(p), "a graph break reads its result, which must be eager's bit for bit");
-      for (ValueId v : tensor_args(g_.nodes[p])) stack.push_back(g_.values[v].producer);
+      for (ValueId v : node_tensor_args(g_.nodes[p])) stack.push_back(g_.values[v].producer);
     }
   }
 
@@ -182,7 +179,7 @@ class Scheduler {
         make_extern(i, why);
         continue;
       }
-      const auto outs = outputs_of(n);
+      const auto outs = node_outputs(n);
       try {
         if (failure_injected("lowering", {n.name()})) throw std::runtime_error(kInjectedFailure);
         JITC_INTERNAL_ASSERT(!failure_injected("bug", {n.name()}), kInjectedFailure);
@@ -191,8 +188,8 @@ class Scheduler {
         if (ctx_->runtime_doubles_read != runtime_double_args(n)) throw Unsupported("its lowering reads a run-time double as a constant");
         if (loaders.size() != outs.size()) throw Unsupported(fmt::format("lowering gave {} results for {}", loaders.size(), outs.size()));
         for (size_t k = 0; k < outs.size(); ++k) ctx_->loader[outs[k]] = std::move(loaders[k]);
-        if (is_view_lowering(n) && !tensor_args(n).empty())
-          for (ValueId v : outs) ctx_->view_of[v] = tensor_args(n)[0];
+        if (is_view_lowering(n) && !node_tensor_args(n).empty())
+          for (ValueId v : outs) ctx_->view_of[v] = node_tensor_args(n)[0];
       } catch (const Unsupported& e) {
         for (ValueId v : outs) ctx_->loader[v] = nullptr;
         make_extern(i, e.what());
@@ -226,7 +223,7 @@ class Scheduler {
         if (v != graph::kNoValue && (ctx_->view_of[v] != graph::kNoValue) == views) need(v);
     for (size_t i = g_.nodes.size(); i-- > 0;)
       if (extern_[i])
-        for (ValueId v : tensor_args(g_.nodes[i])) need(v);
+        for (ValueId v : node_tensor_args(g_.nodes[i])) need(v);
     const std::vector<int> last_reader = last_readers(g_);
     for (size_t i = 0; i < g_.nodes.size(); ++i)
       if (extern_[i] && g_.nodes[i].mutates)
@@ -445,7 +442,7 @@ class Scheduler {
     sources_done_[v] = 1;
     const int p = g_.values[v].producer;
     std::vector<ValueId> found;
-    for (ValueId a : tensor_args(g_.nodes[p])) {
+    for (ValueId a : node_tensor_args(g_.nodes[p])) {
       const int q = g_.values[a].producer;
       if (q < 0 || extern_[q] || ctx_->stored[a]) found.push_back(a);
       else
@@ -479,7 +476,7 @@ class Scheduler {
     for (size_t j = static_cast<size_t>(position_); j < g_.nodes.size() && members_.size() < kMaxFusedValues; ++j) {
       if (g_.nodes[j].mutates) return;
       if (extern_[j]) continue;
-      for (ValueId w : outputs_of(g_.nodes[j])) {
+      for (ValueId w : node_outputs(g_.nodes[j])) {
         if (!ctx_->stored[w] || placed_[w] || members_.size() >= kMaxFusedValues || !compatible(w, space_)) continue;
         // One that fails (its node's other results come first, or it reads a value it cannot) keeps its place.
         if (!ready(w) || !shares_a_source(w) || try_join(w)) continue;
@@ -507,7 +504,7 @@ class Scheduler {
   }
 
   bool reads_current_group(const Node& n) const {
-    for (ValueId v : tensor_args(n))
+    for (ValueId v : node_tensor_args(n))
       if (std::find(members_.begin(), members_.end(), v) != members_.end()) return true;
     return false;
   }
@@ -538,7 +535,7 @@ class Scheduler {
       }
       // A node's results in the order they read each other: native_layer_norm's output reads its
       // statistics from their buffers, so those go first once a kernel found it reading them.
-      std::vector<ValueId> outs = outputs_of(n);
+      std::vector<ValueId> outs = node_outputs(n);
       std::stable_partition(outs.begin(), outs.end(), [&](ValueId v) { return read_by_a_sibling_[v]; });
       for (ValueId v : outs) {
         if (!ctx_->stored[v] || placed_[v]) continue;
