@@ -18,10 +18,13 @@
 
 #include <jitc/errors.h>
 
+#include <ATen/ThreadLocalState.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 namespace jitc::detail {
 
@@ -112,8 +115,17 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
   // std::call_once costs a few thread-local accesses on every hit; after the build a flag suffices.
   if (entry.program_built.load(std::memory_order_acquire)) return entry.program.get();
   std::call_once(entry.program_once, [&] {
+    // A training entry's backward program is built now (autograd runs it, maybe on another thread), on a
+    // thread of its own while the forward's builds: their NVRTC or LLVM compiles share the cores.
+    // ATen's thread-local state (grad mode, dispatch keys) goes with it, as at::launch passes it on.
+    std::future<void> backward;
+    if (entry.backward)
+      backward = std::async(std::launch::async, [&, state = at::ThreadLocalState()] {
+        at::ThreadLocalStateGuard guard(state);
+        program_for(*entry.backward->entry);
+      });
     entry.program = build_program(entry);
-    if (entry.backward) program_for(*entry.backward->entry);  // built now: autograd runs it, maybe on another thread
+    if (backward.valid()) backward.get();
     // A training entry's saved values must outlive the next call, which CUDA graphs' static outputs do not.
     if (entry.program && uses_cuda_graphs(options_.mode) && !entry.backward && entry.part.empty()) {
       const std::string id = compile_id(entry.compile_number);

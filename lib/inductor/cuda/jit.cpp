@@ -8,6 +8,7 @@
 
 #include <jitc/errors.h>
 
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/SmallVector.h>
@@ -300,7 +301,11 @@ std::string nvrtc_compile(const std::string& source, const std::string& name, co
 
 std::unique_ptr<CudaModule> load_cuda_modules(const std::vector<std::string>& images, const std::string& name, int device) {
   Api& api = driver_api();
-  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // its primary context is current
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  // Forced: the guard skips cudaSetDevice where the device is already current, and a thread that has
+  // not used CUDA yet (a training entry's backward builds on one) has no current context until it runs.
+  if (c10::cuda::SetDevice(static_cast<c10::DeviceIndex>(device), /*force=*/true) != cudaSuccess)
+    throw RuntimeError(fmt::format("jitc: cudaSetDevice({}) failed while loading {}", device, name));
   auto loaded = std::make_unique<DriverModule>(images);
   for (const std::string& image : images) {
     CUmodule module = nullptr;
