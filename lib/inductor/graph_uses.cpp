@@ -128,27 +128,44 @@ std::vector<int> last_readers(const graph::Graph& g) {
   return last;
 }
 
-std::vector<ValueId> read_across_write(const graph::Graph& g, size_t i, const std::vector<int>& last_reader,
-                                       const std::function<bool(size_t)>& lowered, const std::function<bool(ValueId)>& computed) {
-  std::vector<int32_t> written;
-  for (ValueId v : node_tensor_args(g.nodes[i])) written.push_back(g.values[v].storage);
-  std::vector<int8_t> reads(g.values.size(), -1);  // memo: -1 unknown
-  std::function<bool(ValueId)> reads_written = [&](ValueId v) -> bool {
-    if (reads[v] >= 0) return reads[v];
-    bool r = std::find(written.begin(), written.end(), g.values[v].storage) != written.end();
-    const int p = g.values[v].producer;
-    if (!r && p >= 0 && lowered(static_cast<size_t>(p)))
-      for (ValueId a : node_tensor_args(g.nodes[p])) r = r || reads_written(a);
-    reads[v] = r;
-    return r;
-  };
-  std::vector<ValueId> found;
-  for (size_t j = 0; j < i; ++j) {
-    if (!lowered(j)) continue;
-    for (const graph::NodeOutput& out : g.nodes[j].outputs)  // node_outputs without a vector per node: this runs per write
-      for (ValueId v : out.values)
-        if (v != graph::kNoValue && last_reader[v] > static_cast<int>(i) && computed(v) && reads_written(v)) found.push_back(v);
+ReadIndex read_index(const graph::Graph& g) {
+  ReadIndex index{last_readers(g), readers_by_value(g), {}};
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const int32_t storage = g.values[v].storage;
+    if (storage < 0) continue;
+    if (static_cast<size_t>(storage) >= index.values_of_storage.size()) index.values_of_storage.resize(storage + 1);
+    index.values_of_storage[storage].push_back(static_cast<ValueId>(v));
   }
+  return index;
+}
+
+std::vector<ValueId> read_across_write(const graph::Graph& g, size_t i, const ReadIndex& index, const std::function<bool(size_t)>& lowered,
+                                       const std::function<bool(ValueId)>& computed) {
+  // The values reading the written memory: those living in it, then the results of lowered nodes before i
+  // that read one of them.
+  std::vector<ValueId> reading;
+  std::vector<char> seen(g.values.size(), 0);
+  for (ValueId a : node_tensor_args(g.nodes[i])) {
+    const int32_t storage = g.values[a].storage;
+    if (storage < 0 || static_cast<size_t>(storage) >= index.values_of_storage.size()) continue;
+    for (ValueId v : index.values_of_storage[storage])
+      if (!seen[v]) seen[v] = 1, reading.push_back(v);
+  }
+  for (size_t k = 0; k < reading.size(); ++k)
+    for (int r : index.readers[reading[k]]) {
+      if (r >= static_cast<int>(i) || !lowered(static_cast<size_t>(r))) continue;
+      for (ValueId w : node_outputs(g.nodes[r]))
+        if (w != graph::kNoValue && !seen[w]) seen[w] = 1, reading.push_back(w);
+    }
+  std::vector<ValueId> found;
+  for (ValueId v : reading) {
+    const int p = g.values[v].producer;
+    if (p >= 0 && p < static_cast<int>(i) && lowered(static_cast<size_t>(p)) && index.last_reader[v] > static_cast<int>(i) && computed(v))
+      found.push_back(v);
+  }
+  // In plan order, as the nodes computing them come.
+  std::sort(found.begin(), found.end(),
+            [&](ValueId a, ValueId b) { return std::pair(g.values[a].producer, a) < std::pair(g.values[b].producer, b); });
   return found;
 }
 

@@ -39,10 +39,20 @@ std::vector<graph::ValueId> same_result_of_every_like_node(const graph::Graph& g
 // Per value: the last node reading it (g.nodes.size() for a graph output, -1 for none).
 std::vector<int> last_readers(const graph::Graph& g);
 
+// What read_across_write looks up: per value its last reader (last_readers) and its readers
+// (readers_by_value), per storage the values that live in it.
+struct ReadIndex {
+  std::vector<int> last_reader;
+  std::vector<std::vector<int>> readers;
+  std::vector<std::vector<graph::ValueId>> values_of_storage;
+};
+ReadIndex read_index(const graph::Graph& g);
+
 // Values computed inline (`computed`) before node i writes its tensor arguments, from those tensors'
-// memory, and read after i (`last_reader` as above): inlined into a later kernel they would read the
-// written memory (fuzzer seed 563608). `lowered(j)`: node j runs in generated kernels.
-std::vector<graph::ValueId> read_across_write(const graph::Graph& g, size_t i, const std::vector<int>& last_reader,
+// memory, and read after i: inlined into a later kernel they would read the written memory (fuzzer seed
+// 563608). `lowered(j)`: node j runs in generated kernels. Found from the written memory forward through
+// the lowered nodes before i, so an optimizer step's hundreds of write-backs cost their own values each.
+std::vector<graph::ValueId> read_across_write(const graph::Graph& g, size_t i, const ReadIndex& index,
                                               const std::function<bool(size_t)>& lowered,
                                               const std::function<bool(graph::ValueId)>& computed);
 

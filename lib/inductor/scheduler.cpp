@@ -224,10 +224,10 @@ class Scheduler {
     for (size_t i = g_.nodes.size(); i-- > 0;)
       if (extern_[i])
         for (ValueId v : node_tensor_args(g_.nodes[i])) need(v);
-    const std::vector<int> last_reader = last_readers(g_);
+    const ReadIndex index = read_index(g_);
     for (size_t i = 0; i < g_.nodes.size(); ++i)
       if (extern_[i] && g_.nodes[i].mutates)
-        for (ValueId v : read_across_write(g_, i, last_reader, lowered(), computed())) need(v);
+        for (ValueId v : read_across_write(g_, i, index, lowered(), computed())) need(v);
   }
 
   // ---- kernels ----------------------------------------------------------------------------------
