@@ -327,7 +327,8 @@ class Functionalizer {
     const auto& schema = n.op.schema();
     if (n.op.hasTag(at::Tag::inplace_view)) return fail(fmt::format("{} changes a tensor's view in place", n.name()));
     const auto& name = n.op.operator_name();
-    if (writes_unannotated(n)) return batch_norm_with_running_statistics(n);
+    if (writes_unannotated(n))  // no functional form here: the graph replays its ops, updates included
+      return fail(fmt::format("{} in training mode updates its running statistics in place", n.name()));
     if (name.name.back() != '_' || !writes(schema.arguments()[0])) return fail(fmt::format("{} writes into an out= argument", n.name()));
     auto functional = out_of_place(name);
     if (!functional) return fail(fmt::format("{} has no out-of-place variant", n.name()));
@@ -343,41 +344,6 @@ class Functionalizer {
     info_[raw_out] = info_[target];
     info_[raw_out].fv = value;
     info_[raw_out].version = version_[info_[target].root];
-    return true;
-  }
-
-  // batch_norm and native_batch_norm in training mode (the batch norms the decompositions leave: half and
-  // bfloat16, sizes not static) update their running statistics without saying so in their schemas: the
-  // functional form of native_batch_norm, which runs its kernel and returns the statistics' next values,
-  // and writes of those.
-  bool batch_norm_with_running_statistics(const Node& n) {
-    static const auto functional = find_op("aten::_native_batch_norm_legit_functional", "");
-    const auto& name = n.op.operator_name().name;
-    const bool native = name == "aten::native_batch_norm";
-    if (!(native || name == "aten::batch_norm") || !functional || n.args.size() != (native ? 8u : 9u) ||
-        n.outputs.size() != (native ? 3u : 1u))
-      return fail(fmt::format("{} in training mode updates its running statistics in place", n.name()));
-    const ValueId running_mean = n.args[3].value, running_var = n.args[4].value;
-    for (ValueId running : {running_mean, running_var})
-      if (running == kNoValue || !elements_apart(raw_.values[running].meta) || !elements_apart(raw_.values[info_[running].root].meta))
-        return fail(fmt::format("{} updates running statistics whose elements share memory", n.name()));
-    Node call(*functional);
-    call.args = map_args(n);
-    call.args.resize(8);  // batch_norm's cudnn_enabled: a choice the functional form makes itself
-    const TensorMeta& x = raw_.values[n.args[0].value].meta;
-    const TensorMeta stats = out_.values[read(running_mean)].meta;  // [C]
-    for (size_t r = 0; r < 3; ++r) {
-      // batch_norm's result only: the saved statistics are left unread (their dtype is the device's choice).
-      const TensorMeta meta = r < n.outputs.size() ? raw_.values[n.outputs[r].values[0]].meta : r == 0 ? x : stats;
-      call.outputs.push_back({false, {define(meta, next_storage_++)}});
-    }
-    for (ValueId running : {running_mean, running_var})
-      call.outputs.push_back({false, {define(out_.values[read(running)].meta, next_storage_++)}});
-    for (size_t r = 0; r < n.outputs.size(); ++r) new_root(n.outputs[r].values[0], call.outputs[r].values[0]);
-    const ValueId next_mean = call.outputs[3].values[0], next_var = call.outputs[4].values[0];
-    out_.nodes.push_back(std::move(call));
-    write(running_mean, next_mean);
-    write(running_var, next_var);
     return true;
   }
 

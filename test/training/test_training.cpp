@@ -227,39 +227,6 @@ TEST_CASE("batch norm in training mode updates its running statistics once per c
   }
 }
 
-// Half and bfloat16 batch norms are not decomposed: their running statistics are updated through the
-// op's functional form (the same kernel), so the graph compiles instead of replaying its ops eagerly.
-TEST_CASE("batch norm in bfloat16 and half updates its running statistics in compiled code, in training and inference", "[training]") {
-  for (const auto dtype : {at::kBFloat16, at::kHalf}) {
-    INFO(dtype);
-    torch::nn::BatchNorm2d eager_bn(4), bn(4);
-    eager_bn->to(dtype);
-    bn->to(dtype);
-    const at::Tensor r = at::randn({2, 4, 3, 3}).to(dtype);
-    jitc::testing::LogCapture logs("perf_hints");
-    auto f = jitc::compile([&](const at::Tensor& x) { return (bn->forward(x) * r).sum(); });
-    auto calibrate = jitc::compile([&](const at::Tensor& x) { return bn->forward(x); });
-    for (int i = 0; i < 3; ++i) {
-      INFO("call " << i);
-      const at::Tensor x = at::randn({2, 4, 3, 3}).to(dtype);
-      (eager_bn->forward(x) * r).sum().backward();
-      f(x).backward();
-      CHECK(at::equal(bn->running_mean, eager_bn->running_mean));  // the same kernel computed both
-      CHECK(at::equal(bn->running_var, eager_bn->running_var));
-      CHECK(at::allclose(bn->weight.grad(), eager_bn->weight.grad(), 2e-2, 2e-2));
-      CHECK(at::allclose(bn->bias.grad(), eager_bn->bias.grad(), 2e-2, 2e-2));
-      at::NoGradGuard no_grad;
-      CHECK(at::equal(calibrate(x), eager_bn->forward(x)));
-      CHECK(at::equal(bn->running_mean, eager_bn->running_mean));
-    }
-    CHECK(bn->num_batches_tracked.item<int64_t>() == 6);
-    CHECK(f.stats().hits == 2);
-    CHECK(calibrate.stats().hits == 2);
-    INFO(logs.text());
-    CHECK(!logs.contains("runs through the eager backend"));
-  }
-}
-
 TEST_CASE("backward formulas of activations, norms, softmax and losses become kernels, not extern calls", "[training]") {
   at::manual_seed(8);
   const at::Tensor target = at::randint(0, 6, {5}, at::kLong);

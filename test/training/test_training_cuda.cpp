@@ -1,7 +1,6 @@
 // Compiled training on a GPU ([cuda]: skipped without one): gradients of the lowered backward formulas
 // and training loops against eager on the same device, float64 where the comparison must be tight and
 // bfloat16 where the dtype's own rounding is the point.
-#include "support/log_capture.h"
 #include "training/random_training.h"
 #include "training/training_support.h"
 
@@ -64,33 +63,6 @@ TEST_CASE("CUDA training: a CNN with batch norm and a GPT-style transformer trai
   a->to(at::kCUDA, at::kDouble);
   b->to(at::kCUDA, at::kDouble);
   train_side_by_side(a, b, data, loss_of, 4, 1e-9);
-}
-
-// bfloat16 batch norms in training mode run their running-statistics update through the op's functional
-// form (test_training.cpp): compiled, not replayed eagerly.
-TEST_CASE("CUDA training: a bfloat16 batch norm updates its running statistics in compiled code", "[cuda][training]") {
-  if (!have_gpu()) return;
-  at::manual_seed(3);
-  const auto bf16 = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
-  torch::nn::BatchNorm2d eager_bn(8), bn(8);
-  eager_bn->to(at::kCUDA, at::kBFloat16);
-  bn->to(at::kCUDA, at::kBFloat16);
-  const at::Tensor r = at::randn({4, 8, 6, 6}, bf16);
-  jitc::testing::LogCapture logs("perf_hints");
-  auto f = jitc::compile([&](const at::Tensor& x) { return (bn->forward(x).relu() * r).sum(); });
-  for (int i = 0; i < 3; ++i) {
-    INFO("call " << i);
-    const at::Tensor x = at::randn({4, 8, 6, 6}, bf16);
-    (eager_bn->forward(x).relu() * r).sum().backward();
-    f(x).backward();
-    CHECK(at::allclose(bn->running_mean, eager_bn->running_mean, 1e-2, 1e-2));
-    CHECK(at::allclose(bn->running_var, eager_bn->running_var, 1e-2, 1e-2));
-    CHECK(at::allclose(bn->weight.grad(), eager_bn->weight.grad(), 3e-2, 3e-2));
-    CHECK(at::allclose(bn->bias.grad(), eager_bn->bias.grad(), 3e-2, 3e-2));
-  }
-  CHECK(f.stats().hits == 2);
-  INFO(logs.text());
-  CHECK(!logs.contains("runs through the eager backend"));
 }
 
 TEST_CASE("CUDA training over changing batch sizes: two compiles, then the symbolic forward and backward", "[cuda][training]") {
