@@ -138,6 +138,26 @@ TEST_CASE("CUDA: pointwise kernels that load all of a thread's groups first matc
   check_parity("rows of 1029", [](const at::Tensor& x) { return x * 3 + 1; }, base);
 }
 
+// Long bodies take narrower vector groups (kMaxUnrolledGroupExprs): 4 and 2 halves or bfloat16s per
+// access, whole and ragged rows.
+TEST_CASE("CUDA: pointwise kernels with long bodies in narrower groups match eager", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  for (int64_t links : {16, 200})
+    for (auto dtype : {at::kHalf, at::kBFloat16})
+      for (int64_t columns : {1024, 1021}) {
+        const auto chain = [links](const at::Tensor& x) {
+          auto y = x;
+          for (int64_t i = 0; i < links; ++i) y = y * 0.99 + x * 0.01;
+          return y;
+        };
+        check_parity(fmt::format("{} links, {}, rows of {}", links, c10::toString(dtype), columns), chain,
+                     cuda_sample({8, columns}, dtype, 45));
+      }
+}
+
 // More rows than a launch's blocks (kMaxGridBlocks): the kernel loops over them; fewer: one per block.
 TEST_CASE("CUDA: kernels with more tiles than a launch's blocks loop over them", "[cuda]") {
   if (!have_gpu()) {

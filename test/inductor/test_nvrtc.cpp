@@ -252,6 +252,32 @@ TEST_CASE("pointwise kernels load all of a thread's whole groups before computin
     CHECK_NOTHROW(jitc::inductor::cuda::nvrtc_compile(jitc::inductor::cuda_prelude() + source, "test", "sm_90", /*cubin=*/false));
 }
 
+// A pointwise kernel's vector group is unrolled over its elements: a long body takes narrower groups
+// (kMaxUnrolledGroupExprs), so that NVRTC compiles less code: 16-byte accesses of halves for a short
+// chain, 8 bytes for a longer one, 4 for a longer still, never narrower.
+TEST_CASE("pointwise kernels with long bodies take narrower vector groups", "[inductor][nvrtc]") {
+  const auto source_of = [](int64_t links) {
+    auto f = [links](const at::Tensor& x) {
+      auto y = x;
+      for (int64_t i = 0; i < links; ++i) y = y * 1.01 + x;
+      return y;
+    };
+    auto outcome = jitc::testing::trace_of(f, at::ones({64, 1024}, at::kHalf));
+    const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
+    std::string source;
+    for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels) source += jitc::inductor::emit_cuda(k.kernel, true);
+    return source;
+  };
+  const std::string short_chain = source_of(4), longer = source_of(16), longest = source_of(200);
+  CHECK_THAT(short_chain, Catch::Contains("*(const uint4*)(buf0"));
+  CHECK_THAT(longer, Catch::Contains("*(const uint2*)(buf0"));
+  CHECK_THAT(longest, Catch::Contains("*(const unsigned int*)(buf0"));
+  CHECK_THAT(longest, !Catch::Contains("uint4"));
+  if (!jitc::inductor::cuda::nvrtc_available()) return;
+  for (const auto& source : {longer, longest})
+    CHECK_NOTHROW(jitc::inductor::cuda::nvrtc_compile(jitc::inductor::cuda_prelude() + source, "test", "sm_90", /*cubin=*/false));
+}
+
 // Every kernel is launched to overlap the stream's previous one (programmatic dependent launch), so each
 // function must wait for the previous grid before its first memory access: all accesses index through
 // blockIdx or threadIdx, which the wait precedes.

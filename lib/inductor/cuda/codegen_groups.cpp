@@ -28,7 +28,9 @@ void Printer::plan_vector_groups() {
     widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
   }
   if (vector_access_.empty()) return;
+  const auto element_exprs = std::count(placement_.scope.begin(), placement_.scope.end(), Scope::kElement);
   group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
+  while (group_ > 2 && element_exprs * group_ > kMaxUnrolledGroupExprs) group_ /= 2;  // two: no 1-byte vector type
   group_var_ = u;
   if (tile_ % group_ != 0) vector_access_.clear();
   const Expr& extent = k_.body[k_.vars[u].extent];
