@@ -29,8 +29,10 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
   static const std::vector<std::pair<const char*, Fn>> g = {
       {"pointwise chain", [](const at::Tensor& a, const at::Tensor& b) { return ((a * b + 1).relu() - a.sigmoid()).abs().sqrt(); }},
       {"math", [](const at::Tensor& a, const at::Tensor& b) { return a.exp() + b.tanh() + at::gelu(a) + at::silu(b) + a.sin() * b.cos(); }},
-      {"more math", [](const at::Tensor& a, const at::Tensor& b) { return at::erf(a) + at::log1p(b.abs()) + at::expm1(a) + at::atan2(a, b) + a.pow(b.abs()); }},
-      {"integer-ish", [](const at::Tensor& a, const at::Tensor& b) { return at::floor_divide(a, b.abs() + 1) + at::remainder(a, b.abs() + 1) + a.floor(); }},
+      {"more math", [](const at::Tensor& a,
+                       const at::Tensor& b) { return at::erf(a) + at::log1p(b.abs()) + at::expm1(a) + at::atan2(a, b) + a.pow(b.abs()); }},
+      {"integer-ish", [](const at::Tensor& a,
+                         const at::Tensor& b) { return at::floor_divide(a, b.abs() + 1) + at::remainder(a, b.abs() + 1) + a.floor(); }},
       {"comparisons", [](const at::Tensor& a, const at::Tensor& b) { return at::where(a > b, a, b) + (a == b) + at::maximum(a, b); }},
       {"softmax", [](const at::Tensor& a, const at::Tensor&) { return at::softmax(a, -1); }},
       {"log_softmax", [](const at::Tensor& a, const at::Tensor&) { return at::log_softmax(a, -1); }},
@@ -43,7 +45,10 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
       {"prod any", [](const at::Tensor& a, const at::Tensor&) { return (a * 0.1 + 1).prod(-1) + (a > 0).any(-1); }},
       {"logsumexp", [](const at::Tensor& a, const at::Tensor&) { return a.logsumexp({-1}); }},
       {"views", [](const at::Tensor& a, const at::Tensor& b) { return (a.t().contiguous() + 1).view({-1}) + b.t().reshape({-1}); }},
-      {"cat pad", [](const at::Tensor& a, const at::Tensor& b) { return at::constant_pad_nd(at::cat({a, b.exp()}, 0), {1, 1}); }},
+      {"cat pad",
+       [](const at::Tensor& a, const at::Tensor& b) {
+         return at::constant_pad_nd(at::cat({a, b.exp()}, 0), {1, 1});
+       }},
   };
   return g;
 }
@@ -52,8 +57,9 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
 std::string all_variants(const jitc::inductor::Kernel& kernel, bool index32) {
   std::string source;
   for (const auto& config : jitc::inductor::cuda_config_candidates(kernel))
-    source += jitc::inductor::emit_cuda(kernel, index32, config, kernel.name + "_t" + std::to_string(config.threads) + "_" + std::to_string(config.tile) +
-                                                       "_c" + std::to_string(config.columns));
+    source += jitc::inductor::emit_cuda(
+        kernel, index32, config,
+        kernel.name + "_t" + std::to_string(config.threads) + "_" + std::to_string(config.tile) + "_c" + std::to_string(config.columns));
   return source;
 }
 
@@ -152,7 +158,8 @@ TEST_CASE("column reductions of tall inputs print as split kernels that NVRTC co
   }
   std::vector<jitc::inductor::Kernel> kernels;
   const Fn column_sums = [](const at::Tensor& a, const at::Tensor&) { return a.sum(0) + a.amin(0); };
-  for (auto dtype : {at::kFloat, at::kHalf, at::kDouble, at::kLong}) check_kernels_compile("column sums", column_sums, {20000, 100}, dtype, &kernels);
+  for (auto dtype : {at::kFloat, at::kHalf, at::kDouble, at::kLong})
+    check_kernels_compile("column sums", column_sums, {20000, 100}, dtype, &kernels);
   int split = 0;
   for (const auto& k : kernels) {
     const auto config = jitc::inductor::default_cuda_config(k);
@@ -210,9 +217,9 @@ TEST_CASE("vector groups test alignment only where the sizes do not prove it", "
   const auto mean_square = [](const at::Tensor& x) { return (x * x).mean(); };
   const auto sliced = [](const at::Tensor& x) { return x.narrow(1, 1, 1020) + 1; };
   const std::string address_test = "& 15) == 0", whole = "whole";
-  for (const auto& [name, source] : {std::make_pair("add", source_of(add, at::ones({64, 1024}))),
-                                     std::make_pair("softmax", source_of(softmax, at::ones({64, 1024}))),
-                                     std::make_pair("mean", source_of(mean_square, at::ones({4096, 4096})))}) {
+  for (const auto& [name, source] :
+       {std::make_pair("add", source_of(add, at::ones({64, 1024}))), std::make_pair("softmax", source_of(softmax, at::ones({64, 1024}))),
+        std::make_pair("mean", source_of(mean_square, at::ones({4096, 4096})))}) {
     INFO(name);
     CHECK_THAT(source, Catch::Contains("uint4"));
     CHECK_THAT(source, !Catch::Contains(address_test));
@@ -254,15 +261,16 @@ TEST_CASE("pointwise kernels load all of a thread's whole groups before computin
 
 // A pointwise kernel's vector group is unrolled over its elements: a long body takes narrower groups
 // (kMaxUnrolledGroupExprs), so that NVRTC compiles less code: 16-byte accesses of halves for a short
-// chain, 8 bytes for a longer one, 4 for a longer still, never narrower.
+// chain, 8 bytes for a longer one, 4 for a longer still, never narrower; and a thread takes its groups
+// one at a time unless the body is short.
 TEST_CASE("pointwise kernels with long bodies take narrower vector groups", "[inductor][nvrtc]") {
-  const auto source_of = [](int64_t links) {
+  const auto source_of = [](int64_t links, at::ScalarType dtype = at::kHalf) {
     auto f = [links](const at::Tensor& x) {
       auto y = x;
       for (int64_t i = 0; i < links; ++i) y = y * 1.01 + x;
       return y;
     };
-    auto outcome = jitc::testing::trace_of(f, at::ones({64, 1024}, at::kHalf));
+    auto outcome = jitc::testing::trace_of(f, at::ones({64, 1024}, dtype));
     const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
     std::string source;
     for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels) source += jitc::inductor::emit_cuda(k.kernel, true);
@@ -273,6 +281,12 @@ TEST_CASE("pointwise kernels with long bodies take narrower vector groups", "[in
   CHECK_THAT(longer, Catch::Contains("*(const uint2*)(buf0"));
   CHECK_THAT(longest, Catch::Contains("*(const unsigned int*)(buf0"));
   CHECK_THAT(longest, !Catch::Contains("uint4"));
+  // Floats: four per group, two groups per thread of 128 over 1024-element tiles (group_passes), or
+  // one group at a time.
+  CHECK_THAT(source_of(4, at::kFloat), Catch::Contains("][4];"));
+  const std::string one_group = source_of(32, at::kFloat);
+  CHECK_THAT(one_group, Catch::Contains("*(const uint4*)(buf0"));
+  CHECK_THAT(one_group, !Catch::Contains("]["));
   if (!jitc::inductor::cuda::nvrtc_available()) return;
   for (const auto& source : {longer, longest})
     CHECK_NOTHROW(jitc::inductor::cuda::nvrtc_compile(jitc::inductor::cuda_prelude() + source, "test", "sm_90", /*cubin=*/false));
@@ -293,7 +307,8 @@ TEST_CASE("every CUDA function waits for the previous kernel before it touches m
     const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
     int functions = 0;
     for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels)
-      for (const auto& function : jitc::inductor::emit_cuda_functions(k.kernel, true, jitc::inductor::default_cuda_config(k.kernel), k.kernel.name)) {
+      for (const auto& function :
+           jitc::inductor::emit_cuda_functions(k.kernel, true, jitc::inductor::default_cuda_config(k.kernel), k.kernel.name)) {
         INFO(name << ":\n" << function.source);
         ++functions;
         const auto trigger = function.source.find("let_dependents_launch();"), wait = function.source.find("wait_for_previous_grid();");
@@ -338,10 +353,10 @@ TEST_CASE("a source NVRTC rejects throws a CompileError with NVRTC's log", "[ind
     const std::string message = broken_compile_error(cubin);
     CHECK_THAT(message, Catch::Contains("could not compile broken_graph for sm_90"));
     CHECK_THAT(message, Catch::Contains("identifier \"undefined_value\" is undefined"));  // NVRTC's log
-    CHECK_THAT(message, Catch::Contains("broken_graph.cu("));  // the log's file(line) of the error
-    CHECK_THAT(message, Catch::Contains("\n--- source ---\n"));  // what() does not stop at the log's NUL
-    CHECK_THAT(message, Catch::Contains("k_broken_0"));            // the source follows the log
-    CHECK_THAT(message, !Catch::Contains("source saved as"));  // JITC_DEBUG_DIR is unset
+    CHECK_THAT(message, Catch::Contains("broken_graph.cu("));                             // the log's file(line) of the error
+    CHECK_THAT(message, Catch::Contains("\n--- source ---\n"));                           // what() does not stop at the log's NUL
+    CHECK_THAT(message, Catch::Contains("k_broken_0"));                                   // the source follows the log
+    CHECK_THAT(message, !Catch::Contains("source saved as"));                             // JITC_DEBUG_DIR is unset
   }
 }
 

@@ -102,8 +102,9 @@ constexpr int64_t kMaxGridBlocks = int64_t{1} << 20;
 
 // Rows at most this many elements long are reduced in registers (persistent reductions).
 constexpr int kMaxItemsPerThread = 16;
-// A vector group's element body is printed once per element of the group (unrolled): a pointwise kernel
-// takes narrower groups, down to two elements, when its body times the group would exceed this many
+// A vector group's element body is printed once per element of the group (unrolled), and once per group
+// where a thread takes several at once: a pointwise kernel takes narrower groups, down to two elements,
+// and one group at a time, when its body times the elements unrolled would exceed this many
 // expressions. NVRTC's time grows with the unrolled code (a horizontally fused update of seven parameters,
 // 173 expressions eight wide, was a compile's slowest program), and a body that long has many loads in
 // flight already.

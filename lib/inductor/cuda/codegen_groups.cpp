@@ -28,9 +28,9 @@ void Printer::plan_vector_groups() {
     widest = std::max(widest, c10::elementSize(k_.buffers[e.buffer].dtype));
   }
   if (vector_access_.empty()) return;
-  const auto element_exprs = std::count(placement_.scope.begin(), placement_.scope.end(), Scope::kElement);
+  element_exprs_ = std::count(placement_.scope.begin(), placement_.scope.end(), Scope::kElement);
   group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
-  while (group_ > 2 && element_exprs * group_ > kMaxUnrolledGroupExprs) group_ /= 2;  // two: no 1-byte vector type
+  while (group_ > 2 && element_exprs_ * group_ > kMaxUnrolledGroupExprs) group_ /= 2;  // two: no 1-byte vector type
   group_var_ = u;
   if (tile_ % group_ != 0) vector_access_.clear();
   const Expr& extent = k_.body[k_.vars[u].extent];
@@ -84,7 +84,7 @@ int Printer::groups_per_thread() const {
   const int64_t per_pass = static_cast<int64_t>(config_.threads) * group_;
   if (!whole_groups_ || tile_ % per_pass != 0) return 1;
   const int64_t count = tile_ / per_pass;
-  return count <= kMaxGroupsPerThread ? static_cast<int>(count) : 1;
+  return count <= kMaxGroupsPerThread && element_exprs_ * group_ * count <= kMaxUnrolledGroupExprs ? static_cast<int>(count) : 1;
 }
 
 std::vector<std::string> Printer::load_group(const std::string& g, const std::string& hi, std::string& whole, const std::string& inside) {

@@ -135,6 +135,7 @@ class Printer {
   std::vector<int> vector_access_;  // contiguous loads and stores of the element loop (of the partial
                                     // pass's reduction loop being printed, in a split kernel)
   int group_ = 1;                   // elements per group
+  int64_t element_exprs_ = 0;       // pointwise: expressions of the element body, unrolled per element
   int group_var_ = -1;              // the variable whose consecutive values a group holds
   bool whole_groups_ = false;       // pointwise: the element loop's extent is a multiple of the group
   std::string group_lane_;          // the element inside a group while its body is printed
