@@ -21,7 +21,9 @@
 # catch2 package: include/catch2, lib/cmake/Catch2, lib/libCatch2WithMain.a; a fresh checkout makes it with
 #   mkdir -p gpu-deps/include gpu-deps/lib/cmake && cp -r /usr/include/catch2 gpu-deps/include/ &&
 #   cp -r /usr/lib/cmake/Catch2 gpu-deps/lib/cmake/ && cp /usr/lib/libCatch2WithMain.a gpu-deps/lib/
-# ). Logs go to $OUT.
+# ). Logs go to $OUT. Benchmarks run with a fresh JITC_CACHE_DIR and a fresh CUDA_CACHE_PATH: NVRTC 13 keeps
+# the programs it compiled in the driver's compute cache, shared by every process on the host, so a second
+# run (or an A/B's other side) would otherwise find most programs compiled and report shorter first calls.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
@@ -43,7 +45,7 @@ if [ "${1:-}" = models ]; then
   mode=${2:-default}
   peer=()
   [ -n "${3:-}" ] && [ -s "$3" ] && peer=(--peer "$3")
-  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_models "$OUT/models_jitc_$mode.json" --device cuda --dtype bf16 --mode $mode --rounds 20 ${peer[@]+"${peer[@]}"} ${4:+--only "$4"} > "$OUT/models_jitc_$mode.log" 2>&1
+  CUDA_CACHE_PATH=$(mktemp -d) JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_models "$OUT/models_jitc_$mode.json" --device cuda --dtype bf16 --mode $mode --rounds 20 ${peer[@]+"${peer[@]}"} ${4:+--only "$4"} > "$OUT/models_jitc_$mode.log" 2>&1
   echo "bench_models $mode: exit $? after $(( $(date +%s) - start )) s"
   grep -v "^|" "$OUT/models_jitc_$mode.log" | tail -5
   grep "^|" "$OUT/models_jitc_$mode.log"
@@ -56,7 +58,7 @@ if [ "${1:-}" = training ]; then
   tail -3 "$OUT/test_training_cuda.log"
   peer=()
   [ -n "${2:-}" ] && [ -s "$2" ] && peer=(--peer "$2")
-  JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_training "$OUT/training_h100.json" --device cuda --dtype bf16 --scale gpu --rounds 10 ${peer[@]+"${peer[@]}"} ${3:+--only "$3"} ${4:+--optimizer "$4"} > "$OUT/training_h100.log" 2>&1
+  CUDA_CACHE_PATH=$(mktemp -d) JITC_CACHE_DIR=$(mktemp -d) timeout 400 ./build-gpu/benchmarks/bench_training "$OUT/training_h100.json" --device cuda --dtype bf16 --scale gpu --rounds 10 ${peer[@]+"${peer[@]}"} ${3:+--only "$3"} ${4:+--optimizer "$4"} > "$OUT/training_h100.log" 2>&1
   echo "bench_training: exit $? after $(( $(date +%s) - start )) s"
   grep -v "^|" "$OUT/training_h100.log" | grep -v "^frame" | tail -8
   grep "^|" "$OUT/training_h100.log"
@@ -86,7 +88,7 @@ if [ "${1:-}" = bench ] || [ "${1:-}" = bench-only ]; then
   [ -s "$OUT/peer_cuda.json" ] && peer=(--peer "$OUT/peer_cuda.json")
   # a fresh compile cache, so that jitc's first calls are cold like torch.compile's
   # compile_times: where each first call's time goes (trace, codegen, NVRTC, load), one line per graph
-  JITC_LOGS=compile_times JITC_CACHE_DIR=$(mktemp -d) timeout 240 ./build-gpu/benchmarks/bench_cuda "$OUT/cuda_bench.json" ${peer[@]+"${peer[@]}"} > "$OUT/cuda_bench.log" 2>&1
+  JITC_LOGS=compile_times CUDA_CACHE_PATH=$(mktemp -d) JITC_CACHE_DIR=$(mktemp -d) timeout 240 ./build-gpu/benchmarks/bench_cuda "$OUT/cuda_bench.json" ${peer[@]+"${peer[@]}"} > "$OUT/cuda_bench.log" 2>&1
   echo "bench_cuda: exit $? after $(( $(date +%s) - start )) s"
   grep -vE "^(running|row) |compile_times" "$OUT/cuda_bench.log"  # row: each workload's raw numbers, kept if it crashes
   grep -o "compile times .*" "$OUT/cuda_bench.log" | head -40
