@@ -39,8 +39,9 @@ std::optional<ValueId> optional_value(const Node& n, size_t i) {
   return std::nullopt;
 }
 
-// The sizes of a static, contiguous float32/float64 tensor of rank >= 2; empty otherwise.
-std::vector<int64_t> plain_sizes(const graph::TensorMeta& m) {
+// The sizes of a static float32/float64 tensor of rank >= 2, contiguous unless `any_layout` (the backward's
+// operands, only read: a training graph's saved values may be channels-last, channels_last.h); empty otherwise.
+std::vector<int64_t> plain_sizes(const graph::TensorMeta& m, bool any_layout = false) {
   if (m.dtype != c10::kFloat && m.dtype != c10::kDouble) return {};
   std::vector<int64_t> sizes;
   for (const auto& s : m.sizes) {
@@ -49,7 +50,8 @@ std::vector<int64_t> plain_sizes(const graph::TensorMeta& m) {
   }
   int64_t stride = 1;
   for (size_t d = sizes.size(); d-- > 0;) {
-    if (sizes[d] != 1 && (!m.strides[d].is_constant() || m.strides[d].offset != stride)) return {};
+    if (!m.strides[d].is_constant()) return {};
+    if (sizes[d] != 1 && !any_layout && m.strides[d].offset != stride) return {};
     stride *= sizes[d];
   }
   return sizes.size() >= 2 ? sizes : std::vector<int64_t>{};
@@ -61,9 +63,9 @@ struct Shape {
   c10::ScalarType dtype = c10::kFloat;
 };
 
-std::optional<Shape> shape_of(const Graph& g, ValueId x) {
+std::optional<Shape> shape_of(const Graph& g, ValueId x, bool any_layout = false) {
   Shape s;
-  s.sizes = plain_sizes(g.values[x].meta);
+  s.sizes = plain_sizes(g.values[x].meta, any_layout);
   if (s.sizes.empty()) return std::nullopt;
   s.dtype = g.values[x].meta.dtype;
   s.channels = s.sizes[1];
@@ -152,7 +154,7 @@ std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node&
   if (!dy || !x || !w || !mean || !invstd || *dy == graph::kNoValue || *x == graph::kNoValue || *mean == graph::kNoValue ||
       *invstd == graph::kNoValue || n.outputs.size() != 3)
     return {};
-  const auto s = shape_of(g, *x);
+  const auto s = shape_of(g, *x, /*any_layout=*/true);
   // dy may be laid out otherwise (the expanded gradient of a sum): it is only read.
   if (!s || g.values[*dy].meta.sizes != g.values[*x].meta.sizes || g.values[*dy].meta.dtype != s->dtype) return {};
   for (ValueId v : {*w, *mean, *invstd})

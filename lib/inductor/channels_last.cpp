@@ -9,9 +9,30 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace jitc::inductor {
+
+bool static_float_4d_cpu(const graph::TensorMeta& m) {
+  if (m.sizes.size() != 4 || m.dtype != c10::kFloat || !m.device.is_cpu()) return false;
+  auto constant = [](const graph::SymExpr& e) { return e.is_constant(); };
+  return std::all_of(m.sizes.begin(), m.sizes.end(), constant) && std::all_of(m.strides.begin(), m.strides.end(), constant);
+}
+
+// [N, C, H, W] stored as [N, H, W, C].
+graph::SymShape channels_last_strides(const graph::SymShape& sizes) {
+  const int64_t c = sizes[1].offset, h = sizes[2].offset, w = sizes[3].offset;
+  using graph::SymExpr;
+  return {SymExpr::constant(h * w * c), SymExpr::constant(1), SymExpr::constant(w * c), SymExpr::constant(c)};
+}
+
+std::unordered_map<int32_t, int> values_per_storage(const graph::Graph& g) {
+  std::unordered_map<int32_t, int> count;
+  for (const auto& v : g.values)
+    if (v.storage >= 0) ++count[v.storage];
+  return count;
+}
 
 namespace {
 
@@ -22,24 +43,9 @@ using graph::SymShape;
 using graph::TensorMeta;
 using graph::ValueId;
 
-bool static_float_4d_cpu(const TensorMeta& m) {
-  if (m.sizes.size() != 4 || m.dtype != c10::kFloat || !m.device.is_cpu()) return false;
-  auto constant = [](const SymExpr& e) { return e.is_constant(); };
-  return std::all_of(m.sizes.begin(), m.sizes.end(), constant) && std::all_of(m.strides.begin(), m.strides.end(), constant);
-}
-
-// [N, C, H, W] stored as [N, H, W, C].
-SymShape channels_last_strides(const SymShape& sizes) {
-  const int64_t c = sizes[1].offset, h = sizes[2].offset, w = sizes[3].offset;
-  return {SymExpr::constant(h * w * c), SymExpr::constant(1), SymExpr::constant(w * c), SymExpr::constant(c)};
-}
-
 class Rewrite {
  public:
-  explicit Rewrite(const Graph& g) : g_(g), users_(readers_by_value(g)), sharers_(g.values.size(), 0) {
-    for (const auto& v : g.values)
-      if (v.storage >= 0 && static_cast<size_t>(v.storage) < sharers_.size()) ++sharers_[v.storage];
-  }
+  explicit Rewrite(const Graph& g) : g_(g), users_(readers_by_value(g)), sharers_(values_per_storage(g)) {}
 
   bool applies(const Node& n) const {
     if (n.op.operator_name().name != "aten::conv2d" || n.args.size() < 2 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1)
@@ -73,9 +79,7 @@ class Rewrite {
   // Lowered ops read their inputs and write their outputs through the strides of their metadata.
   static bool reads_through_strides(const Node& n) { return !n.mutates && find_lowering(n) != nullptr && !is_view_lowering(n); }
 
-  bool shared(const graph::Value& v) const {
-    return v.storage >= 0 && static_cast<size_t>(v.storage) < sharers_.size() && sharers_[v.storage] > 1;
-  }
+  bool shared(const graph::Value& v) const { return v.storage >= 0 && sharers_.at(v.storage) > 1; }
 
   // Chosen by cost: oneDNN is faster on channels-last operands where the activations are large next to
   // the weight (early layers, large batches, depthwise convolutions), and slower where the weight
@@ -137,7 +141,7 @@ class Rewrite {
 
   const Graph& g_;
   std::vector<std::vector<int>> users_;
-  std::vector<int> sharers_;
+  std::unordered_map<int32_t, int> sharers_;
 };
 
 }  // namespace

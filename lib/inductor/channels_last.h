@@ -8,11 +8,39 @@
 #pragma once
 #include "graph/graph.h"
 
+#include <unordered_map>
+#include <vector>
+
 namespace jitc::inductor {
 
 // Applies to aten::conv2d nodes on static float32 CPU tensors when oneDNN is available and enabled, whose
 // input has at least twice the weight's elements, whose output is not a graph output, shares its storage with nothing, and is read only by
 // lowered ops that are not views: their kernels read it through its strides, whatever they are. Returns g unchanged otherwise.
 graph::Graph convolutions_in_channels_last(const graph::Graph& g);
+
+// Training graphs on the CPU (channels_last_training.cpp), as eager runs a model converted with
+// .to(channels_last) and as Inductor lays out a training graph: oneDNN's forward and backward convolutions
+// are faster on channels-last operands where the activations outweigh the weights. A training graph's
+// values take one layout: the forward and backward programs compile apart and at once, so the layout of
+// each value the backward reads is chosen when the joint graph is split, and each program keeps to it:
+//   - lay_out_saved_channels_last: where the forward's 2-D convolutions read at least as many activation
+//     as weight elements, the saved static float32 4-D CPU values that the forward computes and the
+//     backward reads only through ops that are not views take the channels-last layout in the backward
+//     graph's inputs; it returns their saved indices;
+//   - forward_in_channels_last: the forward pipeline's last stage stores those outputs so (or saves a
+//     channels-last clone), and computes every other value whose layout is free channels-last too;
+//   - backward_in_channels_last: the backward pipeline's last stage does the same for its values.
+// The backward copies a saved value that arrives in another layout (training.cpp), so a forward that runs
+// otherwise (eager replay) stays correct.
+std::vector<size_t> lay_out_saved_channels_last(const graph::Graph& forward, size_t saved, graph::Graph& backward);
+graph::Graph forward_in_channels_last(const graph::Graph& forward, size_t saved, const std::vector<size_t>& indices);
+graph::Graph backward_in_channels_last(const graph::Graph& backward);
+
+// Shared by both passes: static float32 4-D CPU metadata, and [N, C, H, W] strides of an [N, H, W, C] layout.
+bool static_float_4d_cpu(const graph::TensorMeta& m);
+// Per storage id (storage ids may exceed the value count: they outlive the values DCE removes), how
+// many of g's values live in it.
+std::unordered_map<int32_t, int> values_per_storage(const graph::Graph& g);
+graph::SymShape channels_last_strides(const graph::SymShape& sizes);
 
 }  // namespace jitc::inductor

@@ -128,19 +128,27 @@ void restride_outputs(const graph::Graph& g, const graph::Node& node, std::vecto
   const auto& returns = node.op.schema().returns();
   for (size_t r = 0; r < node.outputs.size() && r < returns.size(); ++r) {
     if (node.outputs[r].is_list || returns[r].alias_info()) continue;
-    for (graph::ValueId v : node.outputs[r].values) {
-      at::Tensor& t = values[v];
-      const graph::SymShape& traced = g.values[v].meta.strides;
-      if (!t.defined() || traced.size() != static_cast<size_t>(t.dim())) continue;
-      c10::SmallVector<int64_t, 8> strides;  // no allocation on the hot path of a compiled call
-      bool same = true;
-      for (size_t d = 0; d < traced.size(); ++d) {
-        strides.push_back(traced[d].eval(symbols));
-        same = same && (t.size(static_cast<int64_t>(d)) <= 1 || t.stride(static_cast<int64_t>(d)) == strides.back());
-      }
-      if (!same) t = at::empty_strided(t.sizes(), strides, t.options()).copy_(t);
-    }
+    for (graph::ValueId v : node.outputs[r].values)
+      if (values[v].defined()) values[v] = in_layout(values[v], g.values[v].meta, symbols);
   }
+}
+
+at::Tensor in_layout(const at::Tensor& t, const graph::TensorMeta& meta, const int64_t* symbols) {
+  const graph::SymShape& traced = meta.strides;
+  if (traced.size() != static_cast<size_t>(t.dim())) return t;
+  c10::SmallVector<int64_t, 8> strides;  // no allocation on the hot path of a compiled call
+  bool same = true, exact = true;
+  for (size_t d = 0; d < traced.size(); ++d) {
+    strides.push_back(traced[d].eval(symbols));
+    const bool equal = t.stride(static_cast<int64_t>(d)) == strides.back();
+    same = same && (t.size(static_cast<int64_t>(d)) <= 1 || equal);
+    exact = exact && equal;
+  }
+  if (!same) return at::empty_strided(t.sizes(), strides, t.options()).copy_(t);
+  // The same memory; a dim of size 1 whose stride differs gets meta's, so that a compiled function this
+  // result reaches sees the strides its guards were traced with (the gradient of a depthwise weight,
+  // [C, 1, 3, 3], from oneDNN's channels-last backward).
+  return exact ? t : t.as_strided(t.sizes(), strides, t.storage_offset());
 }
 
 namespace {

@@ -31,6 +31,10 @@ bool replay_node(const graph::Graph& graph, const graph::Node& node, const Repla
 // restores the traced strides.
 void restride_outputs(const graph::Graph& graph, const graph::Node& node, std::vector<at::Tensor>& values, const int64_t* symbols);
 
+// t itself where its strides are meta's, a view of it with meta's strides where only dims of size 1
+// differ, else a copy of it with meta's strides.
+at::Tensor in_layout(const at::Tensor& t, const graph::TensorMeta& meta, const int64_t* symbols);
+
 // The dispatch keys a replay runs below: the trace ran below autograd and autocast, and their effects
 // (casts) are recorded as ops.
 struct ExcludeBelowAutograd {

@@ -65,10 +65,14 @@ struct BackwardPart {
   // Saved values that are forward inputs: (saved index, input position). Their versions are taken before
   // the forward runs (training.cpp).
   std::vector<std::pair<size_t, size_t>> saved_inputs;
+  // Saved values laid out channels-last, in the forward's outputs and the backward's inputs
+  // (inductor/channels_last.h).
+  std::vector<size_t> channels_last_saved;
 
   // The same outputs, gradients and saved values (the graphs aside): two traces' parts may generalize.
   bool same_layout(const BackwardPart& other) const {
-    return outputs == other.outputs && grad_inputs == other.grad_inputs && saved == other.saved && saved_inputs == other.saved_inputs;
+    return outputs == other.outputs && grad_inputs == other.grad_inputs && saved == other.saved && saved_inputs == other.saved_inputs &&
+           channels_last_saved == other.channels_last_saved;
   }
 };
 

@@ -8,7 +8,8 @@
 //     4. loss decompositions        inductor/decompositions.h cross_entropy, nll_loss -> gather + row reduction
 //        norm decompositions        inductor/decompositions.h row norms -> abs, square, sum, sqrt
 //     5. group norm statistics      inductor/group_norm_stats.h
-//     6. channels-last convolutions inductor/channels_last.h
+//     6. channels-last convolutions inductor/channels_last.h (inference; training: the layouts
+//                                   chosen when the joint graph was split)
 //   7. cache lookup                 program_cache.h          memory, then disk: a hit skips 8-12
 //   kernel stages
 //     8. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls,
@@ -98,6 +99,13 @@ graph::Graph graph_stage(const char* stage, const PipelineRequest& request, grap
   return out;
 }
 
+// A training entry's values, and its backward's, in the layouts chosen when its joint graph was split.
+graph::Graph training_layouts(const Entry& entry, const graph::Graph& g) {
+  if (entry.backward) return inductor::forward_in_channels_last(g, entry.backward->saved, entry.backward->channels_last_saved);
+  if (entry.part == "backward") return inductor::backward_in_channels_last(g);
+  return g;
+}
+
 graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   const Entry& entry = *request.entry;
   // Logged against the traced graph: a graph that needed no rewriting is not printed again.
@@ -112,6 +120,8 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   g = graph_stage("group norm statistics", request, std::move(g), times, [](graph::Graph x) { return inductor::group_norm_with_stats(x); });
   g = graph_stage("channels-last convolutions", request, std::move(g), times,
                   [](graph::Graph x) { return inductor::convolutions_in_channels_last(x); });
+  g = graph_stage("channels-last training layouts", request, std::move(g), times,
+                  [&](graph::Graph x) { return training_layouts(entry, x); });
   require_same_inputs(entry.graph, g);
   return g;
 }

@@ -135,7 +135,13 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     std::vector<at::Tensor> values(g.values.size());
     std::vector<at::Tensor> saved = take_saved(*state);
     const size_t saved_count = saved.size();
-    for (size_t k = 0; k < saved_count; ++k) values[g.inputs[k].value] = std::move(saved[k]);
+    // A saved value arrives in the layout the backward graph reads it in (inductor/channels_last.h), or
+    // is copied to it (a forward that ran otherwise: eager replay).
+    const int64_t* symbols = state->symbols.empty() ? nullptr : state->symbols.data();
+    for (size_t k = 0; k < saved_count; ++k) {
+      const graph::Value& input = g.values[g.inputs[k].value];
+      values[g.inputs[k].value] = saved[k].defined() ? in_layout(saved[k], input.meta, symbols) : std::move(saved[k]);
+    }
     saved.clear();
     // The backward graph was traced with contiguous tangents; a gradient arriving otherwise laid out (the
     // expanded gradient of a sum) is copied to that layout.
@@ -144,7 +150,7 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     {
       at::AutoGradMode no_grad(false);
       ExcludeBelowAutograd below;
-      run_backward_graph(backward, values, state->symbols.empty() ? nullptr : state->symbols.data());
+      run_backward_graph(backward, values, symbols);
     }
     variable_list out{at::Tensor()};  // the ForwardCall argument has no gradient
     for (graph::ValueId v : g.outputs) out.push_back(v == graph::kNoValue ? at::Tensor() : values[v]);

@@ -3,6 +3,7 @@
 #include "graph/generalize.h"
 #include "graph/partition.h"
 #include "graph/passes.h"
+#include "inductor/channels_last.h"
 #include "inductor/decompositions.h"
 #include "runtime/engine.h"
 #include "runtime/log.h"
@@ -46,6 +47,12 @@ std::shared_ptr<runtime::Entry> backward_entry(graph::Graph traced) {
 std::shared_ptr<const runtime::BackwardPart> Engine::generalized_backward(const runtime::Entry& a, const runtime::Entry& b,
                                                                           const graph::SymbolValues& values) const {
   if (!a.backward->same_layout(*b.backward)) return nullptr;
+  // Channels-last strides are those of static sizes (inductor/channels_last.h).
+  if (!b.backward->channels_last_saved.empty()) {
+    runtime::log(runtime::Artifact::kDynamic,
+                 fmt::format("keeping sizes static for the backward of '{}': it reads saved values channels-last", name_));
+    return nullptr;
+  }
   std::string why;
   auto g = graph::generalize(a.backward->entry->traced, b.backward->entry->traced, values, &why);
   if (!g) {
@@ -62,10 +69,12 @@ std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceO
   const tracer::BackwardRecord& record = *outcome.backward;
   const graph::Graph joint = inductor::native_batch_norms(outcome.graph);  // node for node: the record's positions hold
   graph::SplitGraphs split = graph::split_joint({&joint, record.forward_nodes, record.tangents, record.input_grads});
+  std::vector<size_t> channels_last = inductor::lay_out_saved_channels_last(split.forward, split.saved, split.backward);
   auto entry = make_entry(std::move(split.forward), leaves, outcome.result, dynamic_dims, {});
   auto part = std::make_shared<runtime::BackwardPart>();
   part->outputs = record.outputs;
   part->saved = split.saved;
+  part->channels_last_saved = std::move(channels_last);
   for (size_t p : record.grad_inputs) part->grad_inputs.push_back(forward_position(p, record.tangents));
   const auto& outputs = entry->graph.outputs;
   for (size_t k = outputs.size() - split.saved; k < outputs.size(); ++k)
@@ -73,10 +82,11 @@ std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceO
       if (entry->graph.inputs[p].value == outputs[k]) part->saved_inputs.emplace_back(k - (outputs.size() - split.saved), p);
   part->entry = backward_entry(std::move(split.backward));
   if (runtime::log_enabled(runtime::Artifact::kAotGraphs))
-    runtime::log(runtime::Artifact::kAotGraphs, fmt::format("TRAINING GRAPHS of {}: {} saved values, {} recomputed by the backward{}\n"
-                                                            "===== forward graph =====\n{}\n===== backward graph =====\n{}",
-                                                            name_, split.saved, split.recomputed, saved_text(entry->graph, split.saved),
-                                                            graph::to_text(entry->graph), graph::to_text(part->entry->graph)));
+    runtime::log(runtime::Artifact::kAotGraphs,
+                 fmt::format("TRAINING GRAPHS of {}: {} saved values ({} channels-last), {} recomputed by the backward{}\n"
+                             "===== forward graph =====\n{}\n===== backward graph =====\n{}",
+                             name_, split.saved, part->channels_last_saved.size(), split.recomputed, saved_text(entry->graph, split.saved),
+                             graph::to_text(entry->graph), graph::to_text(part->entry->graph)));
   entry->backward = std::move(part);
   return entry;
 }

@@ -1,6 +1,7 @@
 // Compiled training: calls in grad mode return outputs whose backward runs the compiled backward graph.
 // Every output and gradient is compared with eager's on the same inputs, over several calls (the first
 // call traces and runs eagerly; later calls run the compiled forward and backward).
+#include "runtime/eager_replay.h"
 #include "support/log_capture.h"
 #include "training/training_support.h"
 
@@ -192,6 +193,64 @@ TEST_CASE("a CNN with batch norm in training mode trains as in eager (SGD with m
   a->to(at::kDouble);
   b->to(at::kDouble);
   train_side_by_side(a, b, data, loss_of, 4, 1e-9);
+}
+
+// float32 on the CPU, activations outweighing weights: the saved values and gradients are channels-last
+// (the forward's convolutions run so), and the steps follow eager's within float32's rounding (oneDNN's
+// channels-last convolutions sum in another order). Changing batch sizes keep static entries.
+TEST_CASE("a depthwise CNN in float32 trains channels-last as in eager", "[training]") {
+  if (!at::hasMKLDNN()) {
+    WARN("no oneDNN: skipped");
+    return;
+  }
+  at::manual_seed(12);
+  jitc::testing::LogCapture logs("aot_graphs");
+  auto data = [] { return std::pair{at::randn({4, 3, 16, 16}), at::randint(0, 10, {4}, at::kLong)}; };
+  auto loss_of = [](DepthwiseCnn& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+  train_side_by_side(std::make_shared<DepthwiseCnn>(), std::make_shared<DepthwiseCnn>(), data, loss_of, 4, 1e-4);
+  CHECK(logs.contains("saved values ("));
+  CHECK(!logs.contains("(0 channels-last)"));
+
+  auto model = std::make_shared<DepthwiseCnn>(), eager_model = std::make_shared<DepthwiseCnn>();
+  copy_state(*eager_model, *model);
+  auto compiled = jitc::compile([&](const at::Tensor& x, const at::Tensor& y) { return loss_of(*model, x, y); });
+  for (int64_t batch : {4, 6, 8, 6}) {
+    INFO("batch " << batch);
+    const at::Tensor x = at::randn({batch, 3, 16, 16}), y = at::randint(0, 10, {batch}, at::kLong);
+    model->zero_grad();
+    eager_model->zero_grad();
+    const at::Tensor loss = compiled(x, y), eager_loss = loss_of(*eager_model, x, y);
+    loss.backward();
+    eager_loss.backward();
+    CHECK(at::allclose(loss, eager_loss, 1e-4, 1e-5));
+    for (size_t i = 0; i < model->parameters().size(); ++i)
+      CHECK(at::allclose(model->parameters()[i].grad(), eager_model->parameters()[i].grad(), 1e-3, 1e-5));
+  }
+  CHECK(compiled.stats().eager_fallbacks == 0);
+}
+
+// A saved value or an extern's result in another layout than its meta's is copied to it; one whose strides
+// differ only in dims of size 1 (a depthwise weight's gradient, [16, 1, 3, 3], from oneDNN's channels-last
+// backward) becomes a view with the meta's strides: a compiled function it reaches (an optimizer step)
+// then sees the strides its guards were traced with, and does not recompile.
+TEST_CASE("results in another layout than their metadata's are copied or re-viewed to it", "[training]") {
+  jitc::graph::TensorMeta meta;
+  meta.dtype = at::kFloat;
+  meta.sizes = jitc::graph::constant_shape(std::vector<int64_t>{16, 1, 3, 3}.data(), 4);
+  meta.strides = jitc::graph::constant_shape(std::vector<int64_t>{9, 9, 3, 1}.data(), 4);
+  const at::Tensor depthwise = at::randn({16, 3, 3}).unsqueeze(1).as_strided({16, 1, 3, 3}, {9, 1, 3, 1});
+  const at::Tensor viewed = jitc::runtime::in_layout(depthwise, meta, nullptr);
+  CHECK(viewed.strides() == at::IntArrayRef({9, 9, 3, 1}));
+  CHECK(viewed.data_ptr() == depthwise.data_ptr());
+  const at::Tensor same = at::randn({16, 1, 3, 3});
+  CHECK(jitc::runtime::in_layout(same, meta, nullptr).is_same(same));
+  meta.sizes = jitc::graph::constant_shape(std::vector<int64_t>{2, 4, 3, 3}.data(), 4);
+  meta.strides = jitc::graph::constant_shape(std::vector<int64_t>{36, 1, 12, 4}.data(), 4);
+  const at::Tensor contiguous = at::randn({2, 4, 3, 3});
+  const at::Tensor copied = jitc::runtime::in_layout(contiguous, meta, nullptr);
+  CHECK(copied.strides() == at::IntArrayRef({36, 1, 12, 4}));
+  CHECK(copied.data_ptr() != contiguous.data_ptr());
+  CHECK(at::equal(copied, contiguous));
 }
 
 TEST_CASE("a GPT-style transformer trains as in eager, dropout included", "[training]") {

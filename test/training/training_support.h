@@ -129,6 +129,33 @@ struct SmallCnn : torch::nn::Module {
   torch::nn::Linear fc;
 };
 
+// MobileNet's block in small: a dense 3x3 convolution, a depthwise one and a 1x1 projection with a
+// residual, batch norms and ReLU6: activations outweigh weights, so training lays it out channels-last
+// (inductor/channels_last.h).
+struct DepthwiseCnn : torch::nn::Module {
+  DepthwiseCnn()
+      : stem(register_module("stem", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 16, 3).padding(1).bias(false)))),
+        bn0(register_module("bn0", torch::nn::BatchNorm2d(16))),
+        depthwise(register_module("depthwise", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 16, 3).padding(1).groups(16).bias(false)))),
+        bn1(register_module("bn1", torch::nn::BatchNorm2d(16))),
+        project(register_module("project", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 16, 1).bias(false)))),
+        bn2(register_module("bn2", torch::nn::BatchNorm2d(16))),
+        fc(register_module("fc", torch::nn::Linear(16, 10))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    const at::Tensor h = at::hardtanh(bn0->forward(stem->forward(x)), 0, 6);
+    const at::Tensor d = at::hardtanh(bn1->forward(depthwise->forward(h)), 0, 6);
+    const at::Tensor out = bn2->forward(project->forward(d)) + h;
+    return fc->forward(out.mean({2, 3}));
+  }
+  torch::nn::Conv2d stem;
+  torch::nn::BatchNorm2d bn0;
+  torch::nn::Conv2d depthwise;
+  torch::nn::BatchNorm2d bn1;
+  torch::nn::Conv2d project;
+  torch::nn::BatchNorm2d bn2;
+  torch::nn::Linear fc;
+};
+
 struct TinyGpt : torch::nn::Module {
   TinyGpt(double dropout)
       : embed(register_module("embed", torch::nn::Embedding(50, 16))),
