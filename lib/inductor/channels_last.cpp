@@ -27,6 +27,24 @@ graph::SymShape channels_last_strides(const graph::SymShape& sizes) {
   return {SymExpr::constant(h * w * c), SymExpr::constant(1), SymExpr::constant(w * c), SymExpr::constant(c)};
 }
 
+graph::ValueId append_channels_last_clone(graph::Graph& r, std::vector<graph::Node>& nodes, graph::ValueId v, int32_t storage) {
+  static const c10::OperatorHandle clone = c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
+  graph::TensorMeta meta = r.values[v].meta;
+  meta.strides = channels_last_strides(meta.sizes);
+  meta.storage_offset = graph::SymExpr::constant(0);
+  const graph::ValueId c = r.add_value(meta, static_cast<int32_t>(nodes.size()), storage);
+  graph::Node n(clone);
+  graph::Arg self;
+  self.kind = graph::Arg::Kind::kValue;
+  self.value = v;
+  graph::Arg format;
+  format.constant = c10::IValue(c10::MemoryFormat::ChannelsLast);
+  n.args = {self, format};
+  n.outputs = {graph::NodeOutput{false, {c}}};
+  nodes.push_back(std::move(n));
+  return c;
+}
+
 std::unordered_map<int32_t, int> values_per_storage(const graph::Graph& g) {
   std::unordered_map<int32_t, int> count;
   for (const auto& v : g.values)
@@ -103,7 +121,8 @@ class Rewrite {
         // reorders the weight into its own blocked layout on every call whatever the weight's layout, so
         // a channels-last copy of the weight would be one more copy per call.
         const ValueId v = n.args[0].value;
-        if (!converted.count(v)) converted[v] = relaid_in_place(v) ? relaid(r, v) : clone_channels_last(r, v, next_storage++);
+        if (!converted.count(v))
+          converted[v] = relaid_in_place(v) ? relaid(r, v) : append_channels_last_clone(r, r.nodes, v, next_storage++);
         n.args[0].value = converted[v];
         TensorMeta& out = r.values[n.outputs[0].values[0]].meta;
         out.strides = channels_last_strides(out.sizes);
@@ -117,26 +136,6 @@ class Rewrite {
   static ValueId relaid(Graph& r, ValueId v) {
     r.values[v].meta.strides = channels_last_strides(r.values[v].meta.sizes);
     return v;
-  }
-
-  // Appends `clone(v, memory_format=channels_last)` to r: a pointwise copy to the lowering, which stores
-  // it through the strides of its output's meta.
-  static ValueId clone_channels_last(Graph& r, ValueId v, int32_t storage) {
-    static const c10::OperatorHandle clone = c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
-    TensorMeta meta = r.values[v].meta;
-    meta.strides = channels_last_strides(meta.sizes);
-    meta.storage_offset = graph::SymExpr::constant(0);
-    const ValueId c = r.add_value(meta, static_cast<int32_t>(r.nodes.size()), storage);
-    Node n(clone);
-    graph::Arg self;
-    self.kind = graph::Arg::Kind::kValue;
-    self.value = v;
-    graph::Arg format;
-    format.constant = c10::IValue(c10::MemoryFormat::ChannelsLast);
-    n.args = {self, format};
-    n.outputs = {graph::NodeOutput{false, {c}}};
-    r.nodes.push_back(std::move(n));
-    return c;
   }
 
   const Graph& g_;

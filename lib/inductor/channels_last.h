@@ -36,11 +36,15 @@ std::vector<size_t> lay_out_saved_channels_last(const graph::Graph& forward, siz
 graph::Graph forward_in_channels_last(const graph::Graph& forward, size_t saved, const std::vector<size_t>& indices);
 graph::Graph backward_in_channels_last(const graph::Graph& backward);
 
-// Shared by both passes: static float32 4-D CPU metadata, and [N, C, H, W] strides of an [N, H, W, C] layout.
+// Shared by both passes: static float32 4-D CPU metadata, [N, C, H, W] strides of an [N, H, W, C] layout,
+// and a channels-last clone.
 bool static_float_4d_cpu(const graph::TensorMeta& m);
 // Per storage id (storage ids may exceed the value count: they outlive the values DCE removes), how
 // many of g's values live in it.
 std::unordered_map<int32_t, int> values_per_storage(const graph::Graph& g);
 graph::SymShape channels_last_strides(const graph::SymShape& sizes);
+// Appends clone(v, memory_format=channels_last) to `nodes` (r's, or a list being rebuilt for r): a
+// pointwise copy to the lowering, which stores it through the strides of its output's meta.
+graph::ValueId append_channels_last_clone(graph::Graph& r, std::vector<graph::Node>& nodes, graph::ValueId v, int32_t storage);
 
 }  // namespace jitc::inductor

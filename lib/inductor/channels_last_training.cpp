@@ -7,7 +7,6 @@
 #include "inductor/lowering.h"
 
 #include <ATen/Context.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
 #include <map>
@@ -83,25 +82,6 @@ class FreeLayouts {
   std::set<ValueId> results_;
 };
 
-// Appends clone(v, memory_format=channels_last) to nodes.
-ValueId append_clone(Graph& r, std::vector<Node>& nodes, ValueId v, int32_t storage) {
-  static const c10::OperatorHandle clone = c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
-  TensorMeta meta = r.values[v].meta;
-  meta.strides = channels_last_strides(meta.sizes);
-  meta.storage_offset = graph::SymExpr::constant(0);
-  const ValueId c = r.add_value(meta, static_cast<int32_t>(nodes.size()), storage);
-  Node n(clone);
-  graph::Arg self;
-  self.kind = graph::Arg::Kind::kValue;
-  self.value = v;
-  graph::Arg format;
-  format.constant = c10::IValue(c10::MemoryFormat::ChannelsLast);
-  n.args = {self, format};
-  n.outputs = {graph::NodeOutput{false, {c}}};
-  nodes.push_back(std::move(n));
-  return c;
-}
-
 }  // namespace
 
 std::vector<size_t> lay_out_saved_channels_last(const Graph& forward, size_t saved, Graph& backward) {
@@ -146,7 +126,8 @@ Graph forward_in_channels_last(const Graph& forward, size_t saved, const std::ve
   std::vector<Node> nodes;
   auto clone_outputs = [&](int32_t producer) {
     if (auto it = cloned_after.find(producer); it != cloned_after.end())
-      for (size_t position : it->second) r.outputs[position] = append_clone(r, nodes, forward.outputs[position], next_storage++);
+      for (size_t position : it->second)
+        r.outputs[position] = append_channels_last_clone(r, nodes, forward.outputs[position], next_storage++);
   };
   clone_outputs(-1);
   for (size_t i = 0; i < forward.nodes.size(); ++i) {
