@@ -24,9 +24,10 @@ graph::Graph convolutions_in_channels_last(const graph::Graph& g);
 // values take one layout: the forward and backward programs compile apart and at once, so the layout of
 // each value the backward reads is chosen when the joint graph is split, and each program keeps to it:
 //   - lay_out_saved_channels_last: where the forward's 2-D convolutions read at least as many activation
-//     as weight elements, the saved static float32 4-D CPU values that the forward computes and the
-//     backward reads only through ops that are not views take the channels-last layout in the backward
-//     graph's inputs; it returns their saved indices;
+//     as weight elements, the saved float32 4-D CPU values (constant channels, height and width; the
+//     batch may be symbolic) that the forward computes and the backward reads only through ops that are
+//     not views take the channels-last layout in the backward graph's inputs; it returns their saved
+//     indices;
 //   - forward_in_channels_last: the forward pipeline's last stage stores those outputs so (or saves a
 //     channels-last clone), and computes every other value whose layout is free channels-last too;
 //   - backward_in_channels_last: the backward pipeline's last stage does the same for its values.

@@ -31,6 +31,13 @@ bool is_view(const Node& n) {
 
 bool is_channels_last(const TensorMeta& m) { return m.strides == channels_last_strides(m.sizes); }
 
+// A float32 4-D CPU tensor whose channels, height and width are constant: its channels-last strides do not
+// depend on the batch, which may be symbolic (a training entry generalized over batch sizes).
+bool relayable(const TensorMeta& m) {
+  if (m.sizes.size() != 4 || m.dtype != c10::kFloat || !m.device.is_cpu()) return false;
+  return m.sizes[1].is_constant() && m.sizes[2].is_constant() && m.sizes[3].is_constant();
+}
+
 // aten::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) of a
 // 2-D, not transposed, on static float32 CPU tensors.
 bool planar_convolution(const Graph& g, const Node& n) {
@@ -68,7 +75,7 @@ class FreeLayouts {
 
   bool free(ValueId v) const {
     const graph::Value& value = g_.values[v];
-    if (value.producer < 0 || !static_float_4d_cpu(value.meta) || results_.count(v)) return false;
+    if (value.producer < 0 || !relayable(value.meta) || results_.count(v)) return false;
     if (value.storage >= 0 && sharers_.at(value.storage) > 1) return false;
     const Node& producer = g_.nodes[value.producer];
     if (producer.mutates || is_view(producer)) return false;
@@ -94,7 +101,7 @@ std::vector<size_t> lay_out_saved_channels_last(const Graph& forward, size_t sav
   for (size_t k = 0; k < saved; ++k) {
     const ValueId v = forward.outputs[first_saved + k], b = backward.inputs[k].value;
     if (forward.values[v].producer < 0 || results.count(v)) continue;
-    if (!static_float_4d_cpu(backward.values[b].meta) || backward.values[b].meta.sizes != forward.values[v].meta.sizes) continue;
+    if (!relayable(backward.values[b].meta) || backward.values[b].meta.sizes != forward.values[v].meta.sizes) continue;
     if (std::any_of(readers[b].begin(), readers[b].end(), [&](int u) { return is_view(backward.nodes[u]); })) continue;
     backward.values[b].meta.strides = channels_last_strides(backward.values[b].meta.sizes);
     chosen.push_back(k);
@@ -113,7 +120,7 @@ Graph forward_in_channels_last(const Graph& forward, size_t saved, const std::ve
   for (size_t k : indices) {
     const size_t position = first_saved + k;
     const ValueId v = forward.outputs[position];
-    if (!static_float_4d_cpu(forward.values[v].meta) || is_channels_last(forward.values[v].meta)) continue;
+    if (!relayable(forward.values[v].meta) || is_channels_last(forward.values[v].meta)) continue;
     if (layouts.free(v)) r.values[v].meta.strides = channels_last_strides(forward.values[v].meta.sizes);
     else cloned_after[forward.values[v].producer].push_back(position);
   }
@@ -144,7 +151,7 @@ Graph backward_in_channels_last(const Graph& backward) {
   if (!mkldnn_enabled()) return backward;
   const bool reads_channels_last = std::any_of(backward.nodes.begin(), backward.nodes.end(), [&](const Node& n) {
     return n.op.operator_name().name == "aten::convolution_backward" && n.args.size() > 1 && n.args[1].kind == graph::Arg::Kind::kValue &&
-           static_float_4d_cpu(backward.values[n.args[1].value].meta) && is_channels_last(backward.values[n.args[1].value].meta);
+           relayable(backward.values[n.args[1].value].meta) && is_channels_last(backward.values[n.args[1].value].meta);
   });
   if (!reads_channels_last) return backward;
   const FreeLayouts layouts(backward, backward.outputs.size());

@@ -47,12 +47,6 @@ std::shared_ptr<runtime::Entry> backward_entry(graph::Graph traced) {
 std::shared_ptr<const runtime::BackwardPart> Engine::generalized_backward(const runtime::Entry& a, const runtime::Entry& b,
                                                                           const graph::SymbolValues& values) const {
   if (!a.backward->same_layout(*b.backward)) return nullptr;
-  // Channels-last strides are those of static sizes (inductor/channels_last.h).
-  if (!b.backward->channels_last_saved.empty()) {
-    runtime::log(runtime::Artifact::kDynamic,
-                 fmt::format("keeping sizes static for the backward of '{}': it reads saved values channels-last", name_));
-    return nullptr;
-  }
   std::string why;
   auto g = graph::generalize(a.backward->entry->traced, b.backward->entry->traced, values, &why);
   if (!g) {
