@@ -16,6 +16,7 @@
 #include "inductor/decompositions.h"
 #include "inductor/emitter.h"
 
+#include <limits>
 #include <optional>
 
 namespace jitc::inductor {
@@ -142,7 +143,12 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
       ops.binary("aten::add", ops.binary("aten::mul", *x, ops.per_channel(alpha), s->sizes), ops.per_channel(beta), s->sizes);
   if (*rm != graph::kNoValue) {
     ops.update(*rm, mean, momentum);
-    ops.update(*rv, ops.variance(*x, 1), momentum);
+    // The unbiased variance from the biased one, as eager derives both from one sum of squared
+    // deviations: no second reduction over x.
+    // One element per channel: 0 * inf = NaN, as eager's 0 / 0.
+    const double unbiased =
+        s->count > 1 ? static_cast<double>(s->count) / static_cast<double>(s->count - 1) : std::numeric_limits<double>::infinity();
+    ops.update(*rv, ops.scaled(var, unbiased), momentum);
   }
   return {out, mean, invstd};
 }
