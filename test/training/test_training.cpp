@@ -218,14 +218,7 @@ TEST_CASE("a depthwise CNN in float32 trains channels-last as in eager", "[train
   for (int64_t batch : {4, 6, 8, 10, 6, 8}) {
     INFO("batch " << batch);
     const at::Tensor x = at::randn({batch, 3, 16, 16}), y = at::randint(0, 10, {batch}, at::kLong);
-    model->zero_grad();
-    eager_model->zero_grad();
-    const at::Tensor loss = compiled(x, y), eager_loss = loss_of(*eager_model, x, y);
-    loss.backward();
-    eager_loss.backward();
-    CHECK(at::allclose(loss, eager_loss, 1e-4, 1e-5));
-    for (size_t i = 0; i < model->parameters().size(); ++i)
-      CHECK(at::allclose(model->parameters()[i].grad(), eager_model->parameters()[i].grad(), 1e-3, 1e-5));
+    check_step(compiled, *model, *eager_model, loss_of, x, y, 1e-4, 1e-5, 1e-3, 1e-5);
   }
   CHECK(compiled.stats().compiles == 2);
   CHECK(compiled.stats().eager_fallbacks == 0);

@@ -228,6 +228,21 @@ inline void train_side_by_side(std::shared_ptr<Model> eager_model, std::shared_p
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
+// One call of a compiled loss and of eager's on the same batch: the losses agree within (loss_rtol,
+// loss_atol) and every parameter's gradient within (grad_rtol, grad_atol).
+template <class Model, class Compiled, class Loss>
+inline void check_step(Compiled& compiled, Model& model, Model& eager_model, Loss loss_of, const at::Tensor& x, const at::Tensor& y,
+                       double loss_rtol, double loss_atol, double grad_rtol, double grad_atol) {
+  model.zero_grad();
+  eager_model.zero_grad();
+  const at::Tensor loss = compiled(x, y), eager_loss = loss_of(eager_model, x, y);
+  loss.backward();
+  eager_loss.backward();
+  CHECK(at::allclose(loss, eager_loss, loss_rtol, loss_atol));
+  for (size_t i = 0; i < model.parameters().size(); ++i)
+    CHECK(at::allclose(model.parameters()[i].grad(), eager_model.parameters()[i].grad(), grad_rtol, grad_atol));
+}
+
 // Batch sizes that change from step to step: as for inference, the second size makes the batch dim
 // symbolic; each later size is traced once to check that it follows the symbolic graphs, then runs the
 // symbolic forward and backward programs. Losses and gradients equal eager's at every size.
@@ -243,14 +258,7 @@ inline void train_over_changing_batch_sizes(c10::Device device) {
     INFO("batch " << batch);
     const at::Tensor x = at::randn({batch, 8}, at::TensorOptions(device).dtype(at::kDouble));
     const at::Tensor y = at::randint(0, 4, {batch}, at::TensorOptions(device).dtype(at::kLong));
-    model->zero_grad();
-    eager_model->zero_grad();
-    const at::Tensor loss = compiled(x, y), eager_loss = loss_of(*eager_model, x, y);
-    loss.backward();
-    eager_loss.backward();
-    CHECK(at::allclose(loss, eager_loss, 1e-12, 1e-12));
-    for (size_t i = 0; i < model->parameters().size(); ++i)
-      CHECK(at::allclose(model->parameters()[i].grad(), eager_model->parameters()[i].grad(), 1e-12, 1e-12));
+    check_step(compiled, *model, *eager_model, loss_of, x, y, 1e-12, 1e-12, 1e-12, 1e-12);
   }
   const auto stats = compiled.stats();
   CHECK(stats.compiles == 2);
