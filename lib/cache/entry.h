@@ -8,7 +8,7 @@
 
 namespace jitc::cache {
 
-constexpr int kFormatVersion = 10;  // bump when the entry or payload layout or what it depends on changes
+constexpr int kFormatVersion = 11;  // bump when the entry or payload layout or what it depends on changes
 
 std::string encode_entry(const std::string& key, const std::string& payload);
 

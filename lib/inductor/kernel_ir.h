@@ -21,7 +21,8 @@ enum class ScalarOp : uint8_t {
   // leaves
   kVar,    // a loop variable (`var`)
   kSym,    // the value of symbol s<`var`>, an int64 kernel argument; dtype Double: a double argument
-           // of the call whose bits the symbol holds
+           // of the call whose bits the symbol holds; dtype Float (CPU only: a parameterized kernel's
+           // constant, cpu/kernel_parameters.h): such a double, exactly a float
   kConst,  // `value` (or `ivalue` for integer types)
   // memory
   kLoad,   // buffer `buffer` at element index a (an int64 expr); yields the buffer's compute type

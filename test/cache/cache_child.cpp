@@ -1,6 +1,8 @@
-// A separate process for the disk cache tests: compiles two functions (three kernels) in whatever
+// A separate process for the disk cache tests: compiles two functions (four kernels) in whatever
 // JITC_CACHE_DIR it is given, checks results against eager, and prints its counters on one line:
-//   kernels_compiled=3 programs_from_cache=0 codegen_ms=41.2 ok=1
+//   kernels_compiled=4 programs_from_cache=0 codegen_ms=41.2 ok=1
+// The second function's two sums over dim 0 (of [32, 64] and [16, 128]) print as one function of their sizes
+// (inductor/cpu/kernel_parameters.h): from the cache too, each launch passes its own sizes.
 // With the argument `max-autotune`, both compile in that mode.
 #include <jitc/jitc.h>
 
@@ -14,14 +16,17 @@ int main(int argc, char** argv) {
   jitc::Options options;
   if (argc > 1 && std::string(argv[1]) == "max-autotune") options.mode = jitc::Mode::kMaxAutotune;
   auto softmax = jitc::compile([](const at::Tensor& x) { return at::softmax(x * 2, -1) + 1; }, options);
-  auto norm = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return std::make_tuple(at::layer_norm(x, {64}, w), x.sum(0)); },
-                            options);
-  const auto x = at::randn({32, 64}), w = at::randn({64});
+  auto norm_of = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& z) {
+    return std::make_tuple(at::layer_norm(x, {64}, w), x.sum(0), z.sum(0));
+  };
+  auto norm = jitc::compile(norm_of, options);
+  const auto x = at::randn({32, 64}), w = at::randn({64}), z = at::randn({16, 128});
   bool ok = true;
   for (int call = 0; call < 2; ++call) {
     ok = ok && at::allclose(softmax(x), at::softmax(x * 2, -1) + 1, 1e-5, 1e-5);
-    const auto [y, s] = norm(x, w);
-    ok = ok && at::allclose(y, at::layer_norm(x, {64}, w), 1e-4, 1e-5) && at::allclose(s, x.sum(0), 1e-4, 1e-5);
+    const auto [y, s, s16] = norm(x, w, z);
+    const auto [y_eager, s_eager, s16_eager] = norm_of(x, w, z);
+    ok = ok && at::allclose(y, y_eager, 1e-4, 1e-5) && at::allclose(s, s_eager, 1e-4, 1e-5) && at::allclose(s16, s16_eager, 1e-4, 1e-5);
   }
   const auto a = softmax.stats(), b = norm.stats();
   std::printf("kernels_compiled=%lld programs_from_cache=%lld codegen_ms=%.2f ok=%d\n",

@@ -659,3 +659,63 @@ TEST_CASE("a program's kernels compile as modules on several threads at once", "
   INFO(logs.text().substr(0, 2000));
   CHECK(logs.contains("; part 2 of ") == threads);
 }
+
+// Reductions over dim 0 of a network's layers (a batch norm's statistics in channels-last; here var and
+// mean over the rows of inputs of three sizes, one with as many rows as columns, whose kernel shares one
+// constant between them) print as one function of their sizes: LLVM compiles it once, and each launch
+// passes its own sizes. A reduction of its own keeps its constants and unrolled lanes.
+TEST_CASE("column reductions of different sizes compile once as a function of their sizes", "[inductor][cpu]") {
+  auto stats = [](const at::Tensor& x) {
+    const auto [var, mean] = at::var_mean(x, {0});
+    return var * 0.5 + mean;
+  };
+  auto layers = [&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+    return std::make_tuple(stats(a), stats(b), stats(c));
+  };
+  const auto a = at::randn({96, 64}), b = at::randn({40, 256}) + 3, c = at::randn({128, 128}) * 2;
+  jitc::testing::LogCapture logs("output_code,schedule");
+  auto compiled = jitc::compile(layers);
+  compiled(a, b, c);
+  const auto [ga, gb, gc] = compiled(a, b, c);
+  const auto [wa, wb, wc] = layers(a, b, c);
+  const jitc::testing::Tolerance tol{1e-5, 1e-5};
+  CHECK(jitc::testing::difference(ga, wa, tol) == "");
+  CHECK(jitc::testing::difference(gb, wb, tol) == "");
+  CHECK(jitc::testing::difference(gc, wc, tol) == "");
+  CHECK(compiled.stats().kernels_compiled == 3);
+  INFO(logs.text().substr(0, 4000));
+  CHECK(logs.lines_with("size_parameters").size() == 3);
+  CHECK(logs.lines_with("define void @jitc_fused_").size() == 1);
+  CHECK(logs.contains("llvm.loop.unroll.disable"));
+
+  jitc::testing::LogCapture lone_logs("output_code,schedule");
+  auto lone = jitc::compile(stats);
+  lone(a);
+  CHECK(jitc::testing::difference(lone(a), stats(a), tol) == "");
+  INFO(lone_logs.text().substr(0, 4000));
+  CHECK(lone_logs.lines_with("rows_side_by_side").size() == 1);
+  CHECK(lone_logs.lines_with("size_parameters").empty());
+  CHECK_FALSE(lone_logs.contains("llvm.loop.unroll.disable"));
+}
+
+// With a symbolic row count the kernels read the graph's symbol, then their own parameters.
+TEST_CASE("column reductions as functions of their sizes read the graph's symbols too", "[inductor][cpu]") {
+  auto layers = [](const at::Tensor& a, const at::Tensor& b) {
+    const auto [var_a, mean_a] = at::var_mean(a, {0});
+    const auto [var_b, mean_b] = at::var_mean(b, {0});
+    return std::make_tuple(var_a + mean_a, var_b + mean_b);
+  };
+  jitc::testing::LogCapture logs("schedule");
+  auto compiled = jitc::compile(layers, jitc::Options().mark_dynamic(0, 0).mark_dynamic(1, 0));
+  for (int64_t rows : {96, 40, 96}) {
+    INFO(rows << " rows");
+    const auto a = at::randn({rows, 64}), b = at::randn({rows, 256}) - 2;
+    const auto [ga, gb] = compiled(a, b);
+    const auto [wa, wb] = layers(a, b);
+    CHECK(jitc::testing::difference(ga, wa, {1e-5, 1e-5}) == "");
+    CHECK(jitc::testing::difference(gb, wb, {1e-5, 1e-5}) == "");
+  }
+  CHECK(compiled.stats().programs_compiled == 1);
+  INFO(logs.text().substr(0, 4000));
+  CHECK(logs.lines_with("size_parameters").size() == 2);
+}

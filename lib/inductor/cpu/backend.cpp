@@ -4,6 +4,7 @@
 #include "inductor/cpu/autotune.h"
 #include "inductor/cpu/codegen.h"
 #include "inductor/cpu/jit.h"
+#include "inductor/cpu/kernel_parameters.h"
 #include "inductor/cpu/launch.h"
 #include "inductor/cpu/schedule.h"
 #include "inductor/injected_failure.h"
@@ -14,6 +15,7 @@
 #include <jitc/errors.h>
 
 #include <ATen/EmptyTensor.h>
+#include <c10/util/SmallVector.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -21,6 +23,7 @@
 #include <cctype>
 #include <future>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -43,6 +46,7 @@ constexpr double kMinTuningGain = 0.05;
 struct Candidates {
   std::vector<std::string> names;
   std::vector<Schedule> schedules;
+  bool parameterized = false;  // printed as a function of its sizes (kernel_parameters.h): one candidate
 };
 
 struct CpuSource final : Source {
@@ -60,7 +64,10 @@ struct CpuBinary final : Binary {
     w.number(static_cast<int64_t>(objects.size()));
     for (const auto& object : objects) w.text(object);
     w.number(static_cast<int64_t>(candidates.size()));
-    for (const auto& c : candidates) w.text(c.names.front());  // the chosen candidate only: tuning is over
+    for (const auto& c : candidates) {  // the chosen candidate only: tuning is over
+      w.text(c.names.front());
+      w.number(c.parameterized ? 1 : 0);
+    }
     return w.take();
   }
 };
@@ -72,14 +79,14 @@ constexpr size_t kMaxCompileThreads = 16, kMinKernelsPerPart = 4;
 
 size_t compile_threads() { return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMaxCompileThreads); }
 
-// One module for all kernels of a program: the declarations they share appear once.
+// One module for all kernels of a program: the declarations and metadata they share appear once.
 std::string link_ir(const std::vector<std::string>& kernels) {
   std::set<std::string> declared;
   std::string declarations, bodies;
   for (const auto& ir : kernels) {
     std::istringstream lines(ir);
     for (std::string line; std::getline(lines, line);) {
-      if (line.rfind("declare ", 0) == 0) {
+      if (line.rfind("declare ", 0) == 0 || line.rfind("!", 0) == 0) {  // and metadata
         if (declared.insert(line).second) declarations += line + "\n";
       } else {
         bodies += line + "\n";
@@ -123,14 +130,21 @@ class CpuKernels final : public LoadedKernels {
   // Each kernel's chosen function (the first of its candidates).
   CpuKernels(std::unique_ptr<CpuModule> module, const CpuBinary& binary, const std::vector<const KernelLaunch*>& kernels)
       : module_(std::move(module)) {
-    for (size_t k = 0; k < kernels.size(); ++k)
-      entries_.push_back({kernels[k]->kernel.name, function(binary.candidates[k].names.front(), kernels[k]->kernel)});
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const Kernel& kernel = kernels[k]->kernel;
+      Entry& e = entries_.emplace_back(Entry{kernel.name, function(binary.candidates[k].names.front(), kernel), 0, {}});
+      if (!binary.candidates[k].parameterized) continue;
+      cpu::ParameterizedKernel parameterized = cpu::parameterize(kernel);
+      e.first_parameter = parameterized.first_symbol;
+      e.parameters = std::move(parameterized.values);
+    }
   }
 
   // A region named after the kernel in LibTorch's profiler (kineto sees nothing else of it).
   void launch(size_t index, const LaunchArgs& args) const override {
     const Entry& e = entries_[index];
     const runtime::ProfilerRegion region(at::RecordScope::FUNCTION, [&] { return std::string_view(e.name); });
+    if (!e.parameters.empty()) return launch_parameterized(e, args);
     if (!cpu::run_cpu_function(e.function, args)) throw ChecksFailed{e.name};
   }
 
@@ -144,7 +158,18 @@ class CpuKernels final : public LoadedKernels {
   struct Entry {
     std::string name;
     CpuFunction function;
+    int first_parameter = 0;          // a parameterized kernel's: where its values follow the graph's symbols
+    std::vector<int64_t> parameters;  // its sizes and constants (kernel_parameters.h)
   };
+
+  // With the graph's symbols the kernel reads, then its parameters, as its symbols.
+  static void launch_parameterized(const Entry& e, LaunchArgs args) {
+    c10::SmallVector<int64_t, 32> symbols(args.symbols, args.symbols + e.first_parameter);
+    symbols.append(e.parameters.begin(), e.parameters.end());
+    args.symbols = symbols.data();
+    args.num_symbols = static_cast<int>(symbols.size());
+    if (!cpu::run_cpu_function(e.function, args)) throw ChecksFailed{e.name};
+  }
   std::unique_ptr<CpuModule> module_;
   std::vector<Entry> entries_;
 };
@@ -189,6 +214,28 @@ std::string without_name(const std::string& ir, const std::string& name) {
   return out.append(ir, from, std::string::npos);
 }
 
+// A kernel's schedules (the heuristic's, or with `tuning` every candidate), and where it may print as a
+// function of its sizes (kernel_parameters.h), that kernel and its IR without a name. It does where
+// another kernel of the program prints the same IR: LLVM compiles one function for a network's layers. A
+// kernel of its own keeps its constants, and its code is faster for them (RESULTS.md, session 31).
+struct Planned {
+  std::vector<llvm_ir::CpuSchedule> schedules;
+  std::optional<cpu::ParameterizedKernel> generic;
+  std::string generic_ir;
+};
+
+Planned plan(const KernelLaunch& launch, bool tuning) {
+  const Placement placement = place(launch.kernel);
+  Planned p{tuning ? llvm_ir::cpu_schedule_candidates(launch.kernel, placement)
+                   : std::vector{llvm_ir::schedule_cpu_kernel(launch.kernel, placement)},
+            std::nullopt, ""};
+  if (tuning || !cpu::prints_parameterized(p.schedules.front())) return p;
+  p.generic = cpu::parameterize(launch.kernel);
+  p.generic_ir =
+      without_name(kernel_ir(launch, p.generic->kernel, cpu::parameterized_schedule(p.schedules.front(), *p.generic)), launch.kernel.name);
+  return p;
+}
+
 // The name of candidate `i` of `count`: the kernel's own when it has one.
 std::string candidate_name(const Kernel& kernel, size_t i, size_t count) {
   return count > 1 ? fmt::format("{}_c{}", kernel.name, i) : kernel.name;
@@ -204,24 +251,32 @@ class CpuBackend final : public Backend {
 
   // Each kernel in the heuristic's schedule, or with `tuning` every candidate schedule under its own name.
   // A kernel whose IR is an earlier one's but for the name (a network's repeated layers of one shape)
-  // calls the earlier function: LLVM compiles each body once. Tuned kernels keep their own candidates.
+  // calls the earlier function: LLVM compiles each body once; so do kernels printed as functions of their
+  // sizes whose sizes differ (plan). Tuned kernels keep their own candidates.
   std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions& options) const override {
     auto source = std::make_unique<CpuSource>();
     std::vector<std::string> irs;
     std::map<std::string, std::string> function_of_body;  // IR without its name -> the function compiled for it
+    std::vector<Planned> planned;
+    std::map<std::string, int> kernels_of_generic_ir;
     for (const KernelLaunch* k : kernels) {
-      const Placement placement = place(k->kernel);
-      const auto schedules = options.tuning ? llvm_ir::cpu_schedule_candidates(k->kernel, placement)
-                                            : std::vector{llvm_ir::schedule_cpu_kernel(k->kernel, placement)};
+      planned.push_back(plan(*k, options.tuning));
+      if (planned.back().generic) ++kernels_of_generic_ir[planned.back().generic_ir];
+    }
+    for (size_t n = 0; n < kernels.size(); ++n) {
+      const KernelLaunch* k = kernels[n];
+      const auto& [schedules, generic, generic_ir] = planned[n];
       Candidates c;
+      c.parameterized = generic && kernels_of_generic_ir[generic_ir] > 1;
       for (size_t i = 0; i < schedules.size(); ++i) {
-        Kernel printed = k->kernel;
+        Kernel printed = c.parameterized ? generic->kernel : k->kernel;
         printed.name = candidate_name(k->kernel, i, schedules.size());
-        std::string ir = kernel_ir(*k, printed, schedules[i]);
+        std::string ir = kernel_ir(*k, printed, c.parameterized ? cpu::parameterized_schedule(schedules[i], *generic) : schedules[i]);
         const auto [first, added] = function_of_body.emplace(options.tuning ? ir : without_name(ir, printed.name), printed.name);
         irs.push_back(added ? std::move(ir) : fmt::format("; {} calls {}, the same code\n", printed.name, first->second));
         c.names.push_back(first->second);
         c.schedules.push_back(schedules[i].decisions(k->kernel));
+        if (c.parameterized) c.schedules.back().set("size_parameters", static_cast<int64_t>(generic->values.size()));
       }
       source->schedules.push_back(c.schedules.front());
       source->candidates.push_back(std::move(c));
@@ -264,7 +319,11 @@ class CpuBackend final : public Backend {
     try {
       Reader r(bytes);
       for (int64_t n = r.number(); n > 0; --n) binary->objects.push_back(r.text());
-      for (int64_t n = r.number(); n > 0; --n) binary->candidates.push_back({{r.text()}, {}});
+      for (int64_t n = r.number(); n > 0; --n) {
+        Candidates& c = binary->candidates.emplace_back();
+        c.names.push_back(r.text());
+        c.parameterized = r.number() != 0;
+      }
       if (!r.done()) return nullptr;
     } catch (const std::exception&) {  // Reader: truncated or malformed
       return nullptr;

@@ -232,14 +232,14 @@ std::string Printer::open_loop(const std::string& tag, const std::string& start,
 }
 
 // The end of open_loop's body: the counter moves to `next` (empty: the value plus one).
-void Printer::close_loop(const std::string& tag, const std::string& next) {
+void Printer::close_loop(const std::string& tag, const std::string& next, const std::string& loop_metadata) {
   std::string moved = next;
   if (moved.empty()) {
     moved = "%" + tag + ".n";
     line(fmt::format("{} = add nsw i64 %{}.v, 1", moved, tag));
   }
   line(fmt::format("store i64 {}, ptr %{}.i", moved, tag));
-  line(fmt::format("br label %{}.head", tag));
+  line(fmt::format("br label %{}.head{}", tag, loop_metadata.empty() ? "" : ", !llvm.loop " + loop_metadata));
   label(tag + ".end");
 }
 

@@ -29,6 +29,11 @@ namespace {
 
 constexpr int kChunk = 64;  // steps of a float sum between two additions into the total
 
+// Rolled lane loops (CpuSchedule::rolled_lanes) carry this loop id: one for every lane loop of a module
+// (LLVM allows loops to share one, as inlined copies do).
+constexpr const char* kLaneLoopId = "!1000";
+constexpr const char* kLaneLoopMetadata[] = {"!1000 = distinct !{!1000, !1001}", "!1001 = !{!\"llvm.loop.unroll.disable\"}"};
+
 const char* array_type(const char* type) { return std::string_view(type) == "i1" ? "i8" : type; }
 
 }  // namespace
@@ -133,7 +138,9 @@ void Printer::lane_loop(const std::string& lo, const std::function<void(const st
   var_value_[k_.outer_vars().back()] = column;
   lane_ = lane;
   body(lane);
-  close_loop(tag);
+  if (schedule_.rolled_lanes)
+    for (const char* definition : kLaneLoopMetadata) metadata(definition);
+  close_loop(tag, "", schedule_.rolled_lanes ? kLaneLoopId : "");
   emitted_ = std::move(saved);
   suffix_ = saved_suffix;
 }

@@ -158,7 +158,12 @@ void Printer::expr(int i, const Expr& e) {
     case ScalarOp::kSym: {
       const std::string p = fresh("symp");
       line(fmt::format("{} = getelementptr i64, ptr %syms, i64 {}", p, e.var));
-      line(fmt::format("{} = load {}, ptr {}", v, t == ScalarType::Double ? "double" : "i64", p));
+      if (t == ScalarType::Float) {  // a float held as a double, exactly (kernel_parameters.h)
+        line(fmt::format("{}.d = load double, ptr {}", v, p));
+        line(fmt::format("{} = fptrunc double {}.d to float", v, v));
+      } else {
+        line(fmt::format("{} = load {}, ptr {}", v, t == ScalarType::Double ? "double" : "i64", p));
+      }
       break;
     }
     case ScalarOp::kConst:

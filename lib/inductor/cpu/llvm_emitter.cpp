@@ -62,6 +62,10 @@ const char* libm_suffix(ScalarType t) { return t == ScalarType::Float ? "f" : ""
 
 std::string Emitter::fresh(const std::string& stem) { return fmt::format("%{}.{}", stem, counter_++); }
 
+void Emitter::metadata(const std::string& definition) {
+  if (declared_.emplace(definition, true).second) declarations_ += definition + "\n";
+}
+
 std::string Emitter::declare(const std::string& decl) {
   if (declared_.emplace(decl, true).second) declarations_ += "declare " + decl + "\n";
   return decl;

@@ -27,6 +27,7 @@ class Emitter {
   void label(const std::string& s) { out_ += s + ":\n"; }
   std::string fresh(const std::string& stem);
   std::string declare(const std::string& decl);  // once per module
+  void metadata(const std::string& definition);  // "!N = ...", once per module
   // A call of a one-argument function without side effects (libm, or an intrinsic).
   std::string call(const std::string& fn, ScalarType t, const std::string& arg);
   std::string call(const std::string& fn, ScalarType t, const std::string& a, const std::string& b);

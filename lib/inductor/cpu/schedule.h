@@ -55,6 +55,9 @@ struct CpuSchedule {
   int lanes = 0;
   bool guarded = false;
   std::vector<bool> kept_row_values;
+  // Lane loops left rolled (a parameterized kernel's, cpu/kernel_parameters.h): LLVM's loop vectorizer
+  // makes them a few vector steps, where fully unrolled they cost LLVM several times the time.
+  bool rolled_lanes = false;
 
   // Row cache (cpu/codegen.cpp): the row's constant elements, the positional key of each expression and
   // the arrays by key.

@@ -1,0 +1,81 @@
+#include "inductor/cpu/kernel_parameters.h"
+
+#include <jitc/detail/internal_assert.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace jitc::inductor::cpu {
+
+namespace {
+
+bool is_parameter(const Expr& e) {
+  if (e.op != ScalarOp::kConst) return false;
+  if (e.dtype == c10::ScalarType::Long) return e.ivalue < -1 || e.ivalue > 1;
+  if (e.dtype == c10::ScalarType::Float || e.dtype == c10::ScalarType::Double)
+    return std::isfinite(e.value) && e.value != 0 && e.value != 1 && e.value != -1;
+  return false;
+}
+
+// The symbol's bits: a float constant as the printer would round it, held exactly in a double.
+int64_t bits_of(const Expr& constant) {
+  if (constant.dtype == c10::ScalarType::Long) return constant.ivalue;
+  const double exact = constant.dtype == c10::ScalarType::Float ? static_cast<float>(constant.value) : constant.value;
+  return std::bit_cast<int64_t>(exact);
+}
+
+// One past the largest graph symbol the kernel reads.
+int symbols_read(const Kernel& kernel) {
+  int count = 0;
+  for (const Expr& e : kernel.body)
+    if (e.op == ScalarOp::kSym) count = std::max(count, e.var + 1);
+  return count;
+}
+
+}  // namespace
+
+ParameterizedKernel parameterize(const Kernel& kernel) {
+  ParameterizedKernel out{kernel, symbols_read(kernel), {}, std::vector<int>(kernel.body.size(), -1)};
+  std::vector<Expr>& body = out.kernel.body;
+  body.clear();
+  auto parameter = [&](int constant) {  // a symbol of its own for this use
+    Expr symbol = kernel.body[constant];
+    symbol.op = ScalarOp::kSym;
+    symbol.var = out.first_symbol + static_cast<int>(out.values.size());
+    out.values.push_back(bits_of(kernel.body[constant]));
+    body.push_back(symbol);
+    return static_cast<int>(body.size()) - 1;
+  };
+  auto operand = [&](int e) { return e < 0 ? -1 : is_parameter(kernel.body[e]) ? parameter(e) : out.moved[e]; };
+  for (LoopVar& v : out.kernel.vars)  // constant extents first, in variable order
+    if (is_parameter(kernel.body[v.extent])) v.extent = parameter(v.extent);
+  for (size_t i = 0; i < kernel.body.size(); ++i) {
+    if (is_parameter(kernel.body[i])) continue;
+    Expr e = kernel.body[i];
+    e.a = operand(e.a);
+    e.b = operand(e.b);
+    e.c = operand(e.c);
+    body.push_back(e);
+    out.moved[i] = static_cast<int>(body.size()) - 1;
+  }
+  for (size_t v = 0; v < kernel.vars.size(); ++v)
+    if (!is_parameter(kernel.body[kernel.vars[v].extent])) out.kernel.vars[v].extent = out.moved[kernel.vars[v].extent];
+  return out;
+}
+
+bool prints_parameterized(const llvm_ir::CpuSchedule& schedule) { return schedule.lanes > 0; }
+
+llvm_ir::CpuSchedule parameterized_schedule(const llvm_ir::CpuSchedule& schedule, const ParameterizedKernel& parameterized) {
+  JITC_INTERNAL_ASSERT(schedule.row_cache.empty() && schedule.keys.empty() && schedule.pipelined.empty() && schedule.prefetch.empty() &&
+                           schedule.staged.empty() && schedule.chunked_sums.empty(),
+                       "cpu codegen: a parameterized kernel's schedule refers to its expressions beyond its row values");
+  llvm_ir::CpuSchedule out = schedule;
+  out.rolled_lanes = true;
+  out.kept_row_values.assign(parameterized.kernel.body.size(), false);
+  for (size_t i = 0; i < schedule.kept_row_values.size(); ++i)
+    if (parameterized.moved[i] >= 0) out.kept_row_values[parameterized.moved[i]] = schedule.kept_row_values[i];
+  return out;
+}
+
+}  // namespace jitc::inductor::cpu

@@ -1,0 +1,37 @@
+// Kernels as functions of their sizes. A CNN's batch norms in channels-last reduce over (N, H, W) with
+// the channels innermost, as rows side by side (codegen_columns.cpp); the kernels of its layers differ in
+// their constants only (sizes, strides, element counts), and each costs LLVM as much as dozens of
+// pointwise kernels. Printed with those constants read from the symbol array instead, the layers' kernels
+// print the same IR, which LLVM compiles once (render's deduplication), and each launch passes its own
+// values. The schedule stays each kernel's own, decided on its constants: two kernels of equal IR made
+// equal decisions, and each kernel's decisions hold for its own sizes.
+#pragma once
+#include "inductor/cpu/schedule.h"
+#include "inductor/kernel_ir.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace jitc::inductor::cpu {
+
+// Integer and float constants other than 0 and +-1 (which shape the code alike in every layer and which
+// LLVM folds) become parameters, one per use: a layer whose height equals its channel count shares its
+// kernel builder's constant between them, another layer does not, and both print alike.
+struct ParameterizedKernel {
+  Kernel kernel;                // the kernel with its constants read as symbols first_symbol, first_symbol + 1, ...
+  int first_symbol = 0;         // past the graph symbols the kernel reads
+  std::vector<int64_t> values;  // per parameter: the integer, or a floating constant's double bits
+  std::vector<int> moved;       // per expression of the original kernel: its index in `kernel` (-1: a parameter)
+};
+
+ParameterizedKernel parameterize(const Kernel& kernel);
+
+// Whether a kernel prints as a function of its sizes: rows side by side, whose printer reads sizes only
+// from the kernel's expressions (the row cache, pipelining, prefetch, staged stores and chunked sums,
+// which size arrays and loops from constant extents, are never scheduled with them).
+bool prints_parameterized(const llvm_ir::CpuSchedule& schedule);
+
+// The original kernel's schedule for the parameterized one.
+llvm_ir::CpuSchedule parameterized_schedule(const llvm_ir::CpuSchedule& schedule, const ParameterizedKernel& parameterized);
+
+}  // namespace jitc::inductor::cpu
