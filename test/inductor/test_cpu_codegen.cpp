@@ -719,3 +719,20 @@ TEST_CASE("column reductions as functions of their sizes read the graph's symbol
   INFO(logs.text().substr(0, 4000));
   CHECK(logs.lines_with("size_parameters").size() == 2);
 }
+
+// Row reductions too (a batch norm's statistics in NCHW), here float sums long enough to be added up in
+// chunks (the schedule's chunked sums follow the expressions into the parameterized kernel).
+TEST_CASE("row sums of different lengths compile once as a function of their sizes", "[inductor][cpu]") {
+  auto sums = [](const at::Tensor& a, const at::Tensor& b) { return std::make_tuple(a.sum(-1), b.sum(-1)); };
+  const auto a = at::randn({8, 8192}) + 1, b = at::randn({4, 20000}) - 1;
+  jitc::testing::LogCapture logs("output_code,schedule");
+  auto compiled = jitc::compile(sums);
+  compiled(a, b);
+  const auto [ga, gb] = compiled(a, b);
+  const auto [wa, wb] = sums(a, b);
+  CHECK(jitc::testing::difference(ga, wa, {1e-4, 1e-5}) == "");
+  CHECK(jitc::testing::difference(gb, wb, {1e-4, 1e-5}) == "");
+  INFO(logs.text().substr(0, 4000));
+  CHECK(logs.lines_with("chunked_sums 1, size_parameters").size() == 2);
+  CHECK(logs.lines_with("define void @jitc_fused_").size() == 1);
+}

@@ -64,17 +64,23 @@ ParameterizedKernel parameterize(const Kernel& kernel) {
   return out;
 }
 
-bool prints_parameterized(const llvm_ir::CpuSchedule& schedule) { return schedule.lanes > 0; }
+bool prints_parameterized(const Kernel& kernel, const llvm_ir::CpuSchedule& schedule) {
+  return kernel.num_reduction_loops > 0 && schedule.row_cache.empty() && schedule.pipelined.empty() && schedule.prefetch.empty() &&
+         schedule.staged.empty();
+}
 
 llvm_ir::CpuSchedule parameterized_schedule(const llvm_ir::CpuSchedule& schedule, const ParameterizedKernel& parameterized) {
-  JITC_INTERNAL_ASSERT(schedule.row_cache.empty() && schedule.keys.empty() && schedule.pipelined.empty() && schedule.prefetch.empty() &&
-                           schedule.staged.empty() && schedule.chunked_sums.empty(),
-                       "cpu codegen: a parameterized kernel's schedule refers to its expressions beyond its row values");
+  JITC_INTERNAL_ASSERT(prints_parameterized(parameterized.kernel, schedule),
+                       "cpu codegen: a schedule that reads constant extents, parameterized");
   llvm_ir::CpuSchedule out = schedule;
   out.rolled_lanes = true;
-  out.kept_row_values.assign(parameterized.kernel.body.size(), false);
-  for (size_t i = 0; i < schedule.kept_row_values.size(); ++i)
-    if (parameterized.moved[i] >= 0) out.kept_row_values[parameterized.moved[i]] = schedule.kept_row_values[i];
+  out.keys.clear();  // positional keys serve the row cache only
+  if (!schedule.kept_row_values.empty()) {
+    out.kept_row_values.assign(parameterized.kernel.body.size(), false);
+    for (size_t i = 0; i < schedule.kept_row_values.size(); ++i)
+      if (parameterized.moved[i] >= 0) out.kept_row_values[parameterized.moved[i]] = schedule.kept_row_values[i];
+  }
+  for (int& sum : out.chunked_sums) sum = parameterized.moved[sum];
   return out;
 }
 
