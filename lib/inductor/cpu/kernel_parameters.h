@@ -1,10 +1,10 @@
-// Kernels as functions of their sizes. A CNN's batch norms in channels-last reduce over (N, H, W) with
-// the channels innermost, as rows side by side (codegen_columns.cpp); the kernels of its layers differ in
-// their constants only (sizes, strides, element counts), and each costs LLVM as much as dozens of
-// pointwise kernels. Printed with those constants read from the symbol array instead, the layers' kernels
-// print the same IR, which LLVM compiles once (render's deduplication), and each launch passes its own
-// values. The schedule stays each kernel's own, decided on its constants: two kernels of equal IR made
-// equal decisions, and each kernel's decisions hold for its own sizes.
+// Reductions as functions of their sizes. A CNN's batch norms reduce over (N, H, W) per channel: rows
+// side by side in channels-last (codegen_columns.cpp), rows otherwise. The kernels of its layers differ in
+// their constants only (sizes, strides, element counts), and each costs LLVM as much as several pointwise
+// kernels. Printed with those constants read from the symbol array instead, the layers' kernels print the
+// same IR, which LLVM compiles once (render's deduplication), and each launch passes its own values. The
+// schedule stays each kernel's own, decided on its constants: two kernels of equal IR made equal
+// decisions, and each kernel's decisions hold for its own sizes.
 #pragma once
 #include "inductor/cpu/schedule.h"
 #include "inductor/kernel_ir.h"
