@@ -138,6 +138,39 @@ class Rewrite {
     return v;
   }
 
+  static bool channels_last(const TensorMeta& m) { return static_float_4d_cpu(m) && m.strides == channels_last_strides(m.sizes); }
+
+ public:
+  // Values between convolutions follow their inputs' layout: a kernel reading a channels-last value
+  // (a convolution's output, or a value that follows one) writes channels-last where relaid_in_place
+  // allows, as Inductor's pointwise ops keep their input's layout. A UNet's skip connection, a batch
+  // norm's output that a max pool and, later, a cat read, was written in the traced layout: both of its
+  // kernels then read or wrote across layouts.
+  static Graph following_inputs(Graph g) {
+    const Rewrite in(g);
+    for (const Node& n : g.nodes) {
+      if (!reads_through_strides(n)) continue;
+      const bool channels_last_input = std::any_of(n.args.begin(), n.args.end(), [&](const graph::Arg& a) {
+        return a.kind == graph::Arg::Kind::kValue && channels_last(g.values[a.value].meta);
+      });
+      if (!channels_last_input) continue;
+      for (const auto& output : n.outputs)
+        for (ValueId v : output.values)
+          if (in.relaid_in_place(v) && in.convolutions_reading_compute_channels_last(v)) relaid(g, v);
+    }
+    return g;
+  }
+
+ private:
+  // oneDNN computes in its input's layout: a convolution left in the traced layout (the weight
+  // outweighs its activations) would return channels-last where its metadata says otherwise.
+  bool convolutions_reading_compute_channels_last(ValueId v) const {
+    return std::all_of(users_[v].begin(), users_[v].end(), [&](int u) {
+      const Node& user = g_.nodes[u];
+      return user.op.operator_name().name != "aten::conv2d" || channels_last(g_.values[user.outputs[0].values[0]].meta);
+    });
+  }
+
   const Graph& g_;
   std::vector<std::vector<int>> users_;
   std::unordered_map<int32_t, int> sharers_;
@@ -149,7 +182,7 @@ Graph convolutions_in_channels_last(const Graph& g) {
   if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn()) return g;
   Rewrite rewrite(g);
   if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return rewrite.applies(n); })) return g;
-  return rewrite.run();
+  return Rewrite::following_inputs(rewrite.run());
 }
 
 }  // namespace jitc::inductor

@@ -324,6 +324,32 @@ TEST_CASE("convolutions run on channels-last operands and match eager", "[induct
   CHECK(clones == 1);
 }
 
+// A UNet's encoder level: the batch norm + relu after a convolution is read by a max pool (whose output
+// the next convolution reads) and, later, by the decoder's cat. Both follow the convolution's layout: no
+// kernel reads or writes across layouts, and the skip connection is computed once, channels-last.
+TEST_CASE("kernels between convolutions follow their inputs' channels-last layout", "[inductor][cpu]") {
+  auto level = [](const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3) {
+    const auto skip = at::relu(at::conv2d(x, w1, {}, 1, 1) * 0.5 + 0.1);
+    const auto down = at::relu(at::conv2d(at::max_pool2d(skip, {2, 2}), w2, {}, 1, 1));
+    const auto up = at::upsample_nearest2d(down, {32, 32});
+    return at::conv2d(at::cat({up, skip}, 1), w3, {}, 1, 1).sum({2, 3});
+  };
+  const auto x = at::randn({4, 4, 32, 32}), w1 = at::randn({8, 4, 3, 3}) * 0.2, w2 = at::randn({8, 8, 3, 3}) * 0.2;
+  const auto w3 = at::randn({4, 16, 3, 3}) * 0.2;
+  jitc::testing::check_parity_reducing("a UNet level", 16 * 9 * 1024, level, x, w1, w2, w3);
+  const auto traced = jitc::testing::trace_of(level, x, w1, w2, w3);
+  const auto rewritten = jitc::inductor::convolutions_in_channels_last(traced.graph);
+  int four_d = 0;
+  for (const auto& v : rewritten.values) {
+    if (v.meta.sizes.size() != 4 || v.meta.sizes[1].offset < 4 || v.producer < 0) continue;
+    if (rewritten.nodes[v.producer].name() == "aten::conv2d" && v.meta.sizes[1].offset == 4) continue;  // w3's output, summed
+    INFO(rewritten.nodes[v.producer].name() << " " << v.meta.sizes[1].offset << " channels");
+    CHECK(v.meta.strides[1].offset == 1);  // every value computed between the convolutions: channels-last
+    ++four_d;
+  }
+  CHECK(four_d >= 6);
+}
+
 TEST_CASE("channels-last layout is chosen by cost: not where the weight outweighs the activations", "[inductor][cpu]") {
   // A late layer at batch 1 ([1, 64, 4, 4] through a 64x64x3x3 weight): oneDNN is faster on NCHW there.
   auto late = [](const at::Tensor& x, const at::Tensor& w) { return at::conv2d(x.relu(), w, {}, 1, 1).relu(); };
