@@ -762,3 +762,47 @@ TEST_CASE("row sums of different lengths compile once as a function of their siz
   CHECK(logs.lines_with("chunked_sums 1, size_parameters").size() == 2);
   CHECK(logs.lines_with("define void @jitc_fused_").size() == 1);
 }
+
+// The same reduction over the layers of a network, at three sizes (one with as many rows as columns),
+// for each kind of reduction the CPU prints rows side by side or as rows: sums and means in every float
+// dtype, var with a correction, max with NaN, argmax, prod of integers, logsumexp, softmax over dim 0
+// (an element loop after the reductions). Each layer's result against eager's; the layers print as one
+// function of their sizes where their IR is alike.
+TEST_CASE("reductions printed as functions of their sizes match eager layer by layer", "[inductor][cpu]") {
+  using Fn = std::function<at::Tensor(const at::Tensor&)>;
+  const std::vector<std::pair<std::string, Fn>> reductions = {
+      {"sum(0)", [](const at::Tensor& x) { return x.sum(0); }},
+      {"mean(-1) * 3", [](const at::Tensor& x) { return x.mean(-1) * 3; }},
+      {"var(0, correction 0)", [](const at::Tensor& x) { return at::var(x, {0}, 0, false); }},
+      {"std(-1)", [](const at::Tensor& x) { return x.std(-1); }},
+      {"amax(0)", [](const at::Tensor& x) { return x.amax(0); }},
+      {"argmax(0)", [](const at::Tensor& x) { return x.argmax(0); }},
+      {"logsumexp(0)", [](const at::Tensor& x) { return x.logsumexp(0); }},
+      {"softmax(0)", [](const at::Tensor& x) { return x.softmax(0); }},
+      {"prod(0) of integers", [](const at::Tensor& x) { return (x.sign().to(at::kLong) + 2).prod(0); }},
+  };
+  const std::vector<std::vector<int64_t>> sizes = {{48, 64}, {96, 96}, {20, 256}};
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
+    for (const auto& [name, reduce] : reductions) {
+      INFO(name << " in " << dtype);
+      std::vector<at::Tensor> layers;
+      for (const auto& s : sizes) layers.push_back(at::randn(s).to(dtype));
+      layers[1].index_put_({3, 5}, std::numeric_limits<double>::quiet_NaN());
+      auto three = [reduce](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return std::make_tuple(reduce(a), reduce(b), reduce(c)); };
+      auto compiled = jitc::compile(three);
+      compiled(layers[0], layers[1], layers[2]);
+      const auto got = compiled(layers[0], layers[1], layers[2]);
+      const auto want = three(layers[0], layers[1], layers[2]);
+      CHECK(compiled.stats().programs_compiled == 1);
+      const std::vector<std::pair<at::Tensor, at::Tensor>> pairs = {{std::get<0>(got), std::get<0>(want)},
+                                                                    {std::get<1>(got), std::get<1>(want)},
+                                                                    {std::get<2>(got), std::get<2>(want)}};
+      for (size_t layer = 0; layer < pairs.size(); ++layer) {
+        INFO("layer " << layer);
+        const auto& [g, w] = pairs[layer];
+        const int64_t reduced = std::max(sizes[layer][0], sizes[layer][1]);
+        CHECK(jitc::testing::difference(g, w, jitc::testing::reduction_tolerance(w.scalar_type(), reduced)) == "");
+      }
+    }
+  }
+}
