@@ -19,6 +19,10 @@ graph::Graph decompose_losses(const graph::Graph& g);
 // at least one dim kept, into abs, a square, a sum or amax and a sqrt (norm_decompositions.cpp).
 graph::Graph decompose_norms(const graph::Graph& g);
 
+// Rewrites adaptive_avg_pool2d(x, [1, 1]) of contiguous floating x into mean over H and W (ATen's own
+// composition) and outer(a, b) into a[:, None] * b (composite_decompositions.cpp).
+graph::Graph decompose_composites(const graph::Graph& g);
+
 // Rewrites native_batch_norm in training mode and its backward into reductions and pointwise ops, the
 // running statistics updated by annotated in-place copies (batch_norm_training.cpp). Runs before
 // functionalization, which refuses native_batch_norm's unannotated writes.

@@ -114,6 +114,8 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
                   [](graph::Graph x) { return graph::reinplace_input_updates(x); });
   g = graph_stage("loss decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_losses(x); });
   g = graph_stage("norm decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_norms(x); });
+  g = graph_stage("composite decompositions", request, std::move(g), times,
+                  [](graph::Graph x) { return inductor::decompose_composites(x); });
   g = graph_stage("biases into matmuls", request, std::move(g), times,
                   [](graph::Graph x) { return inductor::fold_biases_into_matmuls(x); });
   g = graph_stage("gradient decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_gradients(x); });

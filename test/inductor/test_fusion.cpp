@@ -595,3 +595,29 @@ TEST_CASE("a Linear's bias that no kernel reads is added by the GEMM (addmm)", "
       CHECK(logs.lines_with("aten::matmul").empty() == folds);
     }
 }
+
+// Global average pooling (adaptive_avg_pool2d to 1x1) and outer products are ATen compositions traced as
+// themselves: written as the mean and the product they are, they fuse with the ops around them.
+TEST_CASE("global average pooling and outer products decompose into kernels", "[inductor][fusion]") {
+  auto pool = [](const at::Tensor& x) { return at::adaptive_avg_pool2d(at::relu(x), {1, 1}).flatten(1) * 2; };
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
+    INFO(dtype);
+    jitc::testing::check_lowered_parity("pool of a batch", pool, at::randn({4, 16, 7, 9}, dtype));
+    jitc::testing::check_lowered_parity(
+        "pool of one image", [](const at::Tensor& x) { return at::adaptive_avg_pool2d(x, {1, 1}) + 1; }, at::randn({8, 5, 5}, dtype));
+  }
+  // Kept as eager's op, and eager's result: a channels-last input (ATen re-strides its pooled result)
+  // and other output sizes.
+  jitc::testing::check_parity("pool of a channels-last input", pool, at::randn({4, 16, 7, 9}).contiguous(at::MemoryFormat::ChannelsLast));
+  jitc::testing::check_parity(
+      "pool to 2x2", [](const at::Tensor& x) { return at::adaptive_avg_pool2d(x, {2, 2}) * 3; }, at::randn({2, 4, 6, 6}));
+
+  auto outer = [](const at::Tensor& a, const at::Tensor& b) { return at::outer(a.sin(), b) + 1; };
+  jitc::testing::check_lowered_parity("outer", outer, at::randn({33}), at::randn({17}));
+  jitc::testing::check_lowered_parity(
+      "outer of integers and floats", [](const at::Tensor& a, const at::Tensor& b) { return at::outer(a, b); }, at::arange(5),
+      at::randn({6}, at::kDouble));
+  jitc::testing::check_parity(
+      "outer of a strided vector", [](const at::Tensor& a, const at::Tensor& b) { return at::outer(a.slice(0, 0, 32, 2), b); },
+      at::randn({32}), at::randn({7}));
+}
