@@ -215,24 +215,26 @@ std::string without_name(const std::string& ir, const std::string& name) {
 }
 
 // A kernel's schedules (the heuristic's, or with `tuning` every candidate), and where it may print as a
-// function of its sizes (kernel_parameters.h), that kernel and its IR without a name. It does where
-// another kernel of the program prints the same IR: LLVM compiles one function for a network's layers. A
-// kernel of its own keeps its constants, and its code is faster for them (RESULTS.md, session 31).
+// function of its sizes (kernel_parameters.h), that kernel, its IR and its IR with constants, both
+// without a name. It does where another kernel of the program, of other constants, prints the same IR:
+// LLVM compiles one function for a network's layers. A kernel of its own (or of a layer repeated at one
+// shape) keeps its constants, and its code is faster for them (RESULTS.md, session 31).
 struct Planned {
   std::vector<llvm_ir::CpuSchedule> schedules;
   std::optional<cpu::ParameterizedKernel> generic;
-  std::string generic_ir;
+  std::string generic_ir, constant_ir;
 };
 
 Planned plan(const KernelLaunch& launch, bool tuning) {
   const Placement placement = place(launch.kernel);
   Planned p{tuning ? llvm_ir::cpu_schedule_candidates(launch.kernel, placement)
                    : std::vector{llvm_ir::schedule_cpu_kernel(launch.kernel, placement)},
-            std::nullopt, ""};
+            std::nullopt, "", ""};
   if (tuning || !cpu::prints_parameterized(launch.kernel, p.schedules.front())) return p;
   p.generic = cpu::parameterize(launch.kernel);
   p.generic_ir =
       without_name(kernel_ir(launch, p.generic->kernel, cpu::parameterized_schedule(p.schedules.front(), *p.generic)), launch.kernel.name);
+  p.constant_ir = without_name(kernel_ir(launch, launch.kernel, p.schedules.front()), launch.kernel.name);
   return p;
 }
 
@@ -258,16 +260,16 @@ class CpuBackend final : public Backend {
     std::vector<std::string> irs;
     std::map<std::string, std::string> function_of_body;  // IR without its name -> the function compiled for it
     std::vector<Planned> planned;
-    std::map<std::string, int> kernels_of_generic_ir;
+    std::map<std::string, std::set<std::string>> constants_of_generic_ir;
     for (const KernelLaunch* k : kernels) {
       planned.push_back(plan(*k, options.tuning));
-      if (planned.back().generic) ++kernels_of_generic_ir[planned.back().generic_ir];
+      if (planned.back().generic) constants_of_generic_ir[planned.back().generic_ir].insert(planned.back().constant_ir);
     }
     for (size_t n = 0; n < kernels.size(); ++n) {
       const KernelLaunch* k = kernels[n];
-      const auto& [schedules, generic, generic_ir] = planned[n];
+      const auto& [schedules, generic, generic_ir, constant_ir] = planned[n];
       Candidates c;
-      c.parameterized = generic && kernels_of_generic_ir[generic_ir] > 1;
+      c.parameterized = generic && constants_of_generic_ir[generic_ir].size() > 1;  // layers of other constants
       for (size_t i = 0; i < schedules.size(); ++i) {
         Kernel printed = c.parameterized ? generic->kernel : k->kernel;
         printed.name = candidate_name(k->kernel, i, schedules.size());
