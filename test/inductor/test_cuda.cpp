@@ -525,3 +525,19 @@ TEST_CASE("CUDA: an index out of range in a compiled kernel is a device-side ass
   INFO(error);
   CHECK(error.find("device-side assert triggered") != std::string::npos);
 }
+
+// Global average pooling and outer products decompose into kernels on the GPU too (composite_decompositions.cpp).
+TEST_CASE("CUDA: global average pooling and outer products decompose into kernels", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  auto pool = [](const at::Tensor& x) { return at::adaptive_avg_pool2d(at::relu(x), {1, 1}).flatten(1) * 2; };
+  auto outer = [](const at::Tensor& a, const at::Tensor& b) { return at::outer(a.sin(), b) + 1; };
+  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+    INFO(dtype);
+    jitc::testing::check_lowered_parity("pool of a batch", pool, cuda_sample({8, 64, 7, 7}, dtype, 4));
+    jitc::testing::check_lowered_parity("outer", outer, cuda_sample({257}, dtype, 5), cuda_sample({33}, dtype, 6));
+  }
+  check_parity("pool of a channels-last input", pool, cuda_sample({8, 64, 7, 7}, at::kFloat, 7).contiguous(at::MemoryFormat::ChannelsLast));
+}
