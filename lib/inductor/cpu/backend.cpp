@@ -215,14 +215,15 @@ std::string without_name(const std::string& ir, const std::string& name) {
 }
 
 // A kernel's schedules (the heuristic's, or with `tuning` every candidate), and where it may print as a
-// function of its sizes (kernel_parameters.h), that kernel, its IR and its IR with constants, both
-// without a name. It does where another kernel of the program, of other constants, prints the same IR:
-// LLVM compiles one function for a network's layers. A kernel of its own (or of a layer repeated at one
-// shape) keeps its constants, and its code is faster for them (RESULTS.md, session 31).
+// function of its sizes (kernel_parameters.h), that kernel, its IR and its IR with constants (render
+// compares them without the name and emits one of them). It does where another kernel of the program, of other constants, prints the same
+// IR: LLVM compiles one function for a network's layers. A kernel of its own (or of a layer repeated at one shape) keeps its constants, and
+// its code is faster for them (RESULTS.md, session 31).
 struct Planned {
   std::vector<llvm_ir::CpuSchedule> schedules;
   std::optional<cpu::ParameterizedKernel> generic;
   std::string generic_ir, constant_ir;
+  std::string ir(bool parameterized) const { return parameterized ? generic_ir : constant_ir; }
 };
 
 Planned plan(const KernelLaunch& launch, bool tuning) {
@@ -232,9 +233,8 @@ Planned plan(const KernelLaunch& launch, bool tuning) {
             std::nullopt, "", ""};
   if (tuning || !cpu::prints_parameterized(launch.kernel, p.schedules.front())) return p;
   p.generic = cpu::parameterize(launch.kernel);
-  p.generic_ir =
-      without_name(kernel_ir(launch, p.generic->kernel, cpu::parameterized_schedule(p.schedules.front(), *p.generic)), launch.kernel.name);
-  p.constant_ir = without_name(kernel_ir(launch, launch.kernel, p.schedules.front()), launch.kernel.name);
+  p.generic_ir = kernel_ir(launch, p.generic->kernel, cpu::parameterized_schedule(p.schedules.front(), *p.generic));
+  p.constant_ir = kernel_ir(launch, launch.kernel, p.schedules.front());
   return p;
 }
 
@@ -260,25 +260,28 @@ class CpuBackend final : public Backend {
     std::vector<std::string> irs;
     std::map<std::string, std::string> function_of_body;  // IR without its name -> the function compiled for it
     std::vector<Planned> planned;
-    std::map<std::string, std::set<std::string>> constants_of_generic_ir;
+    std::map<std::string, std::set<std::string>> constants_of_generic_ir;  // IRs without the kernel's name
     for (const KernelLaunch* k : kernels) {
-      planned.push_back(plan(*k, options.tuning));
-      if (planned.back().generic) constants_of_generic_ir[planned.back().generic_ir].insert(planned.back().constant_ir);
+      const Planned& p = planned.emplace_back(plan(*k, options.tuning));
+      if (p.generic)
+        constants_of_generic_ir[without_name(p.generic_ir, k->kernel.name)].insert(without_name(p.constant_ir, k->kernel.name));
     }
     for (size_t n = 0; n < kernels.size(); ++n) {
       const KernelLaunch* k = kernels[n];
-      const auto& [schedules, generic, generic_ir, constant_ir] = planned[n];
+      const Planned& p = planned[n];
+      const auto& schedules = p.schedules;
       Candidates c;
-      c.parameterized = generic && constants_of_generic_ir[generic_ir].size() > 1;  // layers of other constants
+      // Layers of other constants print alike.
+      c.parameterized = p.generic && constants_of_generic_ir[without_name(p.generic_ir, k->kernel.name)].size() > 1;
       for (size_t i = 0; i < schedules.size(); ++i) {
-        Kernel printed = c.parameterized ? generic->kernel : k->kernel;
+        Kernel printed = k->kernel;
         printed.name = candidate_name(k->kernel, i, schedules.size());
-        std::string ir = kernel_ir(*k, printed, c.parameterized ? cpu::parameterized_schedule(schedules[i], *generic) : schedules[i]);
+        std::string ir = p.generic ? p.ir(c.parameterized) : kernel_ir(*k, printed, schedules[i]);  // planned: one candidate
         const auto [first, added] = function_of_body.emplace(options.tuning ? ir : without_name(ir, printed.name), printed.name);
         irs.push_back(added ? std::move(ir) : fmt::format("; {} calls {}, the same code\n", printed.name, first->second));
         c.names.push_back(first->second);
         c.schedules.push_back(schedules[i].decisions(k->kernel));
-        if (c.parameterized) c.schedules.back().set("size_parameters", static_cast<int64_t>(generic->values.size()));
+        if (c.parameterized) c.schedules.back().set("size_parameters", static_cast<int64_t>(p.generic->values.size()));
       }
       source->schedules.push_back(c.schedules.front());
       source->candidates.push_back(std::move(c));
