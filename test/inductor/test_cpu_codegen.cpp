@@ -806,3 +806,136 @@ TEST_CASE("reductions printed as functions of their sizes match eager layer by l
     }
   }
 }
+
+// A batch norm's normalization in channels-last at three resolutions of one width, and a parameter
+// update over tensors of three sizes: the layers' pointwise kernels print as one function of their sizes
+// each. The channels-last kernels keep their inner loop (the channels) in constants; the updates, one
+// flat loop each, pass their lengths.
+TEST_CASE("pointwise kernels of different sizes compile once as functions of their sizes", "[inductor][cpu]") {
+  const auto scale = at::rand({1, 24, 1, 1}) + 0.5, shift = at::randn({1, 24, 1, 1});
+  auto normalize = [=](const at::Tensor& x) { return (x * scale + shift).clamp(0, 6); };
+  auto layers = [&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+    return std::make_tuple(normalize(a), normalize(b), normalize(c));
+  };
+  auto channels_last = [](at::IntArrayRef sizes) { return at::randn(sizes).contiguous(at::MemoryFormat::ChannelsLast); };
+  const auto a = channels_last({2, 24, 8, 8}), b = channels_last({2, 24, 16, 12}), c = channels_last({2, 24, 5, 7});
+  jitc::testing::LogCapture logs("output_code,schedule");
+  auto compiled = jitc::compile(layers);
+  compiled(a, b, c);
+  const auto [ga, gb, gc] = compiled(a, b, c);
+  const auto [wa, wb, wc] = layers(a, b, c);
+  for (const auto& [g, w] : {std::pair{ga, wa}, std::pair{gb, wb}, std::pair{gc, wc}}) {
+    CHECK(jitc::testing::difference(g, w, {1e-6, 1e-6}) == "");
+    CHECK(g.strides() == w.strides());
+  }
+  CHECK(compiled.stats().kernels_compiled == 3);
+  INFO(logs.text().substr(0, 4000));
+  CHECK(logs.lines_with("size_parameters").size() == 3);
+  CHECK(logs.lines_with("define void @jitc_fused_").size() == 1);
+
+  // Updates of two flat parameters and two convolution weights: one function for each kind of shape.
+  auto update = [](const at::Tensor& p, const at::Tensor& g) { return p - g * 0.01; };
+  auto updates = [&](const std::vector<at::Tensor>& p, const std::vector<at::Tensor>& g) {
+    std::vector<at::Tensor> out;
+    for (size_t i = 0; i < p.size(); ++i) out.push_back(update(p[i], g[i]));
+    return out;
+  };
+  std::vector<at::Tensor> p, g;
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{96}, {4000}, {32, 3, 3, 3}, {16, 8, 3, 3}}) {
+    p.push_back(at::randn(sizes));
+    g.push_back(at::randn(sizes));
+  }
+  jitc::testing::LogCapture update_logs("output_code,schedule");
+  auto compiled_updates = jitc::compile(updates);
+  compiled_updates(p, g);
+  const auto got = compiled_updates(p, g);
+  for (size_t i = 0; i < p.size(); ++i) CHECK(jitc::testing::difference(got[i], update(p[i], g[i]), {1e-6, 1e-6}) == "");
+  INFO(update_logs.text().substr(0, 4000));
+  CHECK(update_logs.lines_with("size_parameters").size() == 4);
+  CHECK(update_logs.lines_with("define void @jitc_fused_").size() == 2);
+}
+
+// A contiguous matrix plus the transpose of another, for two sizes with the same rows and different
+// columns: as functions of their sizes they would print alike but for the stride of their inner loop's
+// loads, which stays a constant (a load at a run-time stride does not vectorize as interleaved groups):
+// two functions.
+TEST_CASE("pointwise kernels keep the strides of their inner loop as constants", "[inductor][cpu]") {
+  auto transposes = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, const at::Tensor& d) {
+    return std::make_tuple(c + a.t() * 2, d + b.t() * 2);
+  };
+  const auto a = at::randn({40, 64}), b = at::randn({40, 96}), c = at::randn({64, 40}), d = at::randn({96, 40});
+  jitc::testing::LogCapture logs("output_code,schedule");
+  auto compiled = jitc::compile(transposes);
+  compiled(a, b, c, d);
+  const auto [ga, gb] = compiled(a, b, c, d);
+  const auto [wa, wb] = transposes(a, b, c, d);
+  CHECK(jitc::testing::difference(ga, wa, {1e-6, 1e-6}) == "");
+  CHECK(jitc::testing::difference(gb, wb, {1e-6, 1e-6}) == "");
+  INFO(logs.text().substr(0, 4000));
+  CHECK(logs.lines_with("define void @jitc_fused_").size() == 2);
+}
+
+// The same pointwise op over the layers of a network at three sizes (contiguous, channels-last, and views
+// whose inner loop reads at a stride), for what a pointwise kernel's indices and values hold: broadcasts,
+// transposed and stepped reads, a cat's boundaries, integer division and remainder, masks, clamps, in
+// every float dtype. Each layer's result against eager's.
+TEST_CASE("pointwise kernels printed as functions of their sizes match eager layer by layer", "[inductor][cpu]") {
+  using Fn = std::function<at::Tensor(const at::Tensor&)>;
+  const std::vector<std::pair<std::string, Fn>> ops = {
+      {"x * 3 + per-channel bias", [](const at::Tensor& x) { return x * 3 + at::arange(x.size(1), x.options()).view({1, -1, 1, 1}); }},
+      {"clamp(-0.5, 0.5) * 2", [](const at::Tensor& x) { return x.clamp(-0.5, 0.5) * 2; }},
+      {"transpose(1, 3) + 1", [](const at::Tensor& x) { return x.transpose(1, 3) + 1; }},
+      {"every other column, exp", [](const at::Tensor& x) { return x.slice(3, 0, c10::nullopt, 2).exp(); }},
+      {"cat with itself halved", [](const at::Tensor& x) { return at::cat({x, x * 0.5}, 1); }},
+      {"integer floor_divide and remainder",
+       [](const at::Tensor& x) {
+         const auto i = (x * 10).to(at::kLong);
+         return at::floor_divide(i, 3) * 7 + at::remainder(i, 5);
+       }},
+      {"where(x > 0.25, x, -x) of a channel shuffle",
+       [](const at::Tensor& x) {
+         const auto s = x.view({x.size(0), 2, x.size(1) / 2, x.size(2), x.size(3)}).transpose(1, 2).reshape(x.sizes());
+         return at::where(s > 0.25, s, -s);
+       }},
+  };
+  const std::vector<std::vector<int64_t>> sizes = {{2, 8, 6, 10}, {1, 8, 12, 4}, {3, 8, 5, 5}};
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
+    for (const auto layout : {at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast}) {
+      for (const auto& [name, op] : ops) {
+        INFO(name << " in " << dtype << ", " << layout);
+        std::vector<at::Tensor> layers;
+        for (const auto& s : sizes) layers.push_back(at::randn(s).to(dtype).contiguous(layout));
+        auto three = [op](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return std::make_tuple(op(a), op(b), op(c)); };
+        auto compiled = jitc::compile(three);
+        compiled(layers[0], layers[1], layers[2]);
+        const auto got = compiled(layers[0], layers[1], layers[2]);
+        const auto want = three(layers[0], layers[1], layers[2]);
+        CHECK(compiled.stats().programs_compiled == 1);
+        CHECK(compiled.stats().eager_fallbacks == 0);
+        const jitc::testing::Tolerance tol = dtype == at::kBFloat16 ? jitc::testing::Tolerance{1e-2, 1e-2} : jitc::testing::Tolerance{1e-6, 1e-6};
+        CHECK(jitc::testing::difference(std::get<0>(got), std::get<0>(want), tol) == "");
+        CHECK(jitc::testing::difference(std::get<1>(got), std::get<1>(want), tol) == "");
+        CHECK(jitc::testing::difference(std::get<2>(got), std::get<2>(want), tol) == "");
+      }
+    }
+  }
+}
+
+// A column reduction over several loop variables (a batch norm's statistics in channels-last, over N, H
+// and W) keeps its lane loops rolled, also in a kernel of its own: unrolled, LLVM's unroller copies them
+// into every nest. A reduction over one variable keeps them unrolled (above: the lone var_mean).
+TEST_CASE("column reductions over several loop variables keep their lane loops rolled", "[inductor][cpu]") {
+  auto statistics = [](const at::Tensor& x) {
+    const auto [var, mean] = at::var_mean(x, {0, 2, 3}, 0, false);
+    return var + mean;
+  };
+  const auto x = at::randn({4, 64, 6, 6}).slice(3, 0, 5).contiguous(at::MemoryFormat::ChannelsLast);
+  jitc::testing::LogCapture logs("output_code,schedule");
+  auto compiled = jitc::compile(statistics);
+  compiled(x);
+  CHECK(jitc::testing::difference(compiled(x), statistics(x), {1e-5, 1e-5}) == "");
+  INFO(logs.text().substr(0, 6000));
+  CHECK(logs.lines_with("rows_side_by_side").size() == 1);
+  CHECK(logs.lines_with("size_parameters").empty());
+  CHECK(logs.contains("llvm.loop.unroll.disable"));
+}

@@ -231,7 +231,7 @@ Planned plan(const KernelLaunch& launch, bool tuning) {
   Planned p{tuning ? llvm_ir::cpu_schedule_candidates(launch.kernel, placement)
                    : std::vector{llvm_ir::schedule_cpu_kernel(launch.kernel, placement)},
             std::nullopt, "", ""};
-  if (tuning || !cpu::prints_parameterized(launch.kernel, p.schedules.front())) return p;
+  if (tuning || !cpu::prints_parameterized(p.schedules.front())) return p;
   p.generic = cpu::parameterize(launch.kernel);
   p.generic_ir = kernel_ir(launch, p.generic->kernel, cpu::parameterized_schedule(p.schedules.front(), *p.generic));
   p.constant_ir = kernel_ir(launch, launch.kernel, p.schedules.front());

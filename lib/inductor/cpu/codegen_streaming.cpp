@@ -23,8 +23,6 @@ namespace jitc::inductor::llvm_ir {
 
 namespace {
 
-constexpr int64_t kStreamingBytes = 8 << 20;  // below this a kernel's output may still be in cache
-
 int64_t element_bytes(ScalarType t) { return static_cast<int64_t>(c10::elementSize(t)); }
 
 // The copy of a staged row: 64-byte non-temporal stores while a whole line remains, memcpy for the rest;

@@ -25,6 +25,45 @@ int64_t bits_of(const Expr& constant) {
   return std::bit_cast<int64_t>(exact);
 }
 
+bool is_integer_division(const Expr& e) {
+  const bool division = e.op == ScalarOp::kDiv || e.op == ScalarOp::kFloorDiv || e.op == ScalarOp::kRem || e.op == ScalarOp::kFmod ||
+                        e.op == ScalarOp::kShl || e.op == ScalarOp::kShr;
+  return division && c10::isIntegralType(e.dtype, /*includeBool=*/false);
+}
+
+// A pointwise kernel's constants that shape its vector code stay literals: the innermost loop's extent
+// where outer loops repeat it (a runtime trip count costs each row a remainder loop), the strides of the
+// innermost variable (loads at a runtime stride do not vectorize as interleaved groups), and divisors
+// (a division by a runtime value is a division instruction per element, by a constant a multiply).
+// A kernel with no outer loop has its whole size as the inner extent: that one is a parameter.
+std::vector<bool> literal_constants(const Kernel& kernel) {
+  std::vector<bool> literal(kernel.body.size(), false);
+  if (kernel.num_reduction_loops > 0 || kernel.vars.empty()) return literal;
+  const int innermost = static_cast<int>(kernel.vars.size()) - 1;
+  std::vector<bool> reads_innermost(kernel.body.size(), false);
+  auto reads = [&](int e) { return e >= 0 && reads_innermost[e]; };
+  auto is_constant = [&](int e) { return e >= 0 && kernel.body[e].op == ScalarOp::kConst; };
+  for (size_t i = 0; i < kernel.body.size(); ++i) {
+    const Expr& e = kernel.body[i];
+    reads_innermost[i] = (e.op == ScalarOp::kVar && e.var == innermost) || reads(e.a) || reads(e.b) || reads(e.c);
+    if (is_integer_division(e)) {
+      if (is_constant(e.a)) literal[e.a] = true;
+      if (is_constant(e.b)) literal[e.b] = true;
+    }
+    if (e.op == ScalarOp::kMul && c10::isIntegralType(e.dtype, false)) {
+      if (is_constant(e.a) && reads(e.b)) literal[e.a] = true;
+      if (is_constant(e.b) && reads(e.a)) literal[e.b] = true;
+    }
+  }
+  bool repeated = false;
+  for (int v = 0; v < innermost; ++v) {
+    const Expr& extent = kernel.body[kernel.vars[v].extent];
+    repeated = repeated || !(extent.op == ScalarOp::kConst && extent.ivalue == 1);
+  }
+  if (repeated) literal[kernel.vars[innermost].extent] = true;
+  return literal;
+}
+
 // One past the largest graph symbol the kernel reads.
 int symbols_read(const Kernel& kernel) {
   int count = 0;
@@ -47,11 +86,13 @@ ParameterizedKernel parameterize(const Kernel& kernel) {
     body.push_back(symbol);
     return static_cast<int>(body.size()) - 1;
   };
-  auto operand = [&](int e) { return e < 0 ? -1 : is_parameter(kernel.body[e]) ? parameter(e) : out.moved[e]; };
+  const std::vector<bool> literal = literal_constants(kernel);
+  auto parameterized = [&](int e) { return is_parameter(kernel.body[e]) && !literal[e]; };
+  auto operand = [&](int e) { return e < 0 ? -1 : parameterized(e) ? parameter(e) : out.moved[e]; };
   for (LoopVar& v : out.kernel.vars)  // constant extents first, in variable order
-    if (is_parameter(kernel.body[v.extent])) v.extent = parameter(v.extent);
+    if (parameterized(v.extent)) v.extent = parameter(v.extent);
   for (size_t i = 0; i < kernel.body.size(); ++i) {
-    if (is_parameter(kernel.body[i])) continue;
+    if (parameterized(static_cast<int>(i))) continue;
     Expr e = kernel.body[i];
     e.a = operand(e.a);
     e.b = operand(e.b);
@@ -60,18 +101,16 @@ ParameterizedKernel parameterize(const Kernel& kernel) {
     out.moved[i] = static_cast<int>(body.size()) - 1;
   }
   for (size_t v = 0; v < kernel.vars.size(); ++v)
-    if (!is_parameter(kernel.body[kernel.vars[v].extent])) out.kernel.vars[v].extent = out.moved[kernel.vars[v].extent];
+    if (!parameterized(kernel.vars[v].extent)) out.kernel.vars[v].extent = out.moved[kernel.vars[v].extent];
   return out;
 }
 
-bool prints_parameterized(const Kernel& kernel, const llvm_ir::CpuSchedule& schedule) {
-  return kernel.num_reduction_loops > 0 && schedule.row_cache.empty() && schedule.pipelined.empty() && schedule.prefetch.empty() &&
-         schedule.staged.empty();
+bool prints_parameterized(const llvm_ir::CpuSchedule& schedule) {
+  return schedule.row_cache.empty() && schedule.pipelined.empty() && schedule.prefetch.empty() && schedule.staged.empty();
 }
 
 llvm_ir::CpuSchedule parameterized_schedule(const llvm_ir::CpuSchedule& schedule, const ParameterizedKernel& parameterized) {
-  JITC_INTERNAL_ASSERT(prints_parameterized(parameterized.kernel, schedule),
-                       "cpu codegen: a schedule that reads constant extents, parameterized");
+  JITC_INTERNAL_ASSERT(prints_parameterized(schedule), "cpu codegen: a schedule that reads constant extents, parameterized");
   llvm_ir::CpuSchedule out = schedule;
   out.rolled_lanes = true;
   out.keys.clear();  // positional keys serve the row cache only

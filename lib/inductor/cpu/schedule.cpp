@@ -43,6 +43,17 @@ std::vector<bool> kept_row_values(const Kernel& k, const Placement& p) {
   return kept;
 }
 
+// Lane loops stay rolled where a reduction runs over several loop variables (a batch norm's statistics
+// over N, H and W): O3's unroller copies every unrolled lane loop into each nest, which made one
+// MobileNetV2 statistics kernel 250 ms of LLVM, and the rolled lanes vectorize as a few vector steps. A
+// reduction over one long variable (x.sum(0), softmax over dim 0) keeps them unrolled: there they are
+// faster (RESULTS.md, sessions 31 and 32).
+bool reduces_over_nests(const Kernel& k) {
+  for (int loop = 0; loop < k.num_reduction_loops; ++loop)
+    if (k.loop_vars(loop).size() > 1) return true;
+  return false;
+}
+
 // Reductions whose neighbouring rows are neighbours in memory and whose reduced elements are not (the
 // test the CUDA backend uses too: side_by_side_row_bytes).
 void plan_rows_side_by_side(const Kernel& k, const Placement& p, int block_bytes, CpuSchedule& s) {
@@ -61,6 +72,7 @@ void plan_rows_side_by_side(const Kernel& k, const Placement& p, int block_bytes
   }
   s.lanes = lanes;
   s.guarded = guarded;
+  s.rolled_lanes = reduces_over_nests(k);
   s.kept_row_values = kept_row_values(k, p);
 }
 
@@ -280,9 +292,21 @@ void plan_row_prefetch(const Kernel& k, const Placement& p, bool size_limits, Cp
 constexpr int64_t kMinStagedBytes = 1024;      // shorter rows: a call per row costs more than it saves
 constexpr int64_t kMaxStageBytes = 64 * 1024;  // stack for all stage arrays of a kernel
 
+// The elements of the kernel's loop nest where its extents are constants, else -1.
+int64_t static_elements(const Kernel& k) {
+  int64_t elements = 1;
+  for (const LoopVar& v : k.vars) {
+    const Expr& extent = k.body[v.extent];
+    if (extent.op != ScalarOp::kConst) return -1;
+    elements *= extent.ivalue;
+  }
+  return elements;
+}
+
 // Stores of the element loop whose index steps by one element along its single inner variable, into a
 // buffer the kernel neither reads nor stores to elsewhere (staging delays them), of a row (or tile) of
-// known length between kMinStagedBytes and the stack budget.
+// known length between kMinStagedBytes and the stack budget; none where the kernel's sizes are known and
+// it stores less than kStreamingBytes in all (it would never stream: staging would only copy its rows).
 void plan_streaming_stores(const Kernel& k, const Placement& p, bool size_limits, CpuSchedule& s) {
   const auto inner = k.inner_vars();
   if (s.lanes > 0 || inner.size() != 1) return;
@@ -305,6 +329,10 @@ void plan_streaming_stores(const Kernel& k, const Placement& p, bool size_limits
     stack += bytes;
     s.staged.push_back({e.buffer, e.a, static_cast<int>(s.staged.size()), elements});
   }
+  const int64_t nest = static_elements(k);
+  int64_t element_bytes = 0;
+  for (const StagedStore& staged : s.staged) element_bytes += static_cast<int64_t>(c10::elementSize(k.buffers[staged.buffer].dtype));
+  if (size_limits && nest >= 0 && nest * element_bytes < kStreamingBytes) s.staged.clear();
 }
 
 // ---- chunked sums -----------------------------------------------------------------------------------

@@ -22,6 +22,9 @@ constexpr int kElementPass = 1 << 30;
 constexpr int kElementLoop = -2;
 // Positions of a chunked sum's chunk.
 constexpr int64_t kSumChunk = 1024;
+// Staged stores stream where a call stores at least this many bytes; below, its output may still be in
+// cache for the next op (cpu/codegen_streaming.cpp).
+constexpr int64_t kStreamingBytes = 8 << 20;
 
 // An expensive value a row's later loops read from a row-sized stack array instead of computing it
 // again: the array's number and the pass that computes and stores it.
