@@ -939,3 +939,40 @@ TEST_CASE("column reductions over several loop variables keep their lane loops r
   CHECK(logs.lines_with("size_parameters").empty());
   CHECK(logs.contains("llvm.loop.unroll.disable"));
 }
+
+// A batch norm in channels-last computes its per-channel scale and shift once per call into arrays the
+// element loop reads (the inner loop runs over the channels; in NCHW it runs over a row, and LLVM hoists
+// them). In a cat of an upsampled batch norm with a skip connection (a UNet's decoder) the arrays are read
+// at the element's channel, where the computed values were read at a clamped one. Float, double and
+// bfloat16, against eager.
+TEST_CASE("values of the inner position are computed once per call and match eager", "[inductor][cpu]") {
+  const int64_t channels = 24;
+  const auto weight = at::rand({channels}) + 0.5, bias = at::randn({channels}), mean = at::randn({channels}),
+             var = at::rand({channels}) + 0.5;
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
+    INFO(dtype);
+    auto params = [&](const at::Tensor& p) { return p.to(dtype); };
+    auto normalize = [&](const at::Tensor& x) {
+      return at::relu(at::batch_norm(x, params(weight), params(bias), params(mean), params(var), false, 0.1, 1e-5, false));
+    };
+    auto decoder = [&](const at::Tensor& x, const at::Tensor& skip) {
+      return std::make_tuple(normalize(skip), at::cat({at::upsample_nearest2d(normalize(x), {2 * x.size(2), 2 * x.size(3)}), skip}, 1));
+    };
+    const jitc::testing::Tolerance tol = dtype == at::kBFloat16 ? jitc::testing::Tolerance{2e-2, 2e-2} : jitc::testing::Tolerance{1e-5, 1e-6};
+    for (const auto layout : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+      INFO(layout);
+      const auto x = at::randn({2, channels, 6, 5}).to(dtype).contiguous(layout);
+      const auto skip = at::randn({2, channels, 12, 10}).to(dtype).contiguous(layout);
+      jitc::testing::LogCapture logs("schedule");
+      auto compiled = jitc::compile(decoder);
+      compiled(x, skip);
+      const auto [normalized, joined] = compiled(x, skip);
+      const auto [want_normalized, want_joined] = decoder(x, skip);
+      CHECK(jitc::testing::difference(normalized, want_normalized, tol) == "");
+      CHECK(jitc::testing::difference(joined, want_joined, tol) == "");
+      CHECK(joined.strides() == want_joined.strides());
+      INFO(logs.text().substr(0, 4000));
+      CHECK(logs.lines_with("position_values 2").size() == (layout == at::MemoryFormat::ChannelsLast ? 2u : 0u));
+    }
+  }
+}

@@ -71,6 +71,7 @@ std::string Printer::body_function(bool columns) {
     row_cache_allocas();
     stage_allocas();
     pipeline_prologue();
+    fill_position_values();
   }
   tiles_per_row_ = tiles_per_row();
   line("%tile = alloca i64");

@@ -111,7 +111,7 @@ std::string Printer::emit(int i) {
     load_lane(i);
     return name(i);
   }
-  if (load_cached(i)) return name(i);
+  if (load_cached(i) || load_position_value(i)) return name(i);
   const Expr& e = k_.body[i];
   for (int operand : {e.a, e.b, e.c})
     if (operand >= 0 && !emitted_[operand] && (k_.body[operand].op != ScalarOp::kReduce || !lane_array_[operand].empty())) emit(operand);

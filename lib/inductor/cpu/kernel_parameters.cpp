@@ -120,6 +120,7 @@ llvm_ir::CpuSchedule parameterized_schedule(const llvm_ir::CpuSchedule& schedule
       if (parameterized.moved[i] >= 0) out.kept_row_values[parameterized.moved[i]] = schedule.kept_row_values[i];
   }
   for (int& sum : out.chunked_sums) sum = parameterized.moved[sum];
+  for (int& value : out.position_values) value = parameterized.moved[value];
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The CPU code generator's printer, shared by its files: codegen.cpp (functions, rows, loops, reductions
 // one row at a time), expressions.cpp (scalar expressions, loads, stores, reduction combiners),
-// codegen_columns.cpp (reductions over outer dims, rows side by side), codegen_pipeline.cpp (a row's
+// codegen_columns.cpp (reductions over outer dims, rows side by side), codegen_positions.cpp (values of
+// the inner position computed once per call), codegen_pipeline.cpp (a row's
 // first loop run inside the previous row's element loop), codegen_prefetch.cpp (prefetch of the next row
 // in row kernels), codegen_streaming.cpp (non-temporal stores of large outputs) and codegen_trig.cpp (sin
 // and cos). Internal to this folder: emit_llvm_ir (codegen.h) is the interface.
@@ -54,6 +55,10 @@ class Printer : private Emitter {
   bool load_cached(int i);
   void store_if_cached(int i);  // after computing i: the first loop computing it keeps it
   std::string row_position();   // the current loop's position in the row, 0 .. row_elements_ - 1
+
+  // ---- values of the inner position (cpu/codegen_positions.cpp) ------------------------------------
+  void fill_position_values();      // in the body's entry
+  bool load_position_value(int i);  // emit(i) asks: true when the element loop loaded i from its array
 
   // ---- prefetch of the next row (cpu/codegen_prefetch.cpp) ---------------------------------------
   // The loop nest of reduction loop `loop` (kElementLoop: the element loop) over `vars`.

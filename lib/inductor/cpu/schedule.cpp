@@ -357,6 +357,60 @@ void plan_chunked_sums(const Kernel& k, CpuSchedule& s) {
   }
 }
 
+// ---- values of the inner position ------------------------------------------------------------------
+// A pointwise kernel whose inner loop runs over the channels (channels-last) computes a batch norm's
+// per-channel scale (a reciprocal square root) and shift for every pixel; where the loop runs over a
+// row (NCHW) LLVM hoists them out of it. Computed once per call for each of at most kMaxPositions inner
+// positions, the element loop loads them instead.
+constexpr int64_t kMaxPositions = 4096;
+constexpr int kMinPositionOps = 3;  // arithmetic ops of a value worth an array (or one expensive op)
+
+// A division or a square root: dearer than the loads of an array, like the row cache's expensive ops.
+bool dear(ScalarOp op) { return expensive(op) || op == ScalarOp::kDiv || op == ScalarOp::kSqrt || op == ScalarOp::kRsqrt; }
+
+// Per expression: whether it depends on the innermost variable and on nothing else that changes within a
+// call (loads whose index does, from buffers the kernel does not write), and its arithmetic cost.
+void plan_position_values(const Kernel& k, const Placement& p, CpuSchedule& s) {
+  const auto inner = k.inner_vars();
+  if (k.num_reduction_loops > 0 || s.lanes > 0 || inner.size() != 1) return;
+  const Expr& extent = k.body[k.vars[inner[0]].extent];
+  if (extent.op != ScalarOp::kConst || extent.ivalue < 2 || extent.ivalue > kMaxPositions) return;
+  int64_t rows = 1;  // a row's values are computed as often either way
+  for (int v : k.outer_vars()) {
+    const Expr& outer = k.body[k.vars[v].extent];
+    rows = outer.op == ScalarOp::kConst ? rows * outer.ivalue : std::max<int64_t>(rows, 2);
+  }
+  if (rows < 2) return;
+  std::vector<bool> written(k.buffers.size(), false);
+  for (const Expr& e : k.body)
+    if (e.op == ScalarOp::kStore) written[e.buffer] = true;
+  std::vector<bool> positional(k.body.size(), false);
+  std::vector<int> cost(k.body.size(), 0);
+  auto fixed = [&](int e) { return e < 0 || p.scope[e] == Scope::kEntry || positional[e]; };
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Expr& e = k.body[i];
+    if (e.op == ScalarOp::kStore || e.op == ScalarOp::kCheck || (e.op == ScalarOp::kLoad && written[e.buffer])) continue;
+    const bool reads_position = (e.op == ScalarOp::kVar && e.var == inner[0]) || (e.op != ScalarOp::kVar && p.scope[i] == Scope::kElement);
+    positional[i] = reads_position && fixed(e.a) && fixed(e.b) && fixed(e.c);
+    const bool arithmetic = e.op != ScalarOp::kVar && e.op != ScalarOp::kLoad && e.op != ScalarOp::kConst && e.op != ScalarOp::kSym;
+    for (int operand : {e.a, e.b, e.c})
+      if (operand >= 0 && positional[operand]) cost[i] = std::max(cost[i], cost[operand]);
+    cost[i] += dear(e.op) ? kMinPositionOps : arithmetic ? 1 : 0;
+  }
+  // The positional values the rest of the element loop reads.
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Expr& e = k.body[i];
+    if (positional[i]) continue;
+    for (int operand : {e.a, e.b, e.c}) {
+      if (operand < 0 || !positional[operand] || cost[operand] < kMinPositionOps || !is_float(k.body[operand].dtype)) continue;
+      if (std::find(s.position_values.begin(), s.position_values.end(), operand) == s.position_values.end())
+        s.position_values.push_back(operand);
+    }
+  }
+  std::sort(s.position_values.begin(), s.position_values.end());
+  if (!s.position_values.empty()) s.positions = extent.ivalue;
+}
+
 }  // namespace
 
 bool needs_nan_flag(const Kernel& k, int r) {
@@ -373,12 +427,13 @@ CpuSchedule schedule_cpu_kernel(const Kernel& kernel, const Placement& placement
   if (use.prefetch) plan_row_prefetch(kernel, placement, use.size_limits, s);
   if (use.streaming_stores) plan_streaming_stores(kernel, placement, use.size_limits, s);
   plan_chunked_sums(kernel, s);
+  if (use.position_values) plan_position_values(kernel, placement, s);
   return s;
 }
 
 std::vector<CpuSchedule> cpu_schedule_candidates(const Kernel& kernel, const Placement& placement) {
   const CpuStrategies heuristic;
-  std::vector<CpuStrategies> variants(8, heuristic);
+  std::vector<CpuStrategies> variants(9, heuristic);
   variants[1].block_bytes = heuristic.block_bytes / 2;
   variants[2].block_bytes = heuristic.block_bytes * 2;
   variants[3].row_cache = false;
@@ -386,6 +441,7 @@ std::vector<CpuSchedule> cpu_schedule_candidates(const Kernel& kernel, const Pla
   variants[5].prefetch = false;
   variants[6].streaming_stores = false;
   variants[7].size_limits = false;
+  variants[8].position_values = false;
   std::vector<CpuSchedule> candidates;
   std::set<std::string> seen;
   for (const CpuStrategies& use : variants) {
@@ -404,7 +460,8 @@ Schedule CpuSchedule::decisions(const Kernel& kernel) const {
       .set("prefetched_loads", static_cast<int64_t>(prefetch.size()))
       .set("streamed_stores", static_cast<int64_t>(staged.size()))
       .set("fast_sin_cos", fast_sin_cos ? 1 : 0)
-      .set("chunked_sums", static_cast<int64_t>(chunked_sums.size()));
+      .set("chunked_sums", static_cast<int64_t>(chunked_sums.size()))
+      .set("position_values", static_cast<int64_t>(position_values.size()));
   return s;
 }
 

@@ -82,6 +82,13 @@ struct CpuSchedule {
   // Streaming stores of large outputs (cpu/codegen_streaming.cpp).
   std::vector<StagedStore> staged;
 
+  // Values of the inner position only (a channels-last batch norm's per-channel scale and shift, which a
+  // pointwise kernel's inner loop over the channels would compute again for every pixel), computed once
+  // per call into arrays of `positions` elements that the element loop reads (cpu/codegen_positions.cpp):
+  // the expressions, by body index.
+  std::vector<int> position_values;
+  int64_t positions = 0;
+
   // sin and cos of floats in the element loop through sincos_float (cpu/codegen_trig.cpp).
   bool fast_sin_cos = false;
 
@@ -103,6 +110,7 @@ struct CpuStrategies {
   bool pipelined_rows = true;
   bool prefetch = true;
   bool streaming_stores = true;
+  bool position_values = true;
   bool size_limits = true;  // the minimum row sizes below which pipelining, prefetch and staging are not used
 };
 
