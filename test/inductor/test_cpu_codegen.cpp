@@ -976,3 +976,24 @@ TEST_CASE("values of the inner position are computed once per call and match eag
     }
   }
 }
+
+// A batch norm over [N, C] features with a dynamic batch: the rows are a symbol, the channels (the inner
+// loop) a constant, and the arrays serve every batch.
+TEST_CASE("values of the inner position serve a dynamic batch", "[inductor][cpu]") {
+  const int64_t channels = 40;
+  const auto weight = at::rand({channels}) + 0.5, bias = at::randn({channels}), mean = at::randn({channels}),
+             var = at::rand({channels}) + 0.5;
+  auto normalize = [&](const at::Tensor& x) { return at::relu(at::batch_norm(x, weight, bias, mean, var, false, 0.1, 1e-5, false)); };
+  jitc::testing::LogCapture logs("schedule");
+  auto compiled = jitc::compile(normalize, jitc::Options().mark_dynamic(0, 0));
+  for (int64_t batch : {3, 5, 4, 6, 2, 4}) {  // an entry generates code at its second call
+    INFO(batch * 3 << " rows");
+    const auto x = at::randn({batch * 3, channels});
+    const auto got = compiled(x);
+    CHECK(jitc::testing::difference(got, normalize(x), {1e-5, 1e-6}) == "");
+    CHECK(got.strides() == normalize(x).strides());
+  }
+  CHECK(compiled.stats().programs_compiled == 1);
+  INFO(logs.text().substr(0, 4000));
+  CHECK(logs.contains("position_values 2"));
+}
