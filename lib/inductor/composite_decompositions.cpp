@@ -20,8 +20,6 @@ using graph::Node;
 using graph::value_arg;
 using graph::ValueId;
 
-bool floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || t == c10::kHalf || t == c10::kBFloat16; }
-
 // The sizes of a tensor of static shape that is contiguous (size-1 dims aside); nullopt otherwise.
 std::optional<std::vector<int64_t>> contiguous_sizes(const graph::TensorMeta& m) {
   std::vector<int64_t> sizes;
@@ -44,7 +42,7 @@ std::optional<ValueId> global_average_pool(Emitter& e, const Graph& g, const Nod
     return std::nullopt;
   const graph::TensorMeta& m = g.values[x.value].meta;
   const auto sizes = contiguous_sizes(m);
-  if (!floating(m.dtype) || !sizes || (sizes->size() != 3 && sizes->size() != 4)) return std::nullopt;
+  if (!decomposed_floating(m.dtype) || !sizes || (sizes->size() != 3 && sizes->size() != 4)) return std::nullopt;
   for (int64_t s : *sizes)
     if (s == 0) return std::nullopt;  // eager's errors for empty inputs
   std::vector<int64_t> out = *sizes;

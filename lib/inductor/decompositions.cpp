@@ -31,10 +31,6 @@ struct Loss {
 
 bool half_precision(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
 
-// Float types the loss decompositions take. Half and bfloat16 losses compute in float32, as eager's loss
-// kernels accumulate, and round where eager's results are rounded.
-bool floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || half_precision(t); }
-
 bool static_shape(const graph::TensorMeta& m) {
   return std::all_of(m.sizes.begin(), m.sizes.end(), [](const graph::SymExpr& e) { return e.is_constant(); });
 }
@@ -49,7 +45,7 @@ std::optional<Loss> loss_of(const Graph& g, const Node& n) {
   const auto& x = g.values[n.args[0].value].meta;
   const auto& t = g.values[n.args[1].value].meta;
   if (x.sizes.size() != 2 || t.sizes.size() != 1 || t.dtype != c10::kLong || !static_shape(x) || !static_shape(t)) return std::nullopt;
-  if (!floating(x.dtype)) return std::nullopt;
+  if (!decomposed_floating(x.dtype)) return std::nullopt;
   // Eager sums the rows' smoothing losses in half precision, which overflows to inf past 65504 (1000
   // classes, 9 rows) where float32 would not: that loss stays eager's.
   if (x.dtype == c10::kHalf && logits && n.args[5].constant.toDouble() != 0) return std::nullopt;
@@ -124,7 +120,7 @@ std::optional<ValueId> mse_loss(Emitter& e, const Graph& g, const Node& n) {
   const auto& x = g.values[n.args[0].value].meta;
   const auto& y = g.values[n.args[1].value].meta;
   const int64_t reduction = n.args[2].constant.toInt();
-  if (x.dtype != y.dtype || !floating(x.dtype) || x.sizes != y.sizes || !static_shape(x)) return std::nullopt;
+  if (x.dtype != y.dtype || !decomposed_floating(x.dtype) || x.sizes != y.sizes || !static_shape(x)) return std::nullopt;
   if (reduction != at::Reduction::None && reduction != at::Reduction::Mean && reduction != at::Reduction::Sum) return std::nullopt;
   std::vector<int64_t> sizes;
   for (const auto& s : x.sizes) sizes.push_back(s.offset);
@@ -139,6 +135,10 @@ std::optional<ValueId> mse_loss(Emitter& e, const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+// Half and bfloat16 losses compute in float32, as eager's loss kernels accumulate, and round where eager's
+// results are rounded.
+bool decomposed_floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || half_precision(t); }
 
 graph::Graph decompose_losses(const graph::Graph& g) {
   return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {

@@ -8,6 +8,9 @@
 
 namespace jitc::inductor {
 
+// Float, double, half and bfloat16: the dtypes the decompositions write (half precision computes in float).
+bool decomposed_floating(c10::ScalarType t);
+
 // Rewrites, on static sizes:
 //   cross_entropy_loss(x [N, C], target [N] int64, weight None, reduction, ignore_index, label_smoothing)
 //   nll_loss / nll_loss_nd(x [N, C], target [N] int64, weight None, reduction, ignore_index)
