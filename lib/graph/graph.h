@@ -72,6 +72,9 @@ struct NodeOutput {
 enum class NodeKind {
   kOp,
   kBreak,  // data-dependent: on replay its result must equal the traced one (scalar value or tensor sizes)
+  // Computed from captured tensors only (a batch norm folded into its convolution's weight, a prepacked
+  // weight), once per version of them: runtime/derived_values.h.
+  kDerived,
 };
 
 struct Node {

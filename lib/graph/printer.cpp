@@ -96,6 +96,7 @@ std::string node_text(const Graph& g, const Node& n) {
   if (!n.expected.isNone()) expected << n.expected;
   if (n.kind == NodeKind::kBreak) s += n.expected.isNone() ? "  # graph break: sizes guarded" : "  # graph break: == " + expected.str();
   else if (!n.expected.isNone()) s += "  # checked: == " + expected.str();
+  if (n.kind == NodeKind::kDerived) s += "  # derived: once per version of the captured tensors it reads";
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "inductor/channels_last.h"
 
 #include "graph/renumber.h"
+#include "inductor/frozen_convolutions.h"
 #include "inductor/graph_uses.h"
 #include "inductor/lowering.h"
 
@@ -63,14 +64,17 @@ using graph::ValueId;
 
 class Rewrite {
  public:
-  explicit Rewrite(const Graph& g) : g_(g), users_(readers_by_value(g)), sharers_(values_per_storage(g)) {}
+  explicit Rewrite(const Graph& g)
+      : g_(g), users_(readers_by_value(g)), sharers_(values_per_storage(g)), prepackable_(prepackable_convolutions(g)) {}
 
   bool applies(const Node& n) const {
     if (n.op.operator_name().name != "aten::conv2d" || n.args.size() < 2 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1)
       return false;
     for (size_t a : {0, 1})
       if (n.args[a].kind != graph::Arg::Kind::kValue || !static_float_4d_cpu(g_.values[n.args[a].value].meta)) return false;
-    if (!activations_outweigh_weights(n)) return false;
+    // A prepacked weight (frozen_convolutions.h) is not reordered per call: oneDNN is then faster on
+    // channels-last operands whatever the ratio, and returns channels-last whatever the input's layout.
+    if (!activations_outweigh_weights(n) && !prepackable_[&n - g_.nodes.data()]) return false;
     const ValueId out = n.outputs[0].values[0];
     const graph::Value& v = g_.values[out];
     if (!static_float_4d_cpu(v.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), out) > 0) return false;
@@ -174,6 +178,7 @@ class Rewrite {
   const Graph& g_;
   std::vector<std::vector<int>> users_;
   std::unordered_map<int32_t, int> sharers_;
+  std::vector<bool> prepackable_;  // per node of g_
 };
 
 }  // namespace

@@ -4,7 +4,8 @@
 // input that a kernel computes and only kernels and convolutions read is computed channels-last itself;
 // any other input (a graph input) goes through a clone in channels-last layout. The convolution's output
 // is taken channels-last, which the kernels that read it follow (loop_order.cpp). The weight is left as it is: oneDNN reorders it into its
-// own blocked layout on every call whatever its layout, so a channels-last copy made per call would be one copy more.
+// own blocked layout on every call whatever its layout, so a channels-last copy made per call would be one copy more; a weight the
+// callable captured is prepacked once instead (frozen_convolutions.h), and its convolution is then chosen whatever the cost rule says.
 #pragma once
 #include "graph/graph.h"
 
@@ -14,8 +15,9 @@
 namespace jitc::inductor {
 
 // Applies to aten::conv2d nodes on static float32 CPU tensors when oneDNN is available and enabled, whose
-// input has at least twice the weight's elements, whose output is not a graph output, shares its storage with nothing, and is read only by
-// lowered ops that are not views: their kernels read it through its strides, whatever they are. Returns g unchanged otherwise.
+// input has at least twice the weight's elements (or whose weight can be prepacked), whose output is not a graph output, shares its storage
+// with nothing, and is read only by lowered ops that are not views: their kernels read it through its strides, whatever they are. Returns g
+// unchanged otherwise.
 graph::Graph convolutions_in_channels_last(const graph::Graph& g);
 
 // Training graphs on the CPU (channels_last_training.cpp), as eager runs a model converted with

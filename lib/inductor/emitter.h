@@ -30,6 +30,10 @@ class Emitter {
     meta.sizes = graph::constant_shape(sizes.data(), sizes.size());
     meta.strides = graph::constant_shape(strides.data(), strides.size());
     meta.storage_offset = graph::SymExpr::constant(0);
+    return call(name, overload, std::move(args), std::move(meta));
+  }
+  // The same with the result's metadata given whole (a channels-last result).
+  graph::ValueId call(const char* name, const char* overload, std::vector<graph::Arg> args, graph::TensorMeta meta) {
     graph::Node n(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload));
     // A view (unsqueeze, squeeze) shares its argument's memory; every other result has memory of its own.
     const bool view = n.op.schema().returns()[0].alias_info() != nullptr;

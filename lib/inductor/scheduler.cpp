@@ -68,6 +68,8 @@ class Scheduler {
   Plan run() {
     ctx_ = std::make_unique<LoweringContext>(g_);
     keep_break_inputs_eager();
+    for (size_t i = 0; i < g_.nodes.size(); ++i)  // computed once per version of what they read (derived_values.h)
+      if (g_.nodes[i].kind == graph::NodeKind::kDerived) make_extern(i, "derived from captured tensors, once per version of them");
     lower_nodes();
     store_values_read_again();
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {

@@ -109,6 +109,7 @@ Program::Program(graph::Graph graph, std::shared_ptr<const ProgramCode> code, st
   const auto& nodes = graph_.nodes;
   draws_and_checks_ =
       checks && std::any_of(nodes.begin(), nodes.end(), [](const graph::Node& n) { return n.op.hasTag(at::Tag::nondeterministic_seeded); });
+  derived_ = DerivedValues::of(graph_);
 }
 
 // The pointers a launch passes, in argument order, and the aligned copies of misaligned inputs that they
@@ -177,6 +178,7 @@ void Program::run_group(const ProgramCode::Group& group, std::vector<at::Tensor>
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {
   ExcludeBelowAutograd below;
   std::vector<at::Tensor> pool;
+  if (derived_) derived_->fill(graph_, values, symbols);
   for (const auto& step : code_->plan.steps) {
     switch (step.kind) {
       case inductor::Step::Kind::kKernel: {
@@ -187,6 +189,7 @@ bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::
         break;
       }
       case inductor::Step::Kind::kExtern:
+        if (graph_.nodes[step.index].kind == graph::NodeKind::kDerived) break;  // filled above
         // An extern op allocates from the allocator, not from the pool: dropped buffers go back first,
         // or they would stay live beside its outputs and raise the call's peak.
         pool.clear();

@@ -8,6 +8,7 @@
 // the same key, in this process and, through the disk cache, in later ones (program_cache.h).
 #pragma once
 #include "graph/graph.h"
+#include "runtime/derived_values.h"
 #include "inductor/backend.h"
 #include "inductor/scheduler.h"
 
@@ -105,6 +106,7 @@ class Program {
   std::shared_ptr<const ProgramCode> code_;
   std::string nvtx_range_;
   bool draws_and_checks_ = false;
+  std::unique_ptr<DerivedValues> derived_;  // null without derived nodes
 };
 
 }  // namespace jitc::runtime

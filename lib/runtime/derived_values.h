@@ -1,0 +1,49 @@
+// Values a program derives from captured tensors only (graph::NodeKind::kDerived: a batch norm folded
+// into its convolution's weight and bias, a weight prepacked for oneDNN), computed once as Inductor's
+// freezing computes them, but kept right when the user changes a parameter in place (an optimizer step,
+// torch::load, a running statistic updated in training mode between inference calls): they are computed
+// again on the first call where a captured tensor they read holds other memory or has another version
+// than when they were last computed. Inference tensors have no version counter: values derived from one
+// are computed on every call.
+#pragma once
+#include "graph/graph.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <mutex>
+#include <vector>
+
+namespace jitc::runtime {
+
+class DerivedValues {
+ public:
+  // Null when g has no derived node.
+  static std::unique_ptr<DerivedValues> of(const graph::Graph& g);
+
+  // Puts every derived value into `values` (whose inputs are filled), computing them again where a
+  // captured tensor they read changed. Thread-safe: calls of one program may run at once.
+  void fill(const graph::Graph& g, std::vector<at::Tensor>& values, const int64_t* symbols) const;
+
+ private:
+  // A captured tensor as the derived values last saw it.
+  struct Seen {
+    const c10::TensorImpl* tensor = nullptr;
+    const void* data = nullptr;
+    int64_t version = -1;
+    bool operator==(const Seen&) const = default;
+  };
+  static Seen seen(const at::Tensor& t);
+  bool unchanged(const std::vector<at::Tensor>& values) const;
+  void compute(const graph::Graph& g, std::vector<at::Tensor>& values, const int64_t* symbols) const;
+
+  std::vector<int> nodes_;               // the derived nodes, in graph order
+  std::vector<graph::ValueId> sources_;  // the captured inputs they read
+  std::vector<graph::ValueId> outputs_;  // the values they compute that other nodes read (or outputs)
+  mutable std::mutex mutex_;
+  mutable std::vector<Seen> seen_;          // per source, when outputs were computed (empty: never)
+  mutable std::vector<at::Tensor> cached_;  // per output
+  // The sources keep these objects: their addresses cannot be taken by other tensors while compared.
+  mutable std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> held_;
+};
+
+}  // namespace jitc::runtime

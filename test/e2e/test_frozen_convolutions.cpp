@@ -1,0 +1,170 @@
+// Convolutions of module parameters prepacked, batch norms folded into them (frozen_convolutions.h): the
+// compiled results equal eager's (judged against float64, since folding rounds the weight once more),
+// and every change of a parameter or statistic between calls is seen, as eager sees it.
+#include "support/parity.h"
+#include "support/profile.h"
+
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <catch2/catch.hpp>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+
+#include <memory>
+#include <string>
+
+namespace {
+
+namespace nn = torch::nn;
+
+struct Shape {
+  int64_t in, out, kernel, stride, groups, dilation;
+  bool conv_bias, affine;
+};
+
+// conv -> batch norm (eval) -> activation, twice, with a residual: the blocks of the suite's CNNs.
+struct ConvBnNet : nn::Module {
+  explicit ConvBnNet(const Shape& s) : shape(s) {
+    auto conv = [&](int64_t in, int64_t out, int64_t groups) {
+      return nn::Conv2d(nn::Conv2dOptions(in, out, s.kernel)
+                            .stride(s.stride)
+                            .padding(s.dilation * (s.kernel / 2))
+                            .dilation(s.dilation)
+                            .groups(groups)
+                            .bias(s.conv_bias));
+    };
+    c1 = register_module("c1", conv(s.in, s.out, s.groups));
+    b1 = register_module("b1", nn::BatchNorm2d(nn::BatchNorm2dOptions(s.out).affine(s.affine)));
+    c2 = register_module("c2", nn::Conv2d(nn::Conv2dOptions(s.out, s.out, 1).bias(s.conv_bias)));
+    b2 = register_module("b2", nn::BatchNorm2d(nn::BatchNorm2dOptions(s.out).affine(s.affine)));
+    at::NoGradGuard no_grad;
+    for (auto& t : buffers())
+      if (t.is_floating_point()) t.uniform_(0.5, 1.5);
+    for (auto& t : parameters()) t.uniform_(-0.5, 0.5);
+    b1->running_mean.normal_();
+    eval();
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    const at::Tensor y = at::hardtanh(b1->forward(c1->forward(x)), 0, 6);
+    return at::relu(b2->forward(c2->forward(y)) + y);
+  }
+  Shape shape;
+  nn::Conv2d c1{nullptr}, c2{nullptr};
+  nn::BatchNorm2d b1{nullptr}, b2{nullptr};
+};
+
+void copy_state(nn::Module& to, nn::Module& from) {
+  at::NoGradGuard no_grad;
+  auto buffers = from.named_buffers();
+  for (auto& item : to.named_buffers()) item.value().copy_(buffers[item.key()]);
+  auto parameters = from.named_parameters();
+  for (auto& item : to.named_parameters()) item.value().copy_(parameters[item.key()]);
+}
+
+// The compiled call against eager, both judged against a float64 copy of the network.
+std::string against_eager(const std::shared_ptr<ConvBnNet>& net, const std::function<at::Tensor(const at::Tensor&)>& compiled,
+                          const at::Tensor& x) {
+  const at::Tensor got = compiled(x), want = net->forward(x);
+  auto exact = std::make_shared<ConvBnNet>(net->shape);
+  copy_state(*exact, *net);
+  exact->to(at::kDouble);
+  return jitc::testing::difference_from_exact(got, want, exact->forward(x.to(at::kDouble)));
+}
+
+int calls_of(const std::string& op, const std::function<void()>& f) {
+  const auto result = jitc::testing::profile(f);
+  return static_cast<int>(jitc::testing::events_where(*result, [&](const std::string& name) { return name == op; }).size());
+}
+
+}  // namespace
+
+TEST_CASE("convolutions with batch norms folded in match eager", "[frozen]") {
+  at::NoGradGuard no_grad;
+  const Shape shapes[] = {{8, 16, 3, 1, 1, 1, false, true}, {16, 16, 3, 2, 16, 1, false, true}, {8, 16, 3, 1, 2, 2, true, true},
+                          {8, 16, 1, 1, 1, 1, true, false}, {4, 8, 5, 2, 1, 1, false, true}};
+  for (const Shape& s : shapes)
+    for (bool channels_last : {false, true}) {
+      INFO("in " << s.in << " out " << s.out << " kernel " << s.kernel << " stride " << s.stride << " groups " << s.groups
+                 << " dilation " << s.dilation << " conv bias " << s.conv_bias << " affine " << s.affine << " channels-last " << channels_last);
+      auto net = std::make_shared<ConvBnNet>(s);
+      auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
+      at::Tensor x = at::randn({2, s.in, 12, 12});
+      if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+      for (int call = 0; call < 3; ++call) CHECK(against_eager(net, f, x) == "");
+      CHECK(f.stats().eager_fallbacks == 0);
+    }
+}
+
+TEST_CASE("folded and prepacked weights are derived once, and again after a parameter changes in place", "[frozen]") {
+  at::NoGradGuard no_grad;
+  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, true, true});
+  auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
+  const at::Tensor x = at::randn({1, 8, 10, 10});
+  f(x);
+  f(x);  // compiles and derives
+  CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { f(x); }) == 0);
+  CHECK(calls_of("mkldnn::_convolution_pointwise", [&] { f(x); }) == 2);
+
+  // Each change is an in-place update (a version bump) or new memory of the same tensor (set_).
+  const std::function<void()> changes[] = {
+      [&] { net->c1->weight.mul_(2); },
+      [&] { net->c2->bias.add_(1); },
+      [&] { net->b1->running_mean.add_(0.25); },
+      [&] { net->b2->running_var.mul_(3); },
+      [&] { net->b1->weight.neg_(); },
+      [&] { net->b2->bias.fill_(-2); },
+      [&] { net->c1->weight.set_(at::randn(net->c1->weight.sizes())); },
+  };
+  for (size_t k = 0; k < std::size(changes); ++k) {
+    INFO("change " << k);
+    changes[k]();
+    CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { CHECK(against_eager(net, f, x) == ""); }) == 2);
+    CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { CHECK(against_eager(net, f, x) == ""); }) == 0);
+  }
+  CHECK(f.stats().recompiles == 0);
+}
+
+TEST_CASE("weights derived from inference tensors are derived on every call", "[frozen]") {
+  c10::InferenceMode inference;  // the parameters are inference tensors: no version counter
+  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, false, true});
+  auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
+  const at::Tensor x = at::randn({1, 8, 10, 10});
+  f(x);
+  CHECK(against_eager(net, f, x) == "");
+  net->c1->weight.mul_(-1);  // in place, unrecorded
+  net->b2->running_mean.add_(1);
+  CHECK(against_eager(net, f, x) == "");
+}
+
+TEST_CASE("a weight the compiled function writes, and batch norms in training mode, are not frozen", "[frozen]") {
+  at::NoGradGuard no_grad;
+  const Shape shape{8, 16, 3, 1, 1, 1, false, true};
+  auto net = std::make_shared<ConvBnNet>(shape), twin = std::make_shared<ConvBnNet>(shape);
+  copy_state(*twin, *net);
+  auto halving = [](const std::shared_ptr<ConvBnNet>& m) {
+    return [m](const at::Tensor& x) {
+      m->c1->weight.mul_(0.5);
+      return m->forward(x);
+    };
+  };
+  auto writes = jitc::compile(halving(net));
+  const at::Tensor x = at::randn({1, 8, 10, 10});
+  for (int call = 0; call < 3; ++call) {
+    CHECK(jitc::testing::difference(writes(x), halving(twin)(x), {1e-5, 1e-5}) == "");
+    CHECK(jitc::testing::difference(net->c1->weight, twin->c1->weight, {0, 0}) == "");
+  }
+  CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { writes(x); }) == 0);
+
+  net->train();
+  twin->train();
+  copy_state(*twin, *net);
+  auto training = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
+  for (int call = 0; call < 3; ++call) {
+    CHECK(jitc::testing::difference(training(x), twin->forward(x), {1e-5, 1e-5}) == "");
+    CHECK(jitc::testing::difference(net->b1->running_mean, twin->b1->running_mean, {1e-5, 1e-6}) == "");
+  }
+  CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { training(x); }) == 0);
+}
