@@ -11,7 +11,8 @@
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
 // On static float32 and float64 tensors, the input contiguous (the result is). cuDNN's batch norm (what
-// at::batch_norm runs on CUDA) becomes the native one first (native_batch_norms).
+// at::batch_norm runs on CUDA) becomes the native one first (native_batch_norms). batch_norm itself, as a
+// module in training mode records it under NoGradGuard or InferenceMode, decomposes alike.
 #include "graph/args.h"
 #include "inductor/decompositions.h"
 #include "inductor/emitter.h"
@@ -117,7 +118,10 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
   const auto x = optional_value(n, 0), w = optional_value(n, 1), b = optional_value(n, 2), rm = optional_value(n, 3),
              rv = optional_value(n, 4);
   if (!x || *x == graph::kNoValue || !w || !b || !rm || !rv || (*rm == graph::kNoValue) != (*rv == graph::kNoValue)) return {};
-  if (!n.args[6].constant.isDouble() || !n.args[7].constant.isDouble() || n.outputs.size() != 3) return {};
+  // native_batch_norm returns the statistics too; batch_norm (traced in inference mode, below no autograd)
+  // the normalized input only.
+  const bool with_statistics = n.op.operator_name().name == "aten::native_batch_norm";
+  if (!n.args[6].constant.isDouble() || !n.args[7].constant.isDouble() || n.outputs.size() != (with_statistics ? 3u : 1u)) return {};
   const auto s = shape_of(g, *x);
   if (!s) return {};
   for (ValueId v : {*w, *b, *rm, *rv})
@@ -150,6 +154,7 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
         s->count > 1 ? static_cast<double>(s->count) / static_cast<double>(s->count - 1) : std::numeric_limits<double>::infinity();
     ops.update(*rv, ops.scaled(var, unbiased), momentum);
   }
+  if (!with_statistics) return {out};
   return {out, mean, invstd};
 }
 
@@ -253,7 +258,7 @@ graph::Graph native_batch_norms(const graph::Graph& joint) {
 graph::Graph decompose_batch_norm_training(const graph::Graph& g) {
   return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
     const std::string& name = n.op.operator_name().name;
-    if (name == "aten::native_batch_norm") return batch_norm_forward(e, original, n);
+    if (name == "aten::native_batch_norm" || name == "aten::batch_norm") return batch_norm_forward(e, original, n);
     if (name == "aten::native_batch_norm_backward") return batch_norm_backward(e, original, n);
     return {};
   });

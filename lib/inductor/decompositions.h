@@ -26,9 +26,9 @@ graph::Graph decompose_norms(const graph::Graph& g);
 // composition) and outer(a, b) into a[:, None] * b (composite_decompositions.cpp).
 graph::Graph decompose_composites(const graph::Graph& g);
 
-// Rewrites native_batch_norm in training mode and its backward into reductions and pointwise ops, the
-// running statistics updated by annotated in-place copies (batch_norm_training.cpp). Runs before
-// functionalization, which refuses native_batch_norm's unannotated writes.
+// Rewrites native_batch_norm and batch_norm in training mode, and native_batch_norm's backward, into
+// reductions and pointwise ops, the running statistics updated by annotated in-place copies
+// (batch_norm_training.cpp). Runs before functionalization, which refuses their unannotated writes.
 graph::Graph decompose_batch_norm_training(const graph::Graph& g);
 // A joint training graph with cuDNN's float32/float64 batch norms in training mode (forward and backward) replaced by
 // ATen's native ones: the same statistics (cuDNN saves the inverse standard deviation, as native does),

@@ -3,9 +3,11 @@
 #include <jitc/jitc.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <catch2/catch.hpp>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/dropout.h>
@@ -285,4 +287,38 @@ TEST_CASE("a registered parameter replaced in its registration is seen while the
   CHECK(close(f(x), x * 5));
   REQUIRE(f.stats().recompile_reasons.size() == 1);
   CHECK(f.stats().recompile_reasons[0].find("___check_obj_id(self.w)") != std::string::npos);
+}
+
+// A batch norm in training mode outside autograd (statistics recalibrated under NoGradGuard, a model left
+// in training mode while serving): its running statistics are updated in place, which the graph states as
+// annotated copies, and the graph compiles (it used to run eagerly as a whole).
+TEST_CASE("batch norms in training mode under NoGradGuard and InferenceMode compile and update their statistics as eager", "[modules]") {
+  for (bool inference_mode : {false, true})
+    for (auto dtype : {at::kFloat, at::kDouble})
+      for (bool affine : {true, false}) {
+        INFO("inference mode " << inference_mode << " dtype " << dtype << " affine " << affine);
+        std::optional<c10::InferenceMode> inference;
+        std::optional<at::NoGradGuard> no_grad;
+        if (inference_mode) inference.emplace();
+        else no_grad.emplace();
+        auto make = [&] {
+          auto seq = torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 6, 3).padding(1)),
+                                           torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(6).affine(affine).momentum(0.3)),
+                                           torch::nn::ReLU());
+          seq->to(dtype);
+          return seq;
+        };
+        auto compiled = make(), eager = make();
+        const auto from = compiled->parameters(), to = eager->parameters();
+        for (size_t k = 0; k < from.size(); ++k) to[k].copy_(from[k]);
+        auto f = jitc::compile(compiled);
+        for (int call = 0; call < 4; ++call) {
+          const auto x = at::randn({2, 3, 8, 8}, dtype) * (call + 1);
+          CHECK(close(f(x), eager->forward(x)));
+          const auto a = compiled->named_buffers(), b = eager->named_buffers();
+          for (const auto& item : a) CHECK(close(item.value(), b[item.key()]));
+        }
+        CHECK(f.stats().programs_compiled == 1);
+        CHECK(f.stats().hits == 3);
+      }
 }
