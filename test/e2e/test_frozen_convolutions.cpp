@@ -13,8 +13,11 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -124,6 +127,26 @@ TEST_CASE("folded and prepacked weights are derived once, and again after a para
     CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { CHECK(against_eager(net, f, x) == ""); }) == 2);
     CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { CHECK(against_eager(net, f, x) == ""); }) == 0);
   }
+  CHECK(f.stats().recompiles == 0);
+}
+
+TEST_CASE("calls from several threads share the derived weights", "[frozen]") {
+  at::NoGradGuard no_grad;
+  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, true, true});
+  auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
+  f(at::randn({1, 8, 10, 10}));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      at::NoGradGuard guard;
+      for (int call = 0; call < 10; ++call) {
+        const at::Tensor x = at::randn({1, 8, 10, 10});
+        if (!at::allclose(f(x), net->forward(x), 1e-4, 1e-5)) ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(wrong == 0);
   CHECK(f.stats().recompiles == 0);
 }
 
