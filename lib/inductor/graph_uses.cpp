@@ -1,5 +1,7 @@
 #include "inductor/graph_uses.h"
 
+#include "inductor/lowering.h"
+
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -22,6 +24,12 @@ std::vector<ValueId> node_tensor_args(const graph::Node& n) {
       if (v != graph::kNoValue) out.push_back(v);
   }
   return out;
+}
+
+bool is_view_of_first_input(const graph::Graph& g, const graph::Node& n, graph::ValueId v) {
+  if (!is_view_lowering(n)) return false;
+  const std::vector<graph::ValueId> args = node_tensor_args(n);
+  return !args.empty() && g.values[v].storage == g.values[args[0]].storage;
 }
 
 std::vector<std::vector<int>> readers_by_value(const graph::Graph& g) {

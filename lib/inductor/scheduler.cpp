@@ -190,8 +190,8 @@ class Scheduler {
         if (ctx_->runtime_doubles_read != runtime_double_args(n)) throw Unsupported("its lowering reads a run-time double as a constant");
         if (loaders.size() != outs.size()) throw Unsupported(fmt::format("lowering gave {} results for {}", loaders.size(), outs.size()));
         for (size_t k = 0; k < outs.size(); ++k) ctx_->loader[outs[k]] = std::move(loaders[k]);
-        if (is_view_lowering(n) && !node_tensor_args(n).empty())
-          for (ValueId v : outs) ctx_->view_of[v] = node_tensor_args(n)[0];
+        for (ValueId v : outs)
+          if (is_view_of_first_input(g_, n, v)) ctx_->view_of[v] = node_tensor_args(n)[0];
       } catch (const Unsupported& e) {
         for (ValueId v : outs) ctx_->loader[v] = nullptr;
         make_extern(i, e.what());

@@ -3,6 +3,7 @@
 #include "counting_allocator.h"
 #include "support/log_capture.h"
 #include "support/parity.h"
+#include "support/profile.h"
 
 #include <cmath>
 #include <limits>
@@ -620,4 +621,38 @@ TEST_CASE("global average pooling and outer products decompose into kernels", "[
   jitc::testing::check_parity(
       "outer of a strided vector", [](const at::Tensor& a, const at::Tensor& b) { return at::outer(a.slice(0, 0, 32, 2), b); },
       at::randn({32}), at::randn({7}));
+}
+
+TEST_CASE("contiguous of a transposed value is a copy the kernel computing the value stores", "[inductor][fusion]") {
+  // ShuffleNet's channel shuffle: cat, then view, transpose, contiguous and view. contiguous's schema
+  // may alias; traced, it copied, so it is a computed value, not a view kept as an extern call.
+  auto shuffle = [](const at::Tensor& a, const at::Tensor& b) {
+    const at::Tensor x = at::cat({a, at::relu(b)}, 1);
+    const auto s = x.sizes();
+    const at::Tensor y = x.view({s[0], 2, s[1] / 2, s[2], s[3]}).transpose(1, 2).contiguous().view(s);
+    const auto halves = y.chunk(2, 1);
+    return std::make_tuple(halves[0] * 2, halves[1].contiguous());
+  };
+  for (const auto dtype : {at::kFloat, at::kDouble}) {
+    INFO(dtype);
+    const auto a = at::randn({2, 6, 5, 7}, dtype), b = at::randn({2, 6, 5, 7}, dtype);
+    auto compiled = jitc::compile(shuffle);
+    for (int call = 0; call < 3; ++call) {
+      const auto [got0, got1] = compiled(a, b);
+      const auto [want0, want1] = shuffle(a, b);
+      CHECK(jitc::testing::difference(got0, want0, {0, 0}) == "");
+      CHECK(jitc::testing::difference(got1, want1, {0, 0}) == "");
+    }
+    CHECK(compiled.stats().programs_compiled == 1);
+    // One kernel stores the shuffled value (chunk, an extern call, needs it), one the results.
+    CHECK(compiled.stats().kernels_compiled == 2);
+    const auto trace = jitc::testing::profile([&] { compiled(a, b); });
+    CHECK(jitc::testing::events_where(*trace, [](const std::string& name) { return name == "aten::contiguous"; }).empty());
+  }
+  // Where contiguous returned its argument (already contiguous), the result is still the argument.
+  auto identity = [](const at::Tensor& x) { return x.contiguous(); };
+  auto compiled = jitc::compile(identity);
+  const auto x = at::randn({3, 4});
+  compiled(x);
+  CHECK(compiled(x).data_ptr() == x.data_ptr());
 }
