@@ -1,7 +1,7 @@
 #include "inductor/channels_last.h"
 
 #include "graph/renumber.h"
-#include "inductor/frozen_convolutions.h"
+#include "inductor/frozen_weights.h"
 #include "inductor/graph_uses.h"
 #include "inductor/lowering.h"
 
@@ -72,7 +72,7 @@ class Rewrite {
       return false;
     for (size_t a : {0, 1})
       if (n.args[a].kind != graph::Arg::Kind::kValue || !static_float_4d_cpu(g_.values[n.args[a].value].meta)) return false;
-    // A prepacked weight (frozen_convolutions.h) is not reordered per call: oneDNN is then faster on
+    // A prepacked weight (frozen_weights.h) is not reordered per call: oneDNN is then faster on
     // channels-last operands whatever the ratio, and returns channels-last whatever the input's layout.
     if (!activations_outweigh_weights(n) && !prepackable_[&n - g_.nodes.data()]) return false;
     const ValueId out = n.outputs[0].values[0];

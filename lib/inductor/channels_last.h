@@ -5,7 +5,7 @@
 // any other input (a graph input) goes through a clone in channels-last layout. The convolution's output
 // is taken channels-last, which the kernels that read it follow (loop_order.cpp). The weight is left as it is: oneDNN reorders it into its
 // own blocked layout on every call whatever its layout, so a channels-last copy made per call would be one copy more; a weight the
-// callable captured is prepacked once instead (frozen_convolutions.h), and its convolution is then chosen whatever the cost rule says.
+// callable captured is prepacked once instead (frozen_weights.h), and its convolution is then chosen whatever the cost rule says.
 #pragma once
 #include "graph/graph.h"
 

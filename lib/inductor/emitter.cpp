@@ -16,6 +16,21 @@ std::vector<graph::ValueId> output_values(const graph::Node& n) {
   return out;
 }
 
+// A result standing for a traced value that had memory of its own takes that value's storage id (with
+// the values emitted as views of it): views the graph takes of the traced value stay views of it.
+void adopt_storage(graph::Graph& r, const graph::Graph& g, const graph::Node& n, graph::ValueId traced, graph::ValueId result,
+                   int32_t first_emitted) {
+  const int32_t storage = g.values[traced].storage, emitted = r.values[result].storage;
+  if (storage < 0 || emitted < first_emitted) return;
+  for (const auto& a : n.args) {
+    if (a.kind == graph::Arg::Kind::kValue && g.values[a.value].storage == storage) return;
+    for (graph::ValueId v : a.list)
+      if (v != graph::kNoValue && g.values[v].storage == storage) return;
+  }
+  for (auto& v : r.values)
+    if (v.storage == emitted) v.storage = storage;
+}
+
 }  // namespace
 
 // Reads of values an earlier decomposition wrote in place go to their new versions.
@@ -48,6 +63,7 @@ graph::Graph decompose(const graph::Graph& g, const Decomposer& decomposer) {
     const std::vector<graph::ValueId> outputs = output_values(n);
     const size_t before = r.nodes.size();
     Emitter emitter(r, outputs.empty() ? c10::Device(c10::kCPU) : g.values[outputs[0]].meta.device);
+    const int32_t first_emitted = emitter.next_storage();
     const std::vector<graph::ValueId> results =
         outputs.empty() || reads_renamed ? std::vector<graph::ValueId>{} : decomposer(emitter, g, n);
     if (results.empty()) {
@@ -62,6 +78,7 @@ graph::Graph decompose(const graph::Graph& g, const Decomposer& decomposer) {
                                r.values[results[k]].meta.dtype == g.values[outputs[k]].meta.dtype,
                            "a decomposition's result differs from the traced op's");
       replace[outputs[k]] = results[k];
+      adopt_storage(r, g, n, outputs[k], results[k], first_emitted);
     }
     for (const auto& [old_value, new_value] : emitter.renames) renamed[old_value] = new_value;
     changed = true;

@@ -52,6 +52,8 @@ class Emitter {
                  graph::constant_arg(none), graph::constant_arg(false), graph::constant_arg(none)},
                 to, std::move(sizes));
   }
+  // The storage id the next result with memory of its own gets.
+  int32_t next_storage() const { return next_storage_; }
   // The node emitted last (to mark an in-place op `mutates`).
   graph::Node& last() { return g_.nodes.back(); }
   // Later readers of `before` (a tensor the emitted nodes wrote in place) read `after` instead.

@@ -1,16 +1,14 @@
-#include "inductor/frozen_convolutions.h"
+#include "inductor/frozen_weights.h"
 
 #include "graph/args.h"
 #include "graph/passes.h"
 #include "inductor/channels_last.h"
-#include "inductor/emitter.h"
 #include "inductor/graph_uses.h"
 
 #include <ATen/Context.h>
 
 #include <algorithm>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace jitc::inductor {
@@ -28,34 +26,8 @@ enum ConvolutionArg { kInput, kWeight, kBias, kStride, kPadding, kDilation, kGro
 // batch_norm(input, weight?, bias?, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 enum BatchNormArg { kNormInput, kGamma, kBeta, kMean, kVar, kTraining, kMomentum, kEps };
 
-// An optional tensor argument not given (traced as None or as an undefined tensor).
-bool is_none(const Arg& a) {
-  return a.kind == Arg::Kind::kConstant && (a.constant.isNone() || (a.constant.isTensor() && !a.constant.toTensor().defined()));
-}
-
 bool is_op(const Node& n, const char* name) {
   return n.op.operator_name().name == name && n.op.operator_name().overload_name.empty() && !n.mutates;
-}
-
-// Storage ids some node of g writes (conservatively: every tensor a mutating node takes).
-std::unordered_set<int32_t> written_storages(const Graph& g) {
-  std::unordered_set<int32_t> written;
-  for (const Node& n : g.nodes)
-    if (n.mutates)
-      for (ValueId v : node_tensor_args(n)) written.insert(g.values[v].storage);
-  return written;
-}
-
-// A graph input the callable captured (or a constant it made), float32 on the CPU, of static sizes,
-// that the graph does not write: what a derived value may be computed from.
-bool frozen_input(const Graph& g, const std::unordered_set<int32_t>& written, const Arg& a) {
-  if (a.kind != Arg::Kind::kValue) return false;
-  const graph::Value& v = g.values[a.value];
-  if (v.producer >= 0 || written.count(v.storage) > 0) return false;
-  const auto input = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const graph::Input& in) { return in.value == a.value; });
-  if (input == g.inputs.end() || input->kind == graph::InputKind::kArgument) return false;
-  const TensorMeta& m = v.meta;
-  return m.dtype == c10::kFloat && m.device.is_cpu() && graph::constant_values(m.sizes).has_value();
 }
 
 bool channels_last(const TensorMeta& m) { return static_float_4d_cpu(m) && m.strides == channels_last_strides(m.sizes); }
@@ -67,21 +39,13 @@ c10::IValue pair(const Arg& a) {
   return c10::IValue(v);
 }
 
-// Appends a node computing a derived value (from captured tensors only).
-ValueId derived(Emitter& e, const char* name, const char* overload, std::vector<Arg> args, std::vector<int64_t> sizes) {
-  const ValueId v = e.call(name, overload, std::move(args), c10::kFloat, std::move(sizes));
-  e.last().kind = graph::NodeKind::kDerived;
-  return v;
-}
-
 class Freezing {
  public:
-  explicit Freezing(const Graph& g) : g_(g), users_(readers_by_value(g)), written_(written_storages(g)) {}
+  explicit Freezing(const Graph& g) : g_(g), users_(readers_by_value(g)), inputs_(g) {}
 
   bool prepackable(const Node& n) const {
     if (!is_op(n, "aten::conv2d") || n.args.size() != 7 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return false;
-    if (!frozen_input(g_, written_, n.args[kWeight]) || g_.values[n.args[kWeight].value].meta.sizes.size() != 4) return false;
-    return is_none(n.args[kBias]) || (frozen_input(g_, written_, n.args[kBias]) && g_.values[n.args[kBias].value].meta.sizes.size() == 1);
+    return inputs_.frozen(n.args[kWeight], 4) && (is_none(n.args[kBias]) || inputs_.frozen(n.args[kBias], 1));
   }
 
   // A prepackable convolution whose layout the channels-last pass chose.
@@ -127,9 +91,9 @@ class Freezing {
     const Arg padding = graph::constant_arg(pair(conv.args[kPadding])), stride = graph::constant_arg(pair(conv.args[kStride]));
     const Arg dilation = graph::constant_arg(pair(conv.args[kDilation]));
     const ValueId packed =
-        derived(e, "mkldnn::_reorder_convolution_weight", "",
-                {graph::value_arg(weight), padding, stride, dilation, conv.args[kGroups], graph::constant_arg(input_sizes)},
-                sizes_of(conv.args[kWeight].value));
+        emit_derived(e, "mkldnn::_reorder_convolution_weight", "",
+                     {graph::value_arg(weight), padding, stride, dilation, conv.args[kGroups], graph::constant_arg(input_sizes)},
+                     sizes_of(conv.args[kWeight].value));
     const c10::List<std::optional<c10::Scalar>> no_scalars;
     return e.call("mkldnn::_convolution_pointwise", "",
                   {conv.args[kInput], graph::value_arg(packed), bias, padding, stride, dilation, conv.args[kGroups],
@@ -144,24 +108,21 @@ class Freezing {
     const int64_t c = sizes_of(bn.args[kMean].value)[0];
     const Arg eps = bn.args[kEps], one = graph::constant_arg(int64_t{1});
     auto v = [](ValueId x) { return graph::value_arg(x); };
-    const ValueId shifted_var = derived(e, "aten::add", "Scalar", {bn.args[kVar], eps, one}, {c});
-    ValueId scale = derived(e, "aten::reciprocal", "", {v(derived(e, "aten::sqrt", "", {v(shifted_var)}, {c}))}, {c});
-    if (!is_none(bn.args[kGamma])) scale = derived(e, "aten::mul", "Tensor", {v(scale), bn.args[kGamma]}, {c});
-    const ValueId column = derived(e, "aten::view", "", {v(scale), graph::constant_arg(std::vector<int64_t>{c, 1, 1, 1})}, {c, 1, 1, 1});
-    const ValueId weight = derived(e, "aten::mul", "Tensor", {conv.args[kWeight], v(column)}, sizes_of(conv.args[kWeight].value));
-    const ValueId shift = is_none(conv.args[kBias]) ? derived(e, "aten::neg", "", {bn.args[kMean]}, {c})
-                                                    : derived(e, "aten::sub", "Tensor", {conv.args[kBias], bn.args[kMean], one}, {c});
-    ValueId bias = derived(e, "aten::mul", "Tensor", {v(shift), v(scale)}, {c});
-    if (!is_none(bn.args[kBeta])) bias = derived(e, "aten::add", "Tensor", {v(bias), bn.args[kBeta], one}, {c});
+    const ValueId shifted_var = emit_derived(e, "aten::add", "Scalar", {bn.args[kVar], eps, one}, {c});
+    ValueId scale = emit_derived(e, "aten::reciprocal", "", {v(emit_derived(e, "aten::sqrt", "", {v(shifted_var)}, {c}))}, {c});
+    if (!is_none(bn.args[kGamma])) scale = emit_derived(e, "aten::mul", "Tensor", {v(scale), bn.args[kGamma]}, {c});
+    const ValueId column =
+        emit_derived(e, "aten::view", "", {v(scale), graph::constant_arg(std::vector<int64_t>{c, 1, 1, 1})}, {c, 1, 1, 1});
+    const ValueId weight = emit_derived(e, "aten::mul", "Tensor", {conv.args[kWeight], v(column)}, sizes_of(conv.args[kWeight].value));
+    const ValueId shift = is_none(conv.args[kBias]) ? emit_derived(e, "aten::neg", "", {bn.args[kMean]}, {c})
+                                                    : emit_derived(e, "aten::sub", "Tensor", {conv.args[kBias], bn.args[kMean], one}, {c});
+    ValueId bias = emit_derived(e, "aten::mul", "Tensor", {v(shift), v(scale)}, {c});
+    if (!is_none(bn.args[kBeta])) bias = emit_derived(e, "aten::add", "Tensor", {v(bias), bn.args[kBeta], one}, {c});
     return {weight, bias};
   }
 
   // A captured, unwritten 1-D tensor of one value per channel of y.
-  bool per_channel(const Arg& a, ValueId y) const {
-    if (!frozen_input(g_, written_, a)) return false;
-    const std::vector<int64_t> s = sizes_of(a.value);
-    return s.size() == 1 && s[0] == sizes_of(y)[1];
-  }
+  bool per_channel(const Arg& a, ValueId y) const { return inputs_.frozen(a, 1) && sizes_of(a.value)[0] == sizes_of(y)[1]; }
 
   std::vector<int64_t> sizes_of(ValueId v) const {
     return graph::constant_values(g_.values[v].meta.sizes).value_or(std::vector<int64_t>{});
@@ -171,7 +132,7 @@ class Freezing {
 
   const Graph& g_;
   std::vector<std::vector<int>> users_;
-  std::unordered_set<int32_t> written_;
+  FrozenInputs inputs_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 
 namespace jitc::inductor {
 
@@ -29,7 +30,11 @@ std::vector<ValueId> node_tensor_args(const graph::Node& n) {
 bool is_view_of_first_input(const graph::Graph& g, const graph::Node& n, graph::ValueId v) {
   if (!is_view_lowering(n)) return false;
   const std::vector<graph::ValueId> args = node_tensor_args(n);
-  return !args.empty() && g.values[v].storage == g.values[args[0]].storage;
+  if (args.empty()) return false;
+  // Of the ops whose schema may alias, these copy where a view cannot do: their storage ids say which
+  // they did. The others always view (passes that rewrite graphs keep no such promise on storage ids).
+  static const std::unordered_set<std::string> may_copy{"aten::contiguous", "aten::reshape", "aten::flatten", "aten::to", "aten::type_as"};
+  return !may_copy.count(n.op.operator_name().name) || g.values[v].storage == g.values[args[0]].storage;
 }
 
 std::vector<std::vector<int>> readers_by_value(const graph::Graph& g) {

@@ -13,7 +13,7 @@ namespace jitc::inductor {
 std::vector<graph::ValueId> node_outputs(const graph::Node& n);
 std::vector<graph::ValueId> node_tensor_args(const graph::Node& n);
 // Whether n's result v is a view of n's first tensor argument: an op whose schema may alias, that did
-// when traced (contiguous of a transposed tensor copies, and its result is a value of its own).
+// when traced (contiguous of a transposed tensor copies: its result is a value of its own).
 bool is_view_of_first_input(const graph::Graph& g, const graph::Node& n, graph::ValueId v);
 // Per value: the nodes reading it, in order (a node reading it twice is listed twice).
 std::vector<std::vector<int>> readers_by_value(const graph::Graph& g);

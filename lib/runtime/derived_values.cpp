@@ -9,27 +9,58 @@
 
 namespace jitc::runtime {
 
+namespace {
+
+bool is_derived(const graph::Graph& g, graph::ValueId v) {
+  return g.values[v].producer >= 0 && g.nodes[g.values[v].producer].kind == graph::NodeKind::kDerived;
+}
+
+// Per value: read by a node that is not derived, or a graph output (then cached).
+std::vector<bool> read_by_the_program(const graph::Graph& g) {
+  std::vector<bool> read(g.values.size(), false);
+  for (graph::ValueId v : g.outputs)
+    if (v != graph::kNoValue) read[v] = true;
+  for (const graph::Node& n : g.nodes)
+    if (n.kind != graph::NodeKind::kDerived)
+      for (graph::ValueId v : inductor::node_tensor_args(n)) read[v] = true;
+  return read;
+}
+
+}  // namespace
+
 std::unique_ptr<DerivedValues> DerivedValues::of(const graph::Graph& g) {
   auto d = std::unique_ptr<DerivedValues>(new DerivedValues());
-  auto derived = [&](graph::ValueId v) {
-    return g.values[v].producer >= 0 && g.nodes[g.values[v].producer].kind == graph::NodeKind::kDerived;
-  };
-  std::vector<bool> kept(g.values.size(), false);  // read by the rest of the graph: cached
-  for (graph::ValueId v : g.outputs)
-    if (v != graph::kNoValue) kept[v] = true;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const graph::Node& n = g.nodes[i];
-    for (graph::ValueId v : inductor::node_tensor_args(n)) {
-      if (n.kind != graph::NodeKind::kDerived) kept[v] = true;
-      else if (g.values[v].producer < 0 && std::find(d->sources_.begin(), d->sources_.end(), v) == d->sources_.end())
-        d->sources_.push_back(v);
-    }
-    if (n.kind == graph::NodeKind::kDerived) d->nodes_.push_back(static_cast<int>(i));
-  }
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].kind == graph::NodeKind::kDerived) d->nodes_.push_back(static_cast<int>(i));
   if (d->nodes_.empty()) return nullptr;
+  const std::vector<bool> read = read_by_the_program(g);
   for (size_t v = 0; v < g.values.size(); ++v)
-    if (kept[v] && derived(static_cast<graph::ValueId>(v))) d->outputs_.push_back(static_cast<graph::ValueId>(v));
+    if (read[v] && is_derived(g, static_cast<graph::ValueId>(v))) d->outputs_.push_back(d->cone_of(g, static_cast<graph::ValueId>(v)));
   return d;
+}
+
+// The derived nodes v needs (as positions in nodes_) and the captured tensors they read.
+DerivedValues::Output DerivedValues::cone_of(const graph::Graph& g, graph::ValueId v) {
+  Output out{v, {}, {}};
+  std::vector<graph::ValueId> stack{v};
+  while (!stack.empty()) {
+    const graph::ValueId u = stack.back();
+    stack.pop_back();
+    const int producer = g.values[u].producer;
+    if (producer < 0) {
+      auto at = std::find(sources_.begin(), sources_.end(), u);
+      if (at == sources_.end()) at = sources_.insert(sources_.end(), u);
+      const int s = static_cast<int>(at - sources_.begin());
+      if (std::find(out.sources.begin(), out.sources.end(), s) == out.sources.end()) out.sources.push_back(s);
+      continue;
+    }
+    const int position = static_cast<int>(std::find(nodes_.begin(), nodes_.end(), producer) - nodes_.begin());
+    if (std::find(out.nodes.begin(), out.nodes.end(), position) != out.nodes.end()) continue;
+    out.nodes.push_back(position);
+    for (graph::ValueId a : inductor::node_tensor_args(g.nodes[producer])) stack.push_back(a);
+  }
+  std::sort(out.nodes.begin(), out.nodes.end());
+  return out;
 }
 
 DerivedValues::Seen DerivedValues::seen(const at::Tensor& t) {
@@ -37,38 +68,38 @@ DerivedValues::Seen DerivedValues::seen(const at::Tensor& t) {
   return {t.unsafeGetTensorImpl(), t.storage().data(), static_cast<int64_t>(t._version())};
 }
 
-bool DerivedValues::unchanged(const std::vector<at::Tensor>& values) const {
-  if (seen_.empty()) return false;
-  for (size_t s = 0; s < sources_.size(); ++s) {
-    const Seen now = seen(values[sources_[s]]);
-    if (now.tensor == nullptr || !(now == seen_[s])) return false;
-  }
-  return true;
-}
-
-void DerivedValues::compute(const graph::Graph& g, std::vector<at::Tensor>& values, const int64_t* symbols) const {
-  seen_.clear();
-  cached_.clear();
-  held_.clear();
-  for (int i : nodes_) {
-    std::string why;
-    const bool held = replay_node(g, g.nodes[i], {&values, symbols}, &why);
-    JITC_INTERNAL_ASSERT(held, "a derived value is computed by a checked op: " + why);
-  }
-  for (graph::ValueId v : outputs_) cached_.push_back(values[v]);
-  for (graph::ValueId v : sources_) {
-    seen_.push_back(seen(values[v]));
-    held_.emplace_back(values[v].getIntrusivePtr());
-  }
-}
-
 void DerivedValues::fill(const graph::Graph& g, std::vector<at::Tensor>& values, const int64_t* symbols) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!unchanged(values)) {
-    compute(g, values, symbols);
-    return;
+  using Weak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+  seen_.resize(sources_.size());
+  held_.resize(sources_.size(), Weak(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()));
+  cached_.resize(outputs_.size());
+  std::vector<bool> changed(sources_.size());
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    const Seen now = seen(values[sources_[s]]);
+    changed[s] = now.tensor == nullptr || !(now == seen_[s]);
+    if (!changed[s]) continue;
+    seen_[s] = now;
+    held_[s] = Weak(values[sources_[s]].getIntrusivePtr());
   }
-  for (size_t k = 0; k < outputs_.size(); ++k) values[outputs_[k]] = cached_[k];
+  // Each output whose captured tensors changed is computed again, with the derived values it needs.
+  std::vector<bool> replay(nodes_.size(), false), stale(outputs_.size(), false);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const auto& o = outputs_[k];
+    stale[k] = !cached_[k].defined() || std::any_of(o.sources.begin(), o.sources.end(), [&](int s) { return changed[s]; });
+    if (stale[k])
+      for (int p : o.nodes) replay[p] = true;
+  }
+  for (size_t p = 0; p < nodes_.size(); ++p) {
+    if (!replay[p]) continue;
+    std::string why;
+    const bool held = replay_node(g, g.nodes[nodes_[p]], {&values, symbols}, &why);
+    JITC_INTERNAL_ASSERT(held, "a derived value is computed by a checked op: " + why);
+  }
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    if (stale[k]) cached_[k] = values[outputs_[k].value];
+    else values[outputs_[k].value] = cached_[k];
+  }
 }
 
 }  // namespace jitc::runtime

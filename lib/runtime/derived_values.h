@@ -3,8 +3,8 @@
 // freezing computes them, but kept right when the user changes a parameter in place (an optimizer step,
 // torch::load, a running statistic updated in training mode between inference calls): they are computed
 // again on the first call where a captured tensor they read holds other memory or has another version
-// than when they were last computed. Inference tensors have no version counter: values derived from one
-// are computed on every call.
+// than when they were last computed (only those: one layer's update recomputes that layer's weights).
+// Inference tensors have no version counter: values derived from one are computed on every call.
 #pragma once
 #include "graph/graph.h"
 
@@ -32,16 +32,21 @@ class DerivedValues {
     int64_t version = -1;
     bool operator==(const Seen&) const = default;
   };
+  // A derived value the rest of the program reads: cached, computed again when one of its sources changed.
+  struct Output {
+    graph::ValueId value;
+    std::vector<int> nodes;    // positions in nodes_ of the derived nodes it needs, in order
+    std::vector<int> sources;  // positions in sources_ of the captured tensors they read
+  };
   static Seen seen(const at::Tensor& t);
-  bool unchanged(const std::vector<at::Tensor>& values) const;
-  void compute(const graph::Graph& g, std::vector<at::Tensor>& values, const int64_t* symbols) const;
+  Output cone_of(const graph::Graph& g, graph::ValueId v);
 
   std::vector<int> nodes_;               // the derived nodes, in graph order
   std::vector<graph::ValueId> sources_;  // the captured inputs they read
-  std::vector<graph::ValueId> outputs_;  // the values they compute that other nodes read (or outputs)
+  std::vector<Output> outputs_;
   mutable std::mutex mutex_;
-  mutable std::vector<Seen> seen_;          // per source, when outputs were computed (empty: never)
-  mutable std::vector<at::Tensor> cached_;  // per output
+  mutable std::vector<Seen> seen_;          // per source, when last read
+  mutable std::vector<at::Tensor> cached_;  // per output (undefined: never computed)
   // The sources keep these objects: their addresses cannot be taken by other tensors while compared.
   mutable std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> held_;
 };

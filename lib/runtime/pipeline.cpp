@@ -10,8 +10,8 @@
 //     5. group norm statistics      inductor/group_norm_stats.h
 //     6. channels-last convolutions inductor/channels_last.h (inference; training: the layouts
 //                                   chosen when the joint graph was split)
-//        frozen convolutions        inductor/frozen_convolutions.h  weights prepacked, batch norms
-//                                   folded in (inference), derived once per version of the weights
+//        frozen weights             inductor/frozen_weights.h  convolution and linear weights prepacked,
+//                                   batch norms folded in (inference), once per version of the weights
 //   7. cache lookup                 program_cache.h          memory, then disk: a hit skips 8-12
 //   kernel stages
 //     8. schedule                   inductor/scheduler.h     lowering and fusion into kernels + extern calls,
@@ -32,7 +32,7 @@
 #include "inductor/backend.h"
 #include "inductor/channels_last.h"
 #include "inductor/decompositions.h"
-#include "inductor/frozen_convolutions.h"
+#include "inductor/frozen_weights.h"
 #include "inductor/in_place_updates.h"
 #include "inductor/independent_kernels.h"
 #include "inductor/group_norm_stats.h"
@@ -131,6 +131,8 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   const bool training = entry.backward || entry.part == "backward";
   g = graph_stage("frozen convolutions", request, std::move(g), times,
                   [&](graph::Graph x) { return training ? x : inductor::freeze_convolutions(x); });
+  g = graph_stage("frozen linears", request, std::move(g), times,
+                  [&](graph::Graph x) { return training ? x : inductor::freeze_linears(x); });
   require_same_inputs(entry.graph, g);
   return g;
 }

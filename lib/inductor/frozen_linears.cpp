@@ -1,0 +1,122 @@
+#include "inductor/frozen_weights.h"
+
+#include "graph/args.h"
+#include "graph/passes.h"
+#include "inductor/graph_uses.h"
+
+#include <ATen/Context.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitc::inductor {
+
+namespace {
+
+using graph::Arg;
+using graph::Graph;
+using graph::Node;
+using graph::TensorMeta;
+using graph::ValueId;
+
+// The operands of a product by a transposed captured weight: x @ w.t() (+ bias).
+struct Linear {
+  Arg x, weight, bias;
+};
+
+bool is_one(const Arg& a) {
+  return a.kind == Arg::Kind::kConstant &&
+         ((a.constant.isInt() && a.constant.toInt() == 1) || (a.constant.isDouble() && a.constant.toDouble() == 1.0));
+}
+
+bool contiguous(const TensorMeta& m) {
+  const auto sizes = graph::constant_values(m.sizes), strides = graph::constant_values(m.strides);
+  if (!sizes || !strides) return false;
+  int64_t expected = 1;
+  for (size_t d = sizes->size(); d-- > 0;) {
+    if ((*sizes)[d] != 1 && (*strides)[d] != expected) return false;
+    expected *= (*sizes)[d];
+  }
+  return true;
+}
+
+class LinearFreezing {
+ public:
+  explicit LinearFreezing(const Graph& g) : g_(g), inputs_(g) {}
+
+  std::optional<Linear> applies(const Node& n) const {
+    const auto& name = n.op.operator_name();
+    if (!name.overload_name.empty() || n.mutates || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return std::nullopt;
+    Linear l;
+    if (name.name == "aten::addmm" && n.args.size() == 5 && is_one(n.args[3]) && is_one(n.args[4])) l = {n.args[1], n.args[2], n.args[0]};
+    else if ((name.name == "aten::mm" || name.name == "aten::matmul") && n.args.size() == 2)
+      l = {n.args[0], n.args[1], graph::constant_arg(c10::IValue())};
+    else return std::nullopt;
+    if (l.x.kind != Arg::Kind::kValue || l.weight.kind != Arg::Kind::kValue) return std::nullopt;
+    const std::optional<ValueId> w = transposed_weight(l.weight.value);
+    if (!w) return std::nullopt;
+    l.weight = graph::value_arg(*w);
+    const TensorMeta &x = g_.values[l.x.value].meta, &out = g_.values[n.outputs[0].values[0]].meta;
+    const auto xs = graph::constant_values(x.sizes), ws = graph::constant_values(g_.values[*w].meta.sizes);
+    if (!xs || xs->size() < 2 || x.dtype != c10::kFloat || !x.device.is_cpu() || xs->back() != (*ws)[1] || !contiguous(out))
+      return std::nullopt;
+    if (!is_none(l.bias) && !per_output(l.bias, (*ws)[0])) return std::nullopt;
+    return l;
+  }
+
+  ValueId emit(Emitter& e, const Linear& l, const TensorMeta& out) const {
+    const auto xs = *graph::constant_values(g_.values[l.x.value].meta.sizes);
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= xs[d];
+    const ValueId packed = emit_derived(e, "mkldnn::_reorder_linear_weight", "", {l.weight, graph::constant_arg(rows)},
+                                        *graph::constant_values(g_.values[l.weight.value].meta.sizes));
+    const c10::List<std::optional<c10::Scalar>> no_scalars;
+    return e.call("mkldnn::_linear_pointwise", "",
+                  {l.x, graph::value_arg(packed), l.bias, graph::constant_arg(std::string("none")), graph::constant_arg(no_scalars),
+                   graph::constant_arg(std::string())},
+                  out);
+  }
+
+ private:
+  // w where v = t(w) (or transpose(w, 0, 1)) of a captured, unwritten 2-D weight.
+  std::optional<ValueId> transposed_weight(ValueId v) const {
+    const int p = g_.values[v].producer;
+    if (p < 0) return std::nullopt;
+    const Node& t = g_.nodes[p];
+    const auto& name = t.op.operator_name();
+    const bool transposes = (name.name == "aten::t" && name.overload_name.empty()) ||
+                            (name.name == "aten::transpose" && name.overload_name == "int" &&
+                             (t.args[1].constant.toInt() + 2) % 2 != (t.args[2].constant.toInt() + 2) % 2);
+    if (!transposes || !inputs_.frozen(t.args[0], 2)) return std::nullopt;
+    return t.args[0].value;
+  }
+
+  // A dense float32 CPU vector of n values.
+  bool per_output(const Arg& b, int64_t n) const {
+    if (b.kind != Arg::Kind::kValue) return false;
+    const TensorMeta& m = g_.values[b.value].meta;
+    const auto s = graph::constant_values(m.sizes);
+    return m.dtype == c10::kFloat && m.device.is_cpu() && s && s->size() == 1 && (*s)[0] == n && contiguous(m);
+  }
+
+  const Graph& g_;
+  FrozenInputs inputs_;
+};
+
+}  // namespace
+
+Graph freeze_linears(const Graph& g) {
+  if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn()) return g;
+  const LinearFreezing freezing(g);
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return freezing.applies(n).has_value(); })) return g;
+  const Graph r = decompose(g, [&](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
+    const auto linear = freezing.applies(n);
+    if (!linear) return {};
+    return {freezing.emit(e, *linear, original.values[n.outputs[0].values[0]].meta)};
+  });
+  return graph::eliminate_dead_code(r);  // the transposed weights
+}
+
+}  // namespace jitc::inductor
