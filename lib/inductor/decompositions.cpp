@@ -134,6 +134,28 @@ std::optional<ValueId> mse_loss(Emitter& e, const Graph& g, const Node& n) {
                 x.dtype, {});
 }
 
+// binary_cross_entropy(x, y, weight?, reduction Mean or Sum) over float or double tensors of one static
+// shape on the CPU: the unreduced loss (a lowered pointwise op, with eager's range check), then eager's
+// reduction of it.
+std::optional<ValueId> binary_cross_entropy(Emitter& e, const Graph& g, const Node& n) {
+  if (n.op.operator_name().name != "aten::binary_cross_entropy" || n.mutates || n.args.size() != 4 || !n.args[3].constant.isInt())
+    return std::nullopt;
+  if (n.args[0].kind != Arg::Kind::kValue || n.args[1].kind != Arg::Kind::kValue) return std::nullopt;
+  const auto& x = g.values[n.args[0].value].meta;
+  const int64_t reduction = n.args[3].constant.toInt();
+  const bool weighted = n.args[2].kind == Arg::Kind::kValue;
+  for (const Arg* a : {&n.args[1], weighted ? &n.args[2] : &n.args[1]})
+    if (g.values[a->value].meta.dtype != x.dtype || g.values[a->value].meta.sizes != x.sizes) return std::nullopt;
+  if ((x.dtype != c10::kFloat && x.dtype != c10::kDouble) || !x.device.is_cpu() || !static_shape(x)) return std::nullopt;
+  if (reduction != at::Reduction::Mean && reduction != at::Reduction::Sum) return std::nullopt;
+  std::vector<int64_t> sizes;
+  for (const auto& s : x.sizes) sizes.push_back(s.offset);
+  const ValueId loss = e.call("aten::binary_cross_entropy", "",
+                              {n.args[0], n.args[1], n.args[2], constant_arg(int64_t{at::Reduction::None})}, x.dtype, sizes);
+  return e.call(reduction == at::Reduction::Mean ? "aten::mean" : "aten::sum", "", {value_arg(loss), constant_arg(c10::IValue())}, x.dtype,
+                {});
+}
+
 }  // namespace
 
 // Half and bfloat16 losses compute in float32, as eager's loss kernels accumulate, and round where eager's
@@ -143,6 +165,7 @@ bool decomposed_floating(c10::ScalarType t) { return t == c10::kFloat || t == c1
 graph::Graph decompose_losses(const graph::Graph& g) {
   return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
     if (auto mse = mse_loss(e, original, n)) return {*mse};
+    if (auto bce = binary_cross_entropy(e, original, n)) return {*bce};
     const auto loss = loss_of(original, n);
     if (!loss ||
         (loss->reduction != at::Reduction::None && loss->reduction != at::Reduction::Mean && loss->reduction != at::Reduction::Sum))

@@ -15,6 +15,7 @@ bool decomposed_floating(c10::ScalarType t);
 //   cross_entropy_loss(x [N, C], target [N] int64, weight None, reduction, ignore_index, label_smoothing)
 //   nll_loss / nll_loss_nd(x [N, C], target [N] int64, weight None, reduction, ignore_index)
 //   mse_loss(x, y of x's shape, reduction)
+//   binary_cross_entropy(x, y, weight? of x's shape, reduction mean or sum) on the CPU
 // for float32 and float64 x. Returns g unchanged where there is no such node.
 graph::Graph decompose_losses(const graph::Graph& g);
 

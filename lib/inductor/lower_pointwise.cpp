@@ -470,6 +470,31 @@ void register_logic_and_selection(Registry& r) {
   };
 }
 
+// binary_cross_entropy(x, y, weight?, reduction None) on the CPU in float and double (the loss
+// decomposition reduces it): ATen's CPU kernel, (y - 1) * max(log1p(-x), -100) - y * max(log(x), -100),
+// times the weight. Eager raises where an input or target lies outside [0, 1] (NaN included): a check
+// reports it. On CUDA eager's kernel asserts on the device instead, which a kernel does not: extern there.
+std::vector<Loader> binary_cross_entropy(LoweringContext& c, const Node& n) {
+  const ScalarType t = out_dtype(c, n);
+  if (number(c, n, 3, -1) != 0 || !on_cpu(c, n) || (t != ScalarType::Float && t != ScalarType::Double))
+    throw Unsupported("binary_cross_entropy is lowered unreduced, in float or double, on the CPU");
+  std::vector<Operand> operands{c.operand_of(n, 0), c.operand_of(n, 1)};
+  if (n.args[2].kind == graph::Arg::Kind::kValue) operands.push_back(c.operand_of(n, 2));
+  c.run_time_checks[output(n)] = 1;
+  return pointwise(c, n, operands, t, [](KernelBuilder& kb, const Values& x, ScalarType t) {
+    const int zero = k(kb, 0, t), one = k(kb, 1, t), floor = k(kb, -100, t);
+    auto in_unit_range = [&](int v) {
+      return kb.binary(ScalarOp::kAnd, kb.binary(ScalarOp::kGe, v, zero), kb.binary(ScalarOp::kLe, v, one));
+    };
+    kb.check(kb.binary(ScalarOp::kAnd, in_unit_range(x[0]), in_unit_range(x[1])));
+    const int log_x = kb.binary(ScalarOp::kMax, kb.unary(ScalarOp::kLog, x[0]), floor);
+    const int log_1mx = kb.binary(ScalarOp::kMax, kb.unary(ScalarOp::kLog1p, kb.unary(ScalarOp::kNeg, x[0])), floor);
+    const int loss = kb.binary(ScalarOp::kSub, kb.binary(ScalarOp::kMul, kb.binary(ScalarOp::kSub, x[1], one), log_1mx),
+                               kb.binary(ScalarOp::kMul, x[1], log_x));
+    return x.size() == 3 ? kb.binary(ScalarOp::kMul, loss, x[2]) : loss;
+  });
+}
+
 // clamp and its forms, addcmul/addcdiv, lerp.
 void register_ternary(Registry& r) {
   auto clamp_lowering = [](bool has_min, bool has_max) {
@@ -517,6 +542,7 @@ void register_ternary(Registry& r) {
     };
   };
   r["aten::addcmul"] = addc(ScalarOp::kMul);
+  r["aten::binary_cross_entropy"] = binary_cross_entropy;
   r["aten::addcdiv"] = addc(ScalarOp::kDiv);
   // ATen: |w| < 0.5 ? a + w*(b-a) : b - (b-a)*(1-w), each a single FMA in its CPU kernels (float and double)
   // and its CUDA ones (nvcc contracts them)

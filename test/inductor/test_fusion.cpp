@@ -663,3 +663,32 @@ TEST_CASE("contiguous of a transposed value is a copy the kernel computing the v
   compiled(x);
   CHECK(compiled(x).data_ptr() == x.data_ptr());
 }
+
+TEST_CASE("binary cross-entropy is a checked pointwise kernel and a reduction, and inputs outside [0, 1] raise eager's error",
+          "[inductor][fusion]") {
+  for (const auto dtype : {at::kFloat, at::kDouble})
+    for (const auto reduction : {at::Reduction::None, at::Reduction::Mean, at::Reduction::Sum})
+      for (bool weighted : {false, true}) {
+        INFO(dtype << " reduction " << reduction << " weighted " << weighted);
+        const auto x = at::rand({16, 40}, dtype).clamp(1e-6, 1 - 1e-6), y = at::rand({16, 40}, dtype), w = at::rand({16, 40}, dtype);
+        x[0][0] = 0;  // log(0) = -inf, clamped to -100 as eager's
+        x[1][1] = 1;
+        const at::Tensor weight = weighted ? w : at::Tensor();
+        auto bce = [=](const at::Tensor& x, const at::Tensor& y) { return at::binary_cross_entropy(x * 1, y, weight, reduction); };
+        auto compiled = jitc::compile(bce);
+        compiled(x, y);
+        const auto tolerance = jitc::testing::reduction_tolerance(dtype, reduction == at::Reduction::None ? 1 : x.numel());
+        CHECK(jitc::testing::difference(compiled(x, y), bce(x, y), tolerance) == "");
+        CHECK(compiled.stats().kernels_compiled == 1);  // the reduction reads the loss inline
+        const auto trace = jitc::testing::profile([&] { compiled(x, y); });
+        CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::binary_cross_entropy"; }).empty());
+        for (const double bad : {1.5, -0.5, std::nan("")}) {
+          INFO("an input of " << bad);
+          at::Tensor out_of_range = x.clone();
+          out_of_range[3][5] = bad;
+          CHECK_THROWS_WITH(compiled(out_of_range, y), Catch::Contains("all elements of input should be between 0 and 1"));
+          CHECK_THROWS_WITH(compiled(x, out_of_range), Catch::Contains("all elements of target should be between 0 and 1"));
+        }
+        CHECK(jitc::testing::difference(compiled(x, y), bce(x, y), tolerance) == "");
+      }
+}
