@@ -19,4 +19,10 @@ inline Arg constant_arg(c10::IValue v) {
   return a;
 }
 
+// A constant argument equal to 1 (an int, a double or a Scalar of either): addmm's beta and alpha.
+inline bool is_one(const Arg& a) {
+  return a.kind == Arg::Kind::kConstant &&
+         ((a.constant.isInt() && a.constant.toInt() == 1) || (a.constant.isDouble() && a.constant.toDouble() == 1.0));
+}
+
 }  // namespace jitc::graph

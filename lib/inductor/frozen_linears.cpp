@@ -26,11 +26,6 @@ struct Linear {
   Arg x, weight, bias;
 };
 
-bool is_one(const Arg& a) {
-  return a.kind == Arg::Kind::kConstant &&
-         ((a.constant.isInt() && a.constant.toInt() == 1) || (a.constant.isDouble() && a.constant.toDouble() == 1.0));
-}
-
 bool contiguous(const TensorMeta& m) {
   const auto sizes = graph::constant_values(m.sizes), strides = graph::constant_values(m.strides);
   if (!sizes || !strides) return false;
@@ -50,7 +45,8 @@ class LinearFreezing {
     const auto& name = n.op.operator_name();
     if (!name.overload_name.empty() || n.mutates || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return std::nullopt;
     Linear l;
-    if (name.name == "aten::addmm" && n.args.size() == 5 && is_one(n.args[3]) && is_one(n.args[4])) l = {n.args[1], n.args[2], n.args[0]};
+    if (name.name == "aten::addmm" && n.args.size() == 5 && graph::is_one(n.args[3]) && graph::is_one(n.args[4]))
+      l = {n.args[1], n.args[2], n.args[0]};
     else if ((name.name == "aten::mm" || name.name == "aten::matmul") && n.args.size() == 2)
       l = {n.args[0], n.args[1], graph::constant_arg(c10::IValue())};
     else return std::nullopt;

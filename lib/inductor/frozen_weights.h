@@ -2,7 +2,7 @@
 // as Inductor's freezing does for CPU inference (binary folding, mkldnn weight prepacking), without
 // freezing's assumption that parameters never change: the folded and prepacked weights are derived values
 // (graph::NodeKind::kDerived), computed again on the first call after a parameter they come from changed
-// (runtime/derived_values.h).
+// (runtime/derived_values.h says how a change is seen, and which writes through `.data()` are not).
 //
 // Why: ATen's convolution reorders a dense weight into oneDNN's blocked layout on every call (and copies
 // it to channels-last first where the input is channels-last), and ATen's linear layers multiply by the

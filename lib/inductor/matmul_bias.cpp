@@ -42,11 +42,6 @@ bool viewable_as_rows(const TensorMeta& m) {
 
 bool gemm_dtype(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || t == c10::kHalf || t == c10::kBFloat16; }
 
-bool is_one(const Arg& a) {
-  return a.kind == Arg::Kind::kConstant &&
-         ((a.constant.isInt() && a.constant.toInt() == 1) || (a.constant.isDouble() && a.constant.toDouble() == 1.0));
-}
-
 class BiasFolding {
  public:
   explicit BiasFolding(const Graph& g) : g_(g), users_(readers_by_value(g)) {}
@@ -55,7 +50,8 @@ class BiasFolding {
   // last dim, one dtype, the product read by the add only, the sum read by no kernel.
   std::optional<BiasedProduct> applies(const Node& add) const {
     if (add.op.operator_name().name != "aten::add" || add.op.operator_name().overload_name != "Tensor" || add.mutates) return std::nullopt;
-    if (add.args.size() != 3 || add.args[0].kind != Arg::Kind::kValue || add.args[1].kind != Arg::Kind::kValue || !is_one(add.args[2]))
+    if (add.args.size() != 3 || add.args[0].kind != Arg::Kind::kValue || add.args[1].kind != Arg::Kind::kValue ||
+        !graph::is_one(add.args[2]))
       return std::nullopt;
     const ValueId product = add.args[0].value, bias = add.args[1].value;
     const graph::Value& p = g_.values[product];

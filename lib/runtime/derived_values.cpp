@@ -6,6 +6,7 @@
 #include <jitc/detail/internal_assert.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace jitc::runtime {
 
@@ -63,9 +64,32 @@ DerivedValues::Output DerivedValues::cone_of(const graph::Graph& g, graph::Value
   return out;
 }
 
+// The bits of a few elements spread over t, hashed: a write through an alias that PyTorch does not
+// version (`t.data()`, `variable_data()`: a new version counter) that changes the whole tensor (an update
+// written by hand, a reinitialization) shows there.
+uint64_t DerivedValues::sampled_bits(const at::Tensor& t) {
+  constexpr int64_t kSamples = 16;
+  const int64_t n = t.numel();
+  if (n == 0) return 0;
+  const auto* base = static_cast<const unsigned char*>(t.data_ptr());
+  const size_t size = std::min<size_t>(t.element_size(), sizeof(uint64_t));
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the samples
+  for (int64_t k = 0; k < kSamples; ++k) {
+    int64_t linear = k * (n - 1) / (kSamples - 1), offset = 0;
+    for (int64_t d = t.dim() - 1; d >= 0; --d) {
+      offset += (linear % t.size(d)) * t.stride(d);
+      linear /= t.size(d);
+    }
+    uint64_t bits = 0;
+    std::memcpy(&bits, base + offset * t.element_size(), size);
+    hash = (hash ^ bits) * 1099511628211ull;
+  }
+  return hash;
+}
+
 DerivedValues::Seen DerivedValues::seen(const at::Tensor& t) {
   if (!t.defined() || t.is_inference()) return {};  // no version to compare: never seen
-  return {t.unsafeGetTensorImpl(), t.storage().data(), static_cast<int64_t>(t._version())};
+  return {t.unsafeGetTensorImpl(), t.storage().data(), static_cast<int64_t>(t._version()), sampled_bits(t)};
 }
 
 void DerivedValues::fill(const graph::Graph& g, std::vector<at::Tensor>& values, const int64_t* symbols) const {

@@ -4,7 +4,10 @@
 // torch::load, a running statistic updated in training mode between inference calls): they are computed
 // again on the first call where a captured tensor they read holds other memory or has another version
 // than when they were last computed (only those: one layer's update recomputes that layer's weights).
-// Inference tensors have no version counter: values derived from one are computed on every call.
+// Writes through an alias PyTorch does not version (`p.data().mul_(2)`: a new version counter) are seen
+// where they change any of 16 elements sampled across the tensor (a whole-tensor update or reinitialization);
+// one that changes only elements between the samples is not. Inference tensors have no version counter:
+// values derived from one are computed on every call.
 #pragma once
 #include "graph/graph.h"
 
@@ -30,6 +33,7 @@ class DerivedValues {
     const c10::TensorImpl* tensor = nullptr;
     const void* data = nullptr;
     int64_t version = -1;
+    uint64_t samples = 0;
     bool operator==(const Seen&) const = default;
   };
   // A derived value the rest of the program reads: cached, computed again when one of its sources changed.
@@ -38,6 +42,7 @@ class DerivedValues {
     std::vector<int> nodes;    // positions in nodes_ of the derived nodes it needs, in order
     std::vector<int> sources;  // positions in sources_ of the captured tensors they read
   };
+  static uint64_t sampled_bits(const at::Tensor& t);
   static Seen seen(const at::Tensor& t);
   Output cone_of(const graph::Graph& g, graph::ValueId v);
 

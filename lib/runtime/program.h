@@ -8,9 +8,9 @@
 // the same key, in this process and, through the disk cache, in later ones (program_cache.h).
 #pragma once
 #include "graph/graph.h"
-#include "runtime/derived_values.h"
 #include "inductor/backend.h"
 #include "inductor/scheduler.h"
+#include "runtime/derived_values.h"
 
 #include <ATen/core/Tensor.h>
 

@@ -112,7 +112,8 @@ TEST_CASE("folded and prepacked weights are derived once, and again after a para
   CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { f(x); }) == 0);
   CHECK(calls_of("mkldnn::_convolution_pointwise", [&] { f(x); }) == 2);
 
-  // Each change is an in-place update (a version bump) or new memory of the same tensor (set_). Only the
+  // Each change is an in-place update (a version bump), new memory of the same tensor (set_) or a write
+  // through an unversioned alias that changes the whole tensor. Only the
   // values derived from the changed tensor are derived again: a statistic that only the folded bias
   // reads leaves the prepacked weight as it is.
   struct Change {
@@ -127,6 +128,10 @@ TEST_CASE("folded and prepacked weights are derived once, and again after a para
       {[&] { net->b1->weight.neg_(); }, 1},
       {[&] { net->b2->bias.fill_(-2); }, 0},
       {[&] { net->c1->weight.set_(at::randn(net->c1->weight.sizes())); }, 1},
+      // Through aliases that PyTorch does not version (a new version counter): seen by the sampled elements.
+      {[&] { net->c2->weight.data().mul_(2); }, 1},
+      {[&] { net->b2->running_mean.data().add_(1); }, 0},
+      {[&] { net->c1->weight.variable_data().copy_(at::randn(net->c1->weight.sizes())); }, 1},
   };
   for (size_t k = 0; k < std::size(changes); ++k) {
     INFO("change " << k);
