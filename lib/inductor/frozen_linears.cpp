@@ -55,17 +55,23 @@ class LinearFreezing {
     if (!w) return std::nullopt;
     l.weight = graph::value_arg(*w);
     const TensorMeta &x = g_.values[l.x.value].meta, &out = g_.values[n.outputs[0].values[0]].meta;
-    const auto xs = graph::constant_values(x.sizes), ws = graph::constant_values(g_.values[*w].meta.sizes);
-    if (!xs || xs->size() < 2 || x.dtype != c10::kFloat || !x.device.is_cpu() || xs->back() != (*ws)[1] || !contiguous(out))
-      return std::nullopt;
+    const auto ws = graph::constant_values(g_.values[*w].meta.sizes);
+    if (x.sizes.size() < 2 || !x.sizes.back().is_constant() || x.sizes.back().offset != (*ws)[1]) return std::nullopt;
+    if (x.dtype != c10::kFloat || !x.device.is_cpu()) return std::nullopt;
+    // Leading dims may be symbolic (a dynamic batch): these ops' results are contiguous whatever the sizes.
+    if (graph::constant_values(out.sizes) && !contiguous(out)) return std::nullopt;
     if (!is_none(l.bias) && !per_output(l.bias, (*ws)[0])) return std::nullopt;
     return l;
   }
 
   ValueId emit(Emitter& e, const Linear& l, const TensorMeta& out) const {
-    const auto xs = *graph::constant_values(g_.values[l.x.value].meta.sizes);
-    int64_t rows = 1;
-    for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= xs[d];
+    // Packed for the rows of x where they are known (oneDNN's layout may depend on them), for any otherwise.
+    c10::IValue rows;
+    if (const auto xs = graph::constant_values(g_.values[l.x.value].meta.sizes)) {
+      int64_t product = 1;
+      for (size_t d = 0; d + 1 < xs->size(); ++d) product *= (*xs)[d];
+      rows = product;
+    }
     const ValueId packed = emit_derived(e, "mkldnn::_reorder_linear_weight", "", {l.weight, graph::constant_arg(rows)},
                                         *graph::constant_values(g_.values[l.weight.value].meta.sizes));
     const c10::List<std::optional<c10::Scalar>> no_scalars;

@@ -30,7 +30,7 @@ std::vector<bool> prepackable_convolutions(const graph::Graph& g);
 graph::Graph freeze_convolutions(const graph::Graph& g);
 
 // Rewrites, when oneDNN is available and enabled, addmm(bias, x, t(w)), mm(x, t(w)) and matmul(x, t(w))
-// of float32 CPU x of static sizes and a captured, unwritten 2-D weight w (a Linear layer, traced) into
+// of float32 CPU x (its leading dims may be symbolic) and a captured, unwritten 2-D weight w (a Linear layer, traced) into
 // mkldnn::_linear_pointwise on the prepacked weight (frozen_linears.cpp). Returns g unchanged where none
 // applies.
 graph::Graph freeze_linears(const graph::Graph& g);

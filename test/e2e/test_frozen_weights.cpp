@@ -227,3 +227,22 @@ TEST_CASE("linear layers run on prepacked weights, derived again after an update
     CHECK(f.stats().recompiles == 0);
   }
 }
+
+TEST_CASE("linear layers with a dynamic batch run on one prepacked weight for every batch", "[frozen][dynamic]") {
+  at::NoGradGuard no_grad;
+  nn::Linear up(16, 32), down(32, 8);
+  auto forward = [&](const at::Tensor& x) { return down->forward(at::relu(up->forward(x))); };
+  auto f = jitc::compile(forward);  // the second batch size makes the batch symbolic (automatic dynamic)
+  for (int64_t batch : {3, 5, 9, 17}) {
+    INFO("batch " << batch);
+    const at::Tensor x = at::randn({batch, 16});
+    f(x);
+    const at::Tensor exact = at::linear(at::relu(at::linear(x.to(at::kDouble), up->weight.to(at::kDouble), up->bias.to(at::kDouble))),
+                                        down->weight.to(at::kDouble), down->bias.to(at::kDouble));
+    CHECK(jitc::testing::difference_from_exact(f(x), forward(x), exact) == "");
+    CHECK(calls_of("mkldnn::_linear_pointwise", [&] { f(x); }) == 2);
+    CHECK(calls_of("mkldnn::_reorder_linear_weight", [&] { f(x); }) == 0);
+  }
+  CHECK(f.stats().recompiles == 1);
+  CHECK(f.stats().programs_compiled == 2);  // batch 3, then every batch
+}
