@@ -14,15 +14,28 @@
 #include <torch/optim/sgd.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace {
 
 bool have_gpu() { return at::hasCUDA(); }
 
-void check_the_suite(c10::Device device) {
+// Weights made under InferenceMode are inference tensors (without version counters: frozen weights are
+// derived on every call); made under NoGradGuard, as a serving process loads a model before serving, they
+// are prepacked once (frozen_weights.h).
+std::vector<jitc::bench::Model> models_with(bool inference_tensor_weights, c10::Device device) {
+  std::optional<c10::InferenceMode> inference;
+  std::optional<at::NoGradGuard> no_grad;
+  if (inference_tensor_weights) inference.emplace();
+  else no_grad.emplace();
+  return jitc::bench::make_models(jitc::bench::ModelScale::kTest, device);
+}
+
+void check_the_suite(c10::Device device, bool inference_tensor_weights = true) {
+  const auto models = models_with(inference_tensor_weights, device);
   c10::InferenceMode inference;
-  for (const auto& model : jitc::bench::make_models(jitc::bench::ModelScale::kTest, device)) {
+  for (const auto& model : models) {
     INFO(model.name << " on " << device);
     const at::Tensor x = model.make_input();
     auto compiled = jitc::compile(model.forward);
@@ -42,6 +55,10 @@ void check_the_suite(c10::Device device) {
 }  // namespace
 
 TEST_CASE("the model suite's models match eager at small shapes", "[models]") { check_the_suite(c10::kCPU); }
+
+TEST_CASE("the model suite's models match eager with weights made before inference mode (prepacked once)", "[models]") {
+  check_the_suite(c10::kCPU, /*inference_tensor_weights=*/false);
+}
 
 TEST_CASE("CUDA: the model suite's models match eager at small shapes", "[cuda][models]") {
   if (have_gpu()) check_the_suite(c10::kCUDA);
