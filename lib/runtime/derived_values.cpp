@@ -37,6 +37,10 @@ std::unique_ptr<DerivedValues> DerivedValues::of(const graph::Graph& g) {
   const std::vector<bool> read = read_by_the_program(g);
   for (size_t v = 0; v < g.values.size(); ++v)
     if (read[v] && is_derived(g, static_cast<graph::ValueId>(v))) d->outputs_.push_back(d->cone_of(g, static_cast<graph::ValueId>(v)));
+  d->seen_.resize(d->sources_.size());
+  d->changed_.resize(d->sources_.size());
+  d->held_.resize(d->sources_.size(), Weak(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()));
+  d->cached_.resize(d->outputs_.size());
   return d;
 }
 
@@ -94,23 +98,25 @@ DerivedValues::Seen DerivedValues::seen(const at::Tensor& t) {
 
 void DerivedValues::fill(const graph::Graph& g, std::vector<at::Tensor>& values, const int64_t* symbols) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  using Weak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
-  seen_.resize(sources_.size());
-  held_.resize(sources_.size(), Weak(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()));
-  cached_.resize(outputs_.size());
-  std::vector<bool> changed(sources_.size());
+  bool any_changed = !computed_;
   for (size_t s = 0; s < sources_.size(); ++s) {
     const Seen now = seen(values[sources_[s]]);
-    changed[s] = now.tensor == nullptr || !(now == seen_[s]);
-    if (!changed[s]) continue;
+    changed_[s] = now.tensor == nullptr || !(now == seen_[s]);
+    if (!changed_[s]) continue;
+    any_changed = true;
     seen_[s] = now;
     held_[s] = Weak(values[sources_[s]].getIntrusivePtr());
   }
+  if (!any_changed) {  // the hit path of a compiled call: nothing allocated
+    for (size_t k = 0; k < outputs_.size(); ++k) values[outputs_[k].value] = cached_[k];
+    return;
+  }
+  computed_ = true;
   // Each output whose captured tensors changed is computed again, with the derived values it needs.
   std::vector<bool> replay(nodes_.size(), false), stale(outputs_.size(), false);
   for (size_t k = 0; k < outputs_.size(); ++k) {
     const auto& o = outputs_[k];
-    stale[k] = !cached_[k].defined() || std::any_of(o.sources.begin(), o.sources.end(), [&](int s) { return changed[s]; });
+    stale[k] = !cached_[k].defined() || std::any_of(o.sources.begin(), o.sources.end(), [&](int s) { return changed_[s]; });
     if (stale[k])
       for (int p : o.nodes) replay[p] = true;
   }

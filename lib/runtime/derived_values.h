@@ -49,11 +49,14 @@ class DerivedValues {
   std::vector<int> nodes_;               // the derived nodes, in graph order
   std::vector<graph::ValueId> sources_;  // the captured inputs they read
   std::vector<Output> outputs_;
+  using Weak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
   mutable std::mutex mutex_;
+  mutable bool computed_ = false;           // the outputs were computed once
+  mutable std::vector<bool> changed_;       // per source, this call (kept to allocate nothing per call)
   mutable std::vector<Seen> seen_;          // per source, when last read
   mutable std::vector<at::Tensor> cached_;  // per output (undefined: never computed)
   // The sources keep these objects: their addresses cannot be taken by other tensors while compared.
-  mutable std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> held_;
+  mutable std::vector<Weak> held_;
 };
 
 }  // namespace jitc::runtime
