@@ -7,6 +7,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 
 #include <algorithm>
 #include <map>
@@ -15,11 +16,34 @@
 
 namespace jitc::inductor {
 
-bool static_float_4d_cpu(const graph::TensorMeta& m) {
-  if (m.sizes.size() != 4 || m.dtype != c10::kFloat || !m.device.is_cpu()) return false;
+namespace {
+
+bool static_4d(const graph::TensorMeta& m) {
   auto constant = [](const graph::SymExpr& e) { return e.is_constant(); };
-  return std::all_of(m.sizes.begin(), m.sizes.end(), constant) && std::all_of(m.strides.begin(), m.strides.end(), constant);
+  return m.sizes.size() == 4 && std::all_of(m.sizes.begin(), m.sizes.end(), constant) &&
+         std::all_of(m.strides.begin(), m.strides.end(), constant);
 }
+
+}  // namespace
+
+bool static_float_4d_cpu(const graph::TensorMeta& m) { return static_4d(m) && m.dtype == c10::kFloat && m.device.is_cpu(); }
+
+namespace {
+
+// What a convolution library computes channels-last: oneDNN float32 on the CPU, cuDNN half and bfloat16
+// on CUDA (where its tensor-core kernels are NHWC: given NCHW operands, it transposes them and its result
+// inside every convolution).
+bool channels_last_capable(const graph::TensorMeta& m) {
+  const bool half_cuda = m.device.is_cuda() && (m.dtype == c10::kHalf || m.dtype == c10::kBFloat16);
+  return static_float_4d_cpu(m) || (static_4d(m) && half_cuda);
+}
+
+bool library_enabled(c10::DeviceType device) {
+  if (device == c10::DeviceType::CPU) return at::hasMKLDNN() && at::globalContext().userEnabledMkldnn();
+  return device == c10::DeviceType::CUDA && at::detail::getCUDAHooks().compiledWithCuDNN() && at::globalContext().userEnabledCuDNN();
+}
+
+}  // namespace
 
 // [N, C, H, W] stored as [N, H, W, C].
 graph::SymShape channels_last_strides(const graph::SymShape& sizes) {
@@ -71,13 +95,15 @@ class Rewrite {
     if (n.op.operator_name().name != "aten::conv2d" || n.args.size() < 2 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1)
       return false;
     for (size_t a : {0, 1})
-      if (n.args[a].kind != graph::Arg::Kind::kValue || !static_float_4d_cpu(g_.values[n.args[a].value].meta)) return false;
+      if (n.args[a].kind != graph::Arg::Kind::kValue || !channels_last_capable(g_.values[n.args[a].value].meta)) return false;
+    const c10::Device device = g_.values[n.args[0].value].meta.device;
+    if (g_.values[n.args[1].value].meta.device != device || !library_enabled(device.type())) return false;
     // A prepacked weight (frozen_weights.h) is not reordered per call: oneDNN is then faster on
     // channels-last operands whatever the ratio, and returns channels-last whatever the input's layout.
-    if (!activations_outweigh_weights(n) && !prepackable_[&n - g_.nodes.data()]) return false;
+    if (device.is_cpu() && !activations_outweigh_weights(n) && !prepackable_[&n - g_.nodes.data()]) return false;
     const ValueId out = n.outputs[0].values[0];
     const graph::Value& v = g_.values[out];
-    if (!static_float_4d_cpu(v.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), out) > 0) return false;
+    if (!channels_last_capable(v.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), out) > 0) return false;
     if (shared(v)) return false;
     return std::all_of(users_[out].begin(), users_[out].end(), [&](int u) { return reads_through_strides(g_.nodes[u]); });
   }
@@ -89,7 +115,7 @@ class Rewrite {
   bool relaid_in_place(ValueId v) const {
     const graph::Value& value = g_.values[v];
     if (value.producer < 0 || !reads_through_strides(g_.nodes[value.producer]) || shared(value)) return false;
-    if (!static_float_4d_cpu(value.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0) return false;
+    if (!channels_last_capable(value.meta) || std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0) return false;
     return std::all_of(users_[v].begin(), users_[v].end(), [&](int u) {
       const Node& user = g_.nodes[u];
       const bool input_of_convolution =
@@ -121,13 +147,19 @@ class Rewrite {
     for (const Node& original : g_.nodes) {
       Node n = original;
       if (applies(original)) {
-        // The input only: a channels-last input makes oneDNN compute and return channels-last, and it
-        // reorders the weight into its own blocked layout on every call whatever the weight's layout, so
-        // a channels-last copy of the weight would be one more copy per call.
+        // On the CPU the input only: a channels-last input makes oneDNN compute and return channels-last,
+        // and it reorders the weight into its own blocked layout on every call whatever the weight's
+        // layout, so a channels-last copy of the weight would be one more copy per call. cuDNN computes in
+        // the weight's layout where its input's differs, copying the input: both go channels-last. The
+        // weight is copied on every call, not derived once as on the CPU: a derived value sees a write
+        // through `.data()` by sampling the weight's elements (runtime/derived_values.h), which on the GPU
+        // would cost a synchronizing read per call.
         const ValueId v = n.args[0].value;
-        if (!converted.count(v))
-          converted[v] = relaid_in_place(v) ? relaid(r, v) : append_channels_last_clone(r, r.nodes, v, next_storage++);
+        if (!converted.count(v)) converted[v] = relaid_in_place(v) ? relaid(r, v) : in_channels_last(r, v, next_storage);
         n.args[0].value = converted[v];
+        const ValueId w = n.args[1].value;
+        if (r.values[w].meta.device.is_cuda() && !converted.count(w)) converted[w] = in_channels_last(r, w, next_storage);
+        if (r.values[w].meta.device.is_cuda()) n.args[1].value = converted[w];
         TensorMeta& out = r.values[n.outputs[0].values[0]].meta;
         out.strides = channels_last_strides(out.sizes);
       }
@@ -137,12 +169,17 @@ class Rewrite {
   }
 
  private:
+  // v itself where it is channels-last already, else a channels-last clone of it.
+  static ValueId in_channels_last(Graph& r, ValueId v, int32_t& next_storage) {
+    return channels_last(r.values[v].meta) ? v : append_channels_last_clone(r, r.nodes, v, next_storage++);
+  }
+
   static ValueId relaid(Graph& r, ValueId v) {
     r.values[v].meta.strides = channels_last_strides(r.values[v].meta.sizes);
     return v;
   }
 
-  static bool channels_last(const TensorMeta& m) { return static_float_4d_cpu(m) && m.strides == channels_last_strides(m.sizes); }
+  static bool channels_last(const TensorMeta& m) { return channels_last_capable(m) && m.strides == channels_last_strides(m.sizes); }
 
  public:
   // Values between convolutions follow their inputs' layout: a kernel reading a channels-last value
@@ -184,7 +221,6 @@ class Rewrite {
 }  // namespace
 
 Graph convolutions_in_channels_last(const Graph& g) {
-  if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn()) return g;
   Rewrite rewrite(g);
   if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return rewrite.applies(n); })) return g;
   return Rewrite::following_inputs(rewrite.run());

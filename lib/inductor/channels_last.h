@@ -1,11 +1,16 @@
-// Convolutions on channels-last operands, as Inductor's layout optimization does, where the cost says so
-// (oneDNN's CPU convolution is faster on NHWC activations when they are large next to the weight; slower
-// where the weight dominates: benchmarks/RESULTS.md, sessions 13, 20 and 27). A chosen 2-D convolution's
-// input that a kernel computes and only kernels and convolutions read is computed channels-last itself;
-// any other input (a graph input) goes through a clone in channels-last layout. The convolution's output
-// is taken channels-last, which the kernels that read it follow (loop_order.cpp). The weight is left as it is: oneDNN reorders it into its
-// own blocked layout on every call whatever its layout, so a channels-last copy made per call would be one copy more; a weight the
-// callable captured is prepacked once instead (frozen_weights.h), and its convolution is then chosen whatever the cost rule says.
+// Convolutions on channels-last operands, as Inductor's layout optimization does.
+// On the CPU, where the cost says so (oneDNN's convolution is faster on NHWC activations when they are
+// large next to the weight; slower where the weight dominates: benchmarks/RESULTS.md, sessions 13, 20 and
+// 27). A chosen 2-D convolution's input that a kernel computes and only kernels and convolutions read is
+// computed channels-last itself; any other input (a graph input) goes through a clone in channels-last
+// layout. The convolution's output is taken channels-last, which the kernels that read it follow
+// (loop_order.cpp). The weight is left as it is: oneDNN reorders it into its own blocked layout on every
+// call whatever its layout, so a channels-last copy made per call would be one copy more; a weight the
+// callable captured is prepacked once instead (frozen_weights.h), and its convolution is then chosen
+// whatever the cost rule says.
+// On CUDA, every half and bfloat16 convolution: cuDNN's tensor-core kernels are NHWC and transpose NCHW
+// operands and results inside each call. cuDNN computes in the weight's layout, so the weight goes through
+// a channels-last clone too (a kernel per call, not a derived value: benchmarks/RESULTS.md, session 34).
 #pragma once
 #include "graph/graph.h"
 
@@ -15,7 +20,8 @@
 namespace jitc::inductor {
 
 // Applies to aten::conv2d nodes on static float32 CPU tensors when oneDNN is available and enabled, whose
-// input has at least twice the weight's elements (or whose weight can be prepacked), whose output is not a graph output, shares its storage
+// input has at least twice the weight's elements (or whose weight can be prepacked), and on static half or
+// bfloat16 CUDA tensors when cuDNN is available and enabled, whose output is not a graph output, shares its storage
 // with nothing, and is read only by lowered ops that are not views: their kernels read it through its strides, whatever they are. Returns g
 // unchanged otherwise.
 graph::Graph convolutions_in_channels_last(const graph::Graph& g);

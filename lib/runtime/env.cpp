@@ -89,6 +89,8 @@ bool env_cuda_pdl() { return env_bool("JITC_CUDA_PDL", true); }
 
 bool env_combo_kernels() { return env_bool("JITC_COMBO_KERNELS", true); }
 
+bool env_layout_optimization() { return env_bool("JITC_LAYOUT_OPTIMIZATION", true); }
+
 bool env_strict() { return env_bool("JITC_STRICT", false); }
 
 cache::DiskCache::Config env_disk_cache() {

@@ -16,6 +16,9 @@ std::string env_debug_dir();
 bool env_cuda_pdl();  // JITC_CUDA_PDL=0 launches CUDA kernels plainly
 // JITC_COMBO_KERNELS=0 launches every CUDA kernel alone (cuda/combos.h), for comparisons. Read per compile.
 bool env_combo_kernels();
+// JITC_LAYOUT_OPTIMIZATION=0 leaves every convolution in its traced layout (inductor/channels_last.h), as
+// TORCHINDUCTOR_LAYOUT_OPTIMIZATION=0 does, for comparisons. Read per compile.
+bool env_layout_optimization();
 bool env_strict();  // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)
 // The disk cache's directory (JITC_CACHE_DIR, else $XDG_CACHE_HOME/jitc or ~/.cache/jitc), whether it is
 // on (JITC_DISABLE_CACHE) and its size bound (JITC_CACHE_MAX_BYTES).

@@ -124,7 +124,7 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   g = graph_stage("gradient decompositions", request, std::move(g), times, [](graph::Graph x) { return inductor::decompose_gradients(x); });
   g = graph_stage("group norm statistics", request, std::move(g), times, [](graph::Graph x) { return inductor::group_norm_with_stats(x); });
   g = graph_stage("channels-last convolutions", request, std::move(g), times,
-                  [](graph::Graph x) { return inductor::convolutions_in_channels_last(x); });
+                  [](graph::Graph x) { return env_layout_optimization() ? inductor::convolutions_in_channels_last(x) : x; });
   g = graph_stage("channels-last training layouts", request, std::move(g), times,
                   [&](graph::Graph x) { return training_layouts(entry, x); });
   // Inference only: a training step updates the weights on every step.

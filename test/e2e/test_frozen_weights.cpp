@@ -3,6 +3,7 @@
 // and every change of a parameter or statistic between calls is seen, as eager sees it.
 #include "support/parity.h"
 #include "support/profile.h"
+#include "support/scoped_env.h"
 
 #include <jitc/jitc.h>
 
@@ -100,6 +101,22 @@ TEST_CASE("convolutions with batch norms folded in match eager", "[frozen]") {
       for (int call = 0; call < 3; ++call) CHECK(against_eager(net, f, x) == "");
       CHECK(f.stats().eager_fallbacks == 0);
     }
+}
+
+TEST_CASE("JITC_LAYOUT_OPTIMIZATION=0 leaves convolutions in their traced layout", "[frozen]") {
+  at::NoGradGuard no_grad;
+  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, false, true});
+  const at::Tensor x = at::randn({2, 8, 12, 12});
+  for (bool optimized : {false, true}) {
+    INFO("JITC_LAYOUT_OPTIMIZATION=" << optimized);
+    jitc::testing::ScopedEnv env("JITC_LAYOUT_OPTIMIZATION", optimized ? "1" : "0");
+    auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
+    f(x);
+    CHECK(against_eager(net, f, x) == "");
+    CHECK(calls_of("aten::conv2d", [&] { f(x); }) == (optimized ? 0 : 2));
+    CHECK(calls_of("mkldnn::_convolution_pointwise", [&] { f(x); }) == (optimized ? 2 : 0));
+    CHECK(f.stats().programs_compiled == 1);
+  }
 }
 
 TEST_CASE("folded and prepacked weights are derived once, and again after a parameter changes in place", "[frozen]") {
