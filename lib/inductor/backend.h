@@ -40,6 +40,9 @@ struct Target {
   bool nvtx_ranges = false;
   // The scheduler orders a pointwise kernel's loops by the strides of what it stores (loop_order.h).
   bool orders_loops_as_stored = false;
+  // A pointwise kernel's inner dim shorter than this merges outer dims into it even where some access then
+  // reads the merged position through a division (collapse_dims.h): short tiles cost a CUDA block each.
+  int64_t divides_inner_dims_below = 0;
   // A normalization over dims that are not innermost gets a row kernel whose element loop runs over the
   // reduced dims (CPU); otherwise it is left to the generic reductions.
   bool normalization_row_kernels = false;

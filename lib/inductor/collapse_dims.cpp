@@ -54,9 +54,129 @@ void replace_unit_inner_dim(Kernel& k, int u) {
   }
 }
 
+// Whether access e's address runs over outer and inner as one run (the condition of mergeable, per access).
+bool runs_over_both(const AffineForm& address, int outer, int inner, int64_t inner_extent) {
+  return !address.opaque[outer] && !address.opaque[inner] && address.coefficient[outer] == address.coefficient[inner] * inner_extent;
+}
+
+class DivisionMerge {
+ public:
+  DivisionMerge(Kernel& k, int outer, int inner, int64_t inner_extent) : k_(k), outer_(outer), inner_(inner) {
+    const std::vector<AffineForm> forms = affine_forms(k);
+    const size_t n = k.body.size();
+    depends_.assign(n, false);
+    flat_address_.assign(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      const Expr& e = k.body[i];
+      depends_[i] = (e.op == ScalarOp::kVar && (e.var == outer || e.var == inner)) || depends(e.a) || depends(e.b) || depends(e.c);
+      if ((e.op == ScalarOp::kLoad || e.op == ScalarOp::kStore) && runs_over_both(forms[e.a], outer, inner, inner_extent))
+        flat_address_[i] = true;
+    }
+    extent_ = inner_extent;
+  }
+
+  // The rewritten body: each expression that reads outer or inner once per reading of them (flat, split),
+  // each load and store once.
+  void run(int64_t outer_extent) {
+    std::vector<Expr> old = std::move(k_.body);
+    k_.body.clear();
+    flat_.assign(old.size(), -1);
+    split_.assign(old.size(), -1);
+    const int extent = constant(extent_);
+    for (size_t i = 0; i < old.size(); ++i) {
+      const Expr& e = old[i];
+      if (e.op == ScalarOp::kVar && e.var == outer_) {
+        flat_[i] = constant(0);
+        split_[i] = push(binary(ScalarOp::kDiv, inner_var(), extent));
+      } else if (e.op == ScalarOp::kVar && e.var == inner_) {
+        flat_[i] = inner_var();
+        const int quotient = push(binary(ScalarOp::kDiv, flat_[i], extent));
+        split_[i] = push(binary(ScalarOp::kSub, flat_[i], push(binary(ScalarOp::kMul, quotient, extent))));
+      } else if (!depends_[i] || e.op == ScalarOp::kLoad || e.op == ScalarOp::kStore) {
+        Expr copy = e;
+        const std::vector<int>& address = flat_address_[i] ? flat_ : split_;
+        if (copy.a >= 0) copy.a = (e.op == ScalarOp::kLoad || e.op == ScalarOp::kStore) ? address[e.a] : split_[e.a];
+        if (copy.b >= 0) copy.b = split_[e.b];
+        if (copy.c >= 0) copy.c = split_[e.c];
+        flat_[i] = split_[i] = push(copy);
+      } else {
+        flat_[i] = push(remapped(e, flat_));
+        split_[i] = push(remapped(e, split_));
+      }
+    }
+    for (LoopVar& v : k_.vars) v.extent = flat_[v.extent];  // extents read no loop var
+    k_.vars[inner_].extent = constant(outer_extent * extent_);
+    k_.vars[outer_].extent = constant(1);
+  }
+
+ private:
+  bool depends(int operand) const { return operand >= 0 && depends_[operand]; }
+  int push(const Expr& e) {
+    k_.body.push_back(e);
+    return static_cast<int>(k_.body.size()) - 1;
+  }
+  int constant(int64_t value) { return append_constant(k_, value); }
+  int inner_var() {
+    Expr v;
+    v.op = ScalarOp::kVar;
+    v.dtype = c10::ScalarType::Long;
+    v.var = inner_;
+    return push(v);
+  }
+  static Expr binary(ScalarOp op, int a, int b) {
+    Expr e;
+    e.op = op;
+    e.dtype = c10::ScalarType::Long;
+    e.a = a;
+    e.b = b;
+    return e;
+  }
+  static Expr remapped(Expr e, const std::vector<int>& map) {
+    if (e.a >= 0) e.a = map[e.a];
+    if (e.b >= 0) e.b = map[e.b];
+    if (e.c >= 0) e.c = map[e.c];
+    return e;
+  }
+
+  Kernel& k_;
+  int outer_, inner_;
+  int64_t extent_ = 0;
+  std::vector<bool> depends_, flat_address_;
+  std::vector<int> flat_, split_;  // per old expression: its new index where outer and inner read flat / split
+};
+
+// Drops the expressions nothing stored, checked or sized reads (a merge by division leaves a flat and a split
+// copy of index arithmetic where one of them is read): the CUDA printer sizes vector groups by the element
+// expressions it prints.
+void remove_dead_expressions(Kernel& k) {
+  std::vector<bool> live(k.body.size(), false);
+  for (const LoopVar& v : k.vars) live[v.extent] = true;
+  for (size_t i = k.body.size(); i-- > 0;) {
+    const Expr& e = k.body[i];
+    live[i] = live[i] || e.op == ScalarOp::kStore || e.op == ScalarOp::kCheck || e.op == ScalarOp::kReduce;
+    if (!live[i]) continue;
+    for (int operand : {e.a, e.b, e.c})
+      if (operand >= 0) live[operand] = true;
+  }
+  std::vector<int> index(k.body.size(), -1);
+  std::vector<Expr> kept;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    if (!live[i]) continue;
+    Expr e = k.body[i];
+    for (int* operand : {&e.a, &e.b, &e.c})
+      if (*operand >= 0) *operand = index[*operand];
+    index[i] = static_cast<int>(kept.size());
+    kept.push_back(e);
+  }
+  k.body = std::move(kept);
+  for (LoopVar& v : k.vars) v.extent = index[v.extent];
+}
+
 }  // namespace
 
-void collapse_inner_dims(Kernel& k) {
+void collapse_inner_dims(Kernel& k) { collapse_inner_dims(k, 0); }
+
+void collapse_inner_dims(Kernel& k, int64_t divide_below) {
   const auto inner = k.inner_vars();
   if (k.tile <= 0 || inner.size() != 1) return;
   const int u = inner[0];
@@ -67,7 +187,12 @@ void collapse_inner_dims(Kernel& k) {
     const auto inner_extent = integer_constant(k, k.vars[u].extent), outer_extent = integer_constant(k, k.vars[o].extent);
     if (!inner_extent || !outer_extent) return;
     if (*outer_extent == 1) continue;  // already merged, or a dim of size 1
-    if (!mergeable(k, o, u, *inner_extent)) return;
+    if (!mergeable(k, o, u, *inner_extent)) {
+      if (*inner_extent >= divide_below) return;
+      DivisionMerge(k, o, u, *inner_extent).run(*outer_extent);
+      remove_dead_expressions(k);
+      continue;
+    }
     // outer reads as 0 and inner runs over both: c_o * o + c_i * i == c_i * (o * extent(i) + i).
     for (Expr& e : k.body)
       if (e.op == ScalarOp::kVar && e.var == o) e = Expr{ScalarOp::kConst, c10::ScalarType::Long};

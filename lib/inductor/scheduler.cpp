@@ -290,7 +290,7 @@ class Scheduler {
     if (!reduces && s.inner.size() == 1) kb.set_tile(kTile);
     Built b{kb.take(), ctx_->buffer_values.back(), ctx_->inlined};
     if (!members.empty() && target_of(members[0]).orders_loops_as_stored) order_loops_as_stored(b.kernel);
-    collapse_inner_dims(b.kernel);
+    collapse_inner_dims(b.kernel, members.empty() ? 0 : target_of(members[0]).divides_inner_dims_below);
     b.kernel.name = kernel_name(b.inlined);
     return b;
   }

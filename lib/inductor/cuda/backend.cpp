@@ -6,6 +6,7 @@
 #include "inductor/cuda/combos.h"
 #include "inductor/cuda/jit.h"
 #include "inductor/kernel_serial.h"
+#include "inductor/scheduler.h"
 #include "runtime/env.h"
 #include "runtime/log.h"
 #include "runtime/profiling.h"
@@ -355,6 +356,7 @@ class CudaBackend final : public Backend {
                  .reuses_released_buffers = false,
                  .nvtx_ranges = true,
                  .orders_loops_as_stored = true,
+                 .divides_inner_dims_below = kTile,
                  .normalization_row_kernels = false,
                  .compile_stage = &CodegenStages::nvrtc};
 };
