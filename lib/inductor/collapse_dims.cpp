@@ -59,6 +59,16 @@ bool runs_over_both(const AffineForm& address, int outer, int inner, int64_t inn
   return !address.opaque[outer] && !address.opaque[inner] && address.coefficient[outer] == address.coefficient[inner] * inner_extent;
 }
 
+// Whether every store runs over both as one run: a store that reads one var only (a row's value, stored
+// once per row) would run once per element of the merged dim, and an update of an input stored in place
+// (in_place_updates.h) would then read and write one element from many threads.
+bool stores_run_over_both(const Kernel& k, int outer, int inner, int64_t inner_extent) {
+  const std::vector<AffineForm> forms = affine_forms(k);
+  for (const Expr& e : k.body)
+    if (e.op == ScalarOp::kStore && !runs_over_both(forms[e.a], outer, inner, inner_extent)) return false;
+  return true;
+}
+
 class DivisionMerge {
  public:
   DivisionMerge(Kernel& k, int outer, int inner, int64_t inner_extent) : k_(k), outer_(outer), inner_(inner) {
@@ -188,7 +198,7 @@ void collapse_inner_dims(Kernel& k, int64_t divide_below) {
     if (!inner_extent || !outer_extent) return;
     if (*outer_extent == 1) continue;  // already merged, or a dim of size 1
     if (!mergeable(k, o, u, *inner_extent)) {
-      if (*inner_extent >= divide_below) return;
+      if (*inner_extent >= divide_below || !stores_run_over_both(k, o, u, *inner_extent)) return;
       DivisionMerge(k, o, u, *inner_extent).run(*outer_extent);
       remove_dead_expressions(k);
       continue;

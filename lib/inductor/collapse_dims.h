@@ -14,10 +14,11 @@ namespace jitc::inductor {
 // An inner dim of size 1 first hands its place to the nearest outer dim of another size.
 void collapse_inner_dims(Kernel& kernel);
 // The same, and while the inner dim is shorter than `divide_below` elements, an outer dim merges into it
-// where some access does not run over both as one run (a channels-last activation [N, H, W, C] with
+// where some load does not run over both as one run (a channels-last activation [N, H, W, C] with
 // per-channel batch-norm parameters: the 64 channels would make 64-element tiles, 8 busy threads of a
-// CUDA block): those accesses, and every other reader of the two vars, read the merged position
-// through a division and a remainder, as Inductor indexes a collapsed range (x0 % 64).
+// CUDA block): those loads, and every other reader of the two vars, read the merged position through a
+// division and a remainder, as Inductor indexes a collapsed range (x0 % 64). Every store must run over
+// both: a value stored once per row stays so.
 void collapse_inner_dims(Kernel& kernel, int64_t divide_below);
 
 }  // namespace jitc::inductor

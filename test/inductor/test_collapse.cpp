@@ -1,7 +1,10 @@
 // Dims merged through a division (collapse_dims.h, the CUDA target): every load and store of the merged
 // kernel reads the address the unmerged kernel reads at the same element, at every element. Checked
 // without a GPU by evaluating the kernels' index arithmetic.
+#include "graph/functionalize.h"
 #include "graph/passes.h"
+#include "graph/reinplace.h"
+#include "inductor/in_place_updates.h"
 #include "inductor/index_analysis.h"
 #include "inductor/scheduler.h"
 #include "support/trace_of.h"
@@ -63,7 +66,7 @@ std::vector<std::string> accesses(const Kernel& k) {
 // The kernels of fn's graph scheduled for the CPU (contiguous merges only) and for CUDA (its values'
 // metadata on a CUDA device: merges by division too).
 template <class F, class... T>
-void check_division_merges(const std::string& name, F fn, const T&... inputs) {
+void check_merges(const std::string& name, bool expect_division, F fn, const T&... inputs) {
   INFO(name);
   const auto traced = jitc::testing::trace_of(fn, inputs...);
   auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(traced.graph));
@@ -77,7 +80,12 @@ void check_division_merges(const std::string& name, F fn, const T&... inputs) {
     for (const Expr& e : merged.body) divided |= e.op == ScalarOp::kDiv;
     CHECK(accesses(merged) == accesses(unmerged));
   }
-  CHECK(divided);  // the case merges by division
+  CHECK(divided == expect_division);
+}
+
+template <class F, class... T>
+void check_division_merges(const std::string& name, F fn, const T&... inputs) {
+  check_merges(name, true, fn, inputs...);
 }
 
 }  // namespace
@@ -98,4 +106,30 @@ TEST_CASE("dims merged through a division read and write what the unmerged kerne
       "a transpose read, a broadcast along the middle dim",
       [](const at::Tensor& a, const at::Tensor& b) { return a.transpose(1, 2) * b; }, at::randn({3, 6, 5}),
       at::randn({3, 1, 6}));
+}
+
+TEST_CASE("a value stored once per row is not merged through a division", "[inductor]") {
+  // SGD's updates of a Linear layer's weight [10, 64] and bias [10], stored into them in one kernel: the
+  // bias is updated once per row; merged, every element of the row would update it again.
+  auto sgd = [](const at::Tensor& lr, const at::Tensor& w, const at::Tensor& b, const at::Tensor& gw, const at::Tensor& gb) {
+    w.sub_(gw * lr);
+    b.sub_(gb * lr);
+    return lr;
+  };
+  const auto traced = jitc::testing::trace_of(sgd, at::tensor(0.1), at::randn({10, 64}), at::randn({10}), at::randn({10, 64}),
+                                              at::randn({10}));
+  std::string why;
+  auto g = jitc::graph::reinplace_input_updates(jitc::graph::eliminate_dead_code(*jitc::graph::functionalize(traced.graph, &why)));
+  for (auto& v : g.values) v.meta.device = c10::Device(c10::kCUDA, 0);
+  auto plan = jitc::inductor::schedule(g, "k", {});
+  REQUIRE(jitc::inductor::store_input_updates_in_place(plan, g) == 2);
+  bool row_store = false;
+  for (const auto& k : plan.kernels) {
+    const auto forms = jitc::inductor::affine_forms(k.kernel);
+    for (const Expr& e : k.kernel.body) {
+      CHECK(e.op != ScalarOp::kDiv);
+      if (e.op == ScalarOp::kStore && k.kernel.inner_vars().size() == 1) row_store |= forms[e.a].coefficient[k.kernel.inner_vars()[0]] == 0;
+    }
+  }
+  CHECK(row_store);  // the case has a store once per row (the bias's, fused with the weight's kernel)
 }
