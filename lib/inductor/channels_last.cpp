@@ -144,6 +144,12 @@ class Rewrite {
     int32_t next_storage = 0;
     for (const auto& v : g_.values) next_storage = std::max(next_storage, v.storage + 1);
     std::map<ValueId, ValueId> converted;
+    // CUDA weights that are graph inputs (parameters) are copied first, together: kernels with no extern
+    // call between them may run as one combo kernel (cuda/combos.h), one launch for all the copies.
+    for (const Node& n : g_.nodes) {
+      if (!applies(n) || !g_.values[n.args[1].value].meta.device.is_cuda() || g_.values[n.args[1].value].producer >= 0) continue;
+      if (!converted.count(n.args[1].value)) converted[n.args[1].value] = in_channels_last(r, n.args[1].value, next_storage);
+    }
     for (const Node& original : g_.nodes) {
       Node n = original;
       if (applies(original)) {
