@@ -148,7 +148,7 @@ class Rewrite {
     // call between them may run as one combo kernel (cuda/combos.h), one launch for all the copies.
     for (const Node& n : g_.nodes) {
       if (!applies(n) || !g_.values[n.args[1].value].meta.device.is_cuda() || g_.values[n.args[1].value].producer >= 0) continue;
-      if (!converted.count(n.args[1].value)) converted[n.args[1].value] = in_channels_last(r, n.args[1].value, next_storage);
+      if (!converted.count(n.args[1].value)) converted[n.args[1].value] = weight_in_channels_last(r, n.args[1].value, next_storage);
     }
     for (const Node& original : g_.nodes) {
       Node n = original;
@@ -164,7 +164,7 @@ class Rewrite {
         if (!converted.count(v)) converted[v] = relaid_in_place(v) ? relaid(r, v) : in_channels_last(r, v, next_storage);
         n.args[0].value = converted[v];
         const ValueId w = n.args[1].value;
-        if (r.values[w].meta.device.is_cuda() && !converted.count(w)) converted[w] = in_channels_last(r, w, next_storage);
+        if (r.values[w].meta.device.is_cuda() && !converted.count(w)) converted[w] = weight_in_channels_last(r, w, next_storage);
         if (r.values[w].meta.device.is_cuda()) n.args[1].value = converted[w];
         TensorMeta& out = r.values[n.outputs[0].values[0]].meta;
         out.strides = channels_last_strides(out.sizes);
@@ -178,6 +178,17 @@ class Rewrite {
   // v itself where it is channels-last already, else a channels-last clone of it.
   static ValueId in_channels_last(Graph& r, ValueId v, int32_t& next_storage) {
     return channels_last(r.values[v].meta) ? v : append_channels_last_clone(r, r.nodes, v, next_storage++);
+  }
+
+  // A weight whose memory is laid out channels-last already but for the strides of its dims of size 1
+  // (1x1 and depthwise weights, [O, I, 1, 1] and [C, 1, 3, 3], as stored): ATen's contiguous(ChannelsLast)
+  // returns such a tensor itself, and cuDNN reads it as channels-last next to a channels-last input.
+  static ValueId weight_in_channels_last(Graph& r, ValueId w, int32_t& next_storage) {
+    const TensorMeta& m = r.values[w].meta;
+    const graph::SymShape cl = channels_last_strides(m.sizes);
+    bool same_memory = m.storage_offset.is_constant();
+    for (size_t d = 0; d < 4; ++d) same_memory = same_memory && (m.sizes[d].offset == 1 || m.strides[d] == cl[d]);
+    return same_memory ? w : in_channels_last(r, w, next_storage);
   }
 
   static ValueId relaid(Graph& r, ValueId v) {
