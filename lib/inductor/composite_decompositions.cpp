@@ -1,11 +1,17 @@
 // Composite ops that eager computes through other ops, traced as themselves: written as those ops, they
 // fuse with their neighbours instead of running as extern ATen calls. adaptive_avg_pool2d to 1x1 (a
 // CNN's global pooling) is ATen's mean over H and W with the dims kept; outer(a, b) is a[:, None] * b.
+// embedding_bag, whose first result alone is read, runs as the op eager calls for a weight that needs no
+// gradient.
 #include "inductor/decompositions.h"
 
 #include "graph/args.h"
 #include "inductor/emitter.h"
+#include "inductor/graph_uses.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -67,14 +73,53 @@ std::optional<ValueId> outer_product(Emitter& e, const Graph& g, const Node& n) 
   return e.call("aten::mul", "Tensor", {value_arg(column), value_arg(row)}, result.dtype, {(*a)[0], (*b)[0]});
 }
 
+// The padding_idx that embedding_bag(weight, ..., padding_idx) passes on (wrapped to [0, rows), -1 for
+// none), or nullopt where it is not a constant eager accepts (the composite then runs and raises).
+std::optional<int64_t> passed_padding_idx(const Node& n, const graph::TensorMeta& weight) {
+  if (n.op.operator_name().overload_name.empty()) return -1;
+  const Arg& a = n.args.back();
+  if (a.kind != Arg::Kind::kConstant || !a.symbolic.empty()) return std::nullopt;
+  if (a.constant.isNone()) return -1;
+  if (!a.constant.isInt() || !weight.sizes[0].is_constant()) return std::nullopt;
+  const int64_t rows = weight.sizes[0].offset, padding = a.constant.toInt();
+  if (padding < -rows || padding >= rows) return std::nullopt;
+  return padding < 0 ? padding + rows : padding;
+}
+
+// embedding_bag(weight, indices, offsets, ...) runs _embedding_bag when the weight requires grad (a
+// module's parameter, also under NoGradGuard and InferenceMode) and _embedding_bag_forward_only
+// otherwise, on contiguous indices and offsets; both return the same bags, but _embedding_bag also
+// computes what its backward reads. Where nothing reads the other three results, the call is
+// _embedding_bag_forward_only (an inference graph: a training graph holds _embedding_bag itself).
+Graph forward_only_embedding_bags(const Graph& g) {
+  static const c10::OperatorHandle forward_only = c10::Dispatcher::singleton().findSchemaOrThrow("aten::_embedding_bag_forward_only", "");
+  const auto readers = readers_by_value(g);
+  auto unread = [&](ValueId v) { return readers[v].empty() && std::count(g.outputs.begin(), g.outputs.end(), v) == 0; };
+  Graph r = g;
+  for (Node& n : r.nodes) {
+    if (n.op.operator_name().name != "aten::embedding_bag" || n.mutates || n.outputs.size() != 4 || n.args.size() < 8) continue;
+    if (!std::all_of(n.outputs.begin() + 1, n.outputs.end(),
+                     [&](const graph::NodeOutput& o) { return o.values.size() == 1 && unread(o.values[0]); }))
+      continue;
+    if (n.args[0].kind != Arg::Kind::kValue || n.args[1].kind != Arg::Kind::kValue || n.args[2].kind != Arg::Kind::kValue) continue;
+    if (!contiguous_sizes(g.values[n.args[1].value].meta) || !contiguous_sizes(g.values[n.args[2].value].meta)) continue;
+    const auto padding = passed_padding_idx(n, g.values[n.args[0].value].meta);
+    if (!padding) continue;
+    n.args.resize(8);
+    n.args.push_back(constant_arg(*padding));
+    n.op = forward_only;
+  }
+  return r;
+}
+
 }  // namespace
 
 graph::Graph decompose_composites(const graph::Graph& g) {
-  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
+  return forward_only_embedding_bags(decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
     if (auto pooled = global_average_pool(e, original, n)) return {*pooled};
     if (auto product = outer_product(e, original, n)) return {*product};
     return {};
-  });
+  }));
 }
 
 }  // namespace jitc::inductor

@@ -24,7 +24,8 @@ graph::Graph decompose_losses(const graph::Graph& g);
 graph::Graph decompose_norms(const graph::Graph& g);
 
 // Rewrites adaptive_avg_pool2d(x, [1, 1]) of contiguous floating x into mean over H and W (ATen's own
-// composition) and outer(a, b) into a[:, None] * b (composite_decompositions.cpp).
+// composition) and outer(a, b) into a[:, None] * b, and embedding_bag whose first result alone is read
+// into _embedding_bag_forward_only (composite_decompositions.cpp).
 graph::Graph decompose_composites(const graph::Graph& g);
 
 // Rewrites native_batch_norm and batch_norm in training mode, and native_batch_norm's backward, into

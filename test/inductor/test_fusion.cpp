@@ -5,6 +5,8 @@
 #include "support/parity.h"
 #include "support/profile.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -691,4 +693,45 @@ TEST_CASE("binary cross-entropy is a checked pointwise kernel and a reduction, a
         }
         CHECK(jitc::testing::difference(compiled(x, y), bce(x, y), tolerance) == "");
       }
+}
+
+TEST_CASE("embedding_bag whose bags alone are read runs as _embedding_bag_forward_only", "[inductor][fusion]") {
+  const auto weight = at::randn({50, 8}).requires_grad_(), per_sample = at::rand({24});
+  const auto indices = at::randint(0, 50, {24}), offsets = at::tensor({0, 3, 3, 10, 17}, at::kLong);
+  at::NoGradGuard no_grad;  // a module's parameter in inference: eager runs _embedding_bag
+  for (int64_t mode : {0, 1, 2})
+    for (bool weighted : {false, true})
+      for (bool last_offset : {false, true})
+        for (const std::optional<int64_t> padding : std::vector<std::optional<int64_t>>{std::nullopt, 4, -3}) {
+          if (weighted && mode != 0) continue;  // eager: per_sample_weights only with mode sum
+          INFO("mode " << mode << " weighted " << weighted << " include_last_offset " << last_offset << " padding_idx "
+                       << padding.value_or(-99));
+          const at::Tensor w = weighted ? per_sample : at::Tensor();
+          auto bags = [=](const at::Tensor& i, const at::Tensor& o) {
+            return std::get<0>(at::embedding_bag(weight, i, o, false, mode, false, w, last_offset, padding)) * 2;
+          };
+          auto compiled = jitc::compile(bags);
+          compiled(indices, offsets);
+          CHECK(jitc::testing::difference(compiled(indices, offsets), bags(indices, offsets), {0, 0}) == "");
+          const auto trace = jitc::testing::profile([&] { compiled(indices, offsets); });
+          CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::_embedding_bag_forward_only"; }).size() == 1);
+          CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::_embedding_bag"; }).empty());
+        }
+  // Where another result is read (the bag sizes), the call stays as eager runs it.
+  auto with_sizes = [=](const at::Tensor& i, const at::Tensor& o) {
+    const auto result = at::embedding_bag(weight, i, o, false, 0, false, {}, false, std::nullopt);
+    return std::get<0>(result).sum(1) + std::get<2>(result);
+  };
+  auto compiled = jitc::compile(with_sizes);
+  compiled(indices, offsets);
+  CHECK(jitc::testing::difference(compiled(indices, offsets), with_sizes(indices, offsets), jitc::testing::tolerance_for(at::kFloat)) == "");
+  const auto trace = jitc::testing::profile([&] { compiled(indices, offsets); });
+  CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::_embedding_bag_forward_only"; }).empty());
+  // A padding_idx out of range raises eager's error.
+  auto bad_padding = [=](const at::Tensor& i, const at::Tensor& o) {
+    return std::get<0>(at::embedding_bag(weight, i, o, false, 0, false, {}, false, 50)) + 1;
+  };
+  auto compiled_bad = jitc::compile(bad_padding);
+  CHECK_THROWS_WITH(compiled_bad(indices, offsets), Catch::Contains("padding_idx must be within the number of embeddings"));
+  CHECK_THROWS_WITH(compiled_bad(indices, offsets), Catch::Contains("padding_idx must be within the number of embeddings"));
 }
