@@ -33,6 +33,11 @@ struct Options {
   std::string name;                    // used in logs; default "compiled_fn_<n>"
   std::vector<std::string> arg_names;  // names of the arguments in guards and logs; default args[i]
   std::vector<DimMark> dim_marks;
+  // A graph's kernels compile on a thread of their own while its calls run through eager replay (the
+  // first hit starts the build; a later call switches to the program once it is ready): no call waits for
+  // code generation. Off: the first hit builds the program and runs it (JITC_COMPILE_IN_BACKGROUND=0 too).
+  // Applies to mode kDefault on CPU graphs; CUDA graphs build on the call.
+  bool compile_in_background = true;
 
   Options& mark_dynamic(int argument, int64_t dim, int64_t min = 2, int64_t max = std::numeric_limits<int64_t>::max()) {
     dim_marks.push_back({argument, dim, DimMark::Kind::kDynamic, min, max});

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <thread>
 
 namespace jitc::detail {
 
@@ -114,6 +115,50 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
   if (options_.backend != Backend::kInductor) return nullptr;
   // std::call_once costs a few thread-local accesses on every hit; after the build a flag suffices.
   if (entry.program_built.load(std::memory_order_acquire)) return entry.program.get();
+  if (builds_in_background(entry)) {
+    if (!entry.program_requested.exchange(true)) start_background_build(entry);
+    return nullptr;
+  }
+  build_once(entry);
+  return entry.program.get();
+}
+
+// Where the calls go on through eager replay while the program builds: the default mode (the others
+// capture CUDA graphs or time kernels, which a busy machine would mislead), graphs on the CPU only (the
+// CUDA backend's builds run on the call, as before: not yet run on a GPU host), Options and
+// JITC_COMPILE_IN_BACKGROUND permitting. A training entry's backward builds with its forward.
+bool Engine::builds_in_background(const runtime::Entry& entry) const {
+  if (!options_.compile_in_background || !runtime::env_compile_in_background() || options_.mode != Mode::kDefault) return false;
+  return std::none_of(entry.graph.values.begin(), entry.graph.values.end(), [](const graph::Value& v) { return v.meta.device.is_cuda(); });
+}
+
+void Engine::start_background_build(const runtime::Entry& entry) {
+  {
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    ++background_builds_;
+  }
+  // The entry outlives the build: entries leave only in reset() and the destructor, which wait for it.
+  std::thread([this, &entry, state = at::ThreadLocalState()] {
+    at::ThreadLocalStateGuard guard(state);
+    try {
+      build_once(entry);
+    } catch (const std::exception& e) {  // JITC_STRICT=1 rethrows a failed build: nobody to catch it here
+      runtime::warn(fmt::format("jitc: '{}' graph {} runs through eager replay: its build in the background failed: {}", name_,
+                                compile_id(entry.compile_number), runtime::error_text(e)),
+                    compile_id(entry.compile_number));
+    }
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    --background_builds_;
+    background_done_.notify_all();
+  }).detach();
+}
+
+void Engine::wait_for_background_builds() {
+  std::unique_lock<std::mutex> lock(background_mutex_);
+  background_done_.wait(lock, [&] { return background_builds_ == 0; });
+}
+
+void Engine::build_once(const runtime::Entry& entry) {
   std::call_once(entry.program_once, [&] {
     // A training entry's backward program is built now (autograd runs it, maybe on another thread), on a
     // thread of its own while the forward's builds: their NVRTC or LLVM compiles share the cores.
@@ -122,7 +167,7 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
     if (entry.backward)
       backward = std::async(std::launch::async, [&, state = at::ThreadLocalState()] {
         at::ThreadLocalStateGuard guard(state);
-        program_for(*entry.backward->entry);
+        build_once(*entry.backward->entry);
       });
     entry.program = build_program(entry);
     if (backward.valid()) backward.get();
@@ -134,7 +179,6 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
     }
     entry.program_built.store(true, std::memory_order_release);
   });
-  return entry.program.get();
 }
 
 std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Entry& entry) {

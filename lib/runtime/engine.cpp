@@ -73,6 +73,8 @@ Engine::Engine(Invoker invoker, Options options, int num_arguments, std::source_
   validate_options();
 }
 
+Engine::~Engine() { wait_for_background_builds(); }
+
 // Mistakes in Options are reported when the function is compiled, not ignored at some later call.
 void Engine::validate_options() const {
   for (const auto& m : options_.dim_marks)
@@ -297,6 +299,7 @@ void Engine::reset() {
         "jitc::reset() was called inside a compiled callable while it was traced; call it "
         "outside compiled code");
   std::lock_guard<std::mutex> compile(compile_mutex_);
+  wait_for_background_builds();
   {
     std::unique_lock lock(entries_mutex_);
     entries_.clear();

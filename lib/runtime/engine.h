@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,6 +25,7 @@ namespace jitc::detail {
 class Engine {
  public:
   Engine(Invoker invoker, Options options, int num_arguments, std::source_location where, std::shared_ptr<torch::nn::Module> module);
+  ~Engine();  // after the builds running in the background
 
   ResultLeaves call(c10::ArrayRef<Leaf> leaves);
   ExplainOutput explain(c10::ArrayRef<Leaf> leaves);
@@ -80,7 +82,13 @@ class Engine {
   std::string grad_blocked_reason() const;
   // ---- code generation (codegen.cpp) ----
   // The entry's compiled program under backend=inductor (built once, on first use); null = eager replay.
+  // In the background (builds_in_background): null until the build on a thread of its own is done, the
+  // calls meanwhile running through eager replay, as issue 25 asks: no call stalls on code generation.
   const runtime::Program* program_for(const runtime::Entry& entry);
+  void build_once(const runtime::Entry& entry);
+  bool builds_in_background(const runtime::Entry& entry) const;
+  void start_background_build(const runtime::Entry& entry);
+  void wait_for_background_builds();
   std::shared_ptr<const runtime::Program> build_program(const runtime::Entry& entry);
   ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
 
@@ -150,6 +158,11 @@ class Engine {
   std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
   std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0}, programs_from_cache_{0};
   runtime::CudaGraphCounters cuda_graph_counters_;
+
+  // Builds running in the background: reset() and the destructor wait for them (they read the entries).
+  std::mutex background_mutex_;
+  std::condition_variable background_done_;
+  int background_builds_ = 0;
 };
 
 }  // namespace jitc::detail

@@ -102,7 +102,8 @@ struct Entry {
   // entries replaced by a symbolic one and traces that only check sizes never compile kernels.
   mutable std::once_flag program_once;
   mutable std::shared_ptr<const Program> program;
-  mutable std::atomic<bool> program_built{false};  // set after program_once ran: hits skip call_once
+  mutable std::atomic<bool> program_built{false};      // set after program_once ran: hits skip call_once
+  mutable std::atomic<bool> program_requested{false};  // a build in the background was started
   // mode=reduce-overhead: the program's CUDA graphs (null in other modes or without a program).
   mutable std::shared_ptr<CudaGraphs> cuda_graphs;
 };

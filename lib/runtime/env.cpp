@@ -91,6 +91,8 @@ bool env_combo_kernels() { return env_bool("JITC_COMBO_KERNELS", true); }
 
 bool env_layout_optimization() { return env_bool("JITC_LAYOUT_OPTIMIZATION", true); }
 
+bool env_compile_in_background() { return env_bool("JITC_COMPILE_IN_BACKGROUND", true); }
+
 bool env_strict() { return env_bool("JITC_STRICT", false); }
 
 cache::DiskCache::Config env_disk_cache() {

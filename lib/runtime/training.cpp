@@ -71,11 +71,10 @@ std::vector<at::Tensor> take_saved(BackwardState& state) {
   return std::move(state.saved);
 }
 
-// Runs the backward entry over `values` (inputs filled for graph_of(backward)): its program, or eager
-// replay where it has none. A failed run-time check cannot be replayed (the program released the saved
-// values it read): its error says what failed.
-void run_backward_graph(const Entry& backward, std::vector<at::Tensor>& values, const int64_t* symbols) {
-  const Program* program = backward.program_built.load(std::memory_order_acquire) ? backward.program.get() : nullptr;
+// Runs the backward entry over `values` (inputs filled for `program`'s graph, or the entry's where it is
+// null): its program, or eager replay where it has none. A failed run-time check cannot be replayed (the
+// program released the saved values it read): its error says what failed.
+void run_backward_graph(const Entry& backward, const Program* program, std::vector<at::Tensor>& values, const int64_t* symbols) {
   std::string why;
   bool completed = false;
   try {
@@ -89,9 +88,8 @@ void run_backward_graph(const Entry& backward, std::vector<at::Tensor>& values, 
   if (!completed) throw InternalError("the backward graph of a compiled function has a failed check: " + why);
 }
 
-const graph::Graph& graph_of(const Entry& e) {
-  return e.program_built.load(std::memory_order_acquire) && e.program ? e.program->graph() : e.graph;
-}
+// The entry's program, read once per call: a build in the background may finish while the call runs.
+const Program* program_of(const Entry& e) { return e.program_built.load(std::memory_order_acquire) ? e.program.get() : nullptr; }
 
 class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
  public:
@@ -131,7 +129,8 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
                       state->name));
     const BackwardPart& part = *state->part;
     const Entry& backward = *part.entry;
-    const graph::Graph& g = graph_of(backward);
+    const Program* program = program_of(backward);
+    const graph::Graph& g = program ? program->graph() : backward.graph;
     std::vector<at::Tensor> values(g.values.size());
     std::vector<at::Tensor> saved = take_saved(*state);
     const size_t saved_count = saved.size();
@@ -150,7 +149,7 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     {
       at::AutoGradMode no_grad(false);
       ExcludeBelowAutograd below;
-      run_backward_graph(backward, values, symbols);
+      run_backward_graph(backward, program, values, symbols);
     }
     variable_list out{at::Tensor()};  // the ForwardCall argument has no gradient
     for (graph::ValueId v : g.outputs) out.push_back(v == graph::kNoValue ? at::Tensor() : values[v]);

@@ -1,0 +1,129 @@
+// Programs built in the background (Options::compile_in_background, on by default; the rest of the suite
+// runs with JITC_COMPILE_IN_BACKGROUND=0): a graph's first hit starts its build on a thread of its own
+// and runs through eager replay, as every call does until the program is ready; then calls switch to it.
+// Every call's result is eager's, inference and training, from several threads; a function destroyed or
+// reset while its build runs waits for it.
+#include "support/parity.h"
+#include "support/scoped_env.h"
+
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// Enough kernels that a build takes LLVM tens of milliseconds.
+at::Tensor layers(const at::Tensor& x, const at::Tensor& w) {
+  at::Tensor y = x;
+  for (int k = 0; k < 6; ++k) y = at::softmax(at::mm(at::tanh(y * (k + 1)) + y.sin(), w), -1) + y.exp().sum(-1, true) * 1e-3;
+  return y;
+}
+
+// Calls f until its program is built (at most 120 s), checking every result against eager's.
+template <class F, class Check>
+int calls_until_built(F& compiled, Check check) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int calls = 0;
+  while (compiled.stats().programs_compiled == 0 && std::chrono::steady_clock::now() < deadline) {
+    check();
+    ++calls;
+  }
+  return calls;
+}
+
+}  // namespace
+
+TEST_CASE("a program builds in the background while calls run through eager replay, then calls switch to it", "[background]") {
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
+  auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
+  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), {0, 0}) == "");  // traced, run eagerly
+  // The first hit starts the build and returns eager replay's result (eager's ops, the same bits).
+  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), {0, 0}) == "");
+  CHECK(compiled.stats().programs_compiled == 0);
+  // Until the program is ready (a call may find it ready between the check and the call: the tolerance).
+  const int replayed = calls_until_built(
+      compiled, [&] { CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == ""); });
+  CHECK(replayed > 0);
+  REQUIRE(compiled.stats().programs_compiled == 1);
+  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == "");
+  CHECK(compiled.stats().eager_fallbacks == 0);
+  CHECK(compiled.stats().kernels_compiled > 0);
+}
+
+TEST_CASE("calls from several threads while a program builds in the background all get eager's result", "[background]") {
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  const auto w = at::randn({32, 32}) * 0.2;
+  auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
+  compiled(at::randn({64, 32}), w);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const auto x = at::randn({64, 32}) + t;
+      for (int call = 0; call < 40; ++call)
+        if (jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) != "") ++mismatches;
+    });
+  for (auto& thread : threads) thread.join();
+  CHECK(mismatches == 0);
+  CHECK(compiled.stats().programs_compiled <= 1);
+}
+
+TEST_CASE("a compiled function destroyed or reset while its program builds waits for the build", "[background]") {
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
+  for (int round = 0; round < 3; ++round) {
+    auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
+    compiled(x, w);
+    compiled(x, w);  // starts the build; the function goes out of scope while it runs
+  }
+  auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
+  compiled(x, w);
+  compiled(x, w);
+  jitc::reset();  // every compiled function (torch._dynamo.reset)
+  CHECK(compiled.stats().programs_compiled == 0);
+  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), {0, 0}) == "");  // traced again
+}
+
+TEST_CASE("training steps run through eager replay while the forward and backward programs build", "[background]") {
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  const auto w1 = (at::randn({16, 32}) * 0.2).requires_grad_(), w2 = (at::randn({32, 8}) * 0.2).requires_grad_();
+  auto loss_of = [&](const at::Tensor& x) { return at::tanh(at::mm(at::relu(at::mm(x, w1)) * 2, w2)).pow(2).mean(); };
+  auto compiled = jitc::compile(loss_of);
+  auto step = [&](auto& f, const at::Tensor& x) {
+    w1.mutable_grad() = at::Tensor();
+    w2.mutable_grad() = at::Tensor();
+    const at::Tensor loss = f(x);
+    loss.backward();
+    return std::vector<at::Tensor>{loss.detach(), w1.grad().clone(), w2.grad().clone()};
+  };
+  const auto x = at::randn({64, 16});
+  int steps = 0;
+  auto compare = [&] {
+    const auto got = step(compiled, x), want = step(loss_of, x);
+    for (size_t k = 0; k < got.size(); ++k) CHECK(jitc::testing::difference(got[k], want[k], jitc::testing::reduction_tolerance(at::kFloat, 64)) == "");
+    ++steps;
+  };
+  compare();
+  calls_until_built(compiled, compare);
+  CHECK(compiled.stats().programs_compiled >= 1);
+  compare();  // compiled forward and backward
+  CHECK(compiled.stats().eager_fallbacks == 0);
+}
+
+TEST_CASE("Options::compile_in_background=false builds the program on its first hit", "[background]") {
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
+  jitc::Options options;
+  options.compile_in_background = false;
+  auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); }, options);
+  compiled(x, w);
+  compiled(x, w);
+  CHECK(compiled.stats().programs_compiled == 1);
+}
