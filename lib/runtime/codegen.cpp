@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <sys/resource.h>
 #include <thread>
 
 namespace jitc::detail {
@@ -140,6 +141,9 @@ void Engine::start_background_build(const runtime::Entry& entry) {
   // The entry outlives the build: entries leave only in reset() and the destructor, which wait for it.
   std::thread([this, &entry, state = at::ThreadLocalState()] {
     at::ThreadLocalStateGuard guard(state);
+    // The calls replaying the graph meanwhile come first: the build (and the compile threads it starts,
+    // which inherit the value) runs at the lowest priority, in the cores' idle time.
+    setpriority(PRIO_PROCESS, 0, 19);
     try {
       build_once(entry);
     } catch (const std::exception& e) {  // JITC_STRICT=1 rethrows a failed build: nobody to catch it here
