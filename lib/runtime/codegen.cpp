@@ -138,8 +138,10 @@ void Engine::start_background_build(const runtime::Entry& entry) {
     std::lock_guard<std::mutex> lock(background_mutex_);
     ++background_builds_;
   }
-  // The entry outlives the build: entries leave only in reset() and the destructor, which wait for it.
-  std::thread([this, &entry, state = at::ThreadLocalState()] {
+  // The build holds the entry (a symbolic entry may replace it in the meantime); the engine outlives the
+  // build: reset() and the destructor wait for it.
+  std::thread([this, held = entry.shared_from_this(), state = at::ThreadLocalState()] {
+    const runtime::Entry& entry = *held;
     at::ThreadLocalStateGuard guard(state);
     // The calls replaying the graph meanwhile come first: the build (and the compile threads it starts,
     // which inherit the value) runs at the lowest priority, in the cores' idle time.

@@ -76,7 +76,8 @@ struct BackwardPart {
   }
 };
 
-struct Entry {
+// Made with std::make_shared only: a build in the background holds its entry (shared_from_this).
+struct Entry : std::enable_shared_from_this<Entry> {
   int compile_number = 0;                        // the N of Dynamo's compile id [frame/N]
   std::string part;                              // "" or "backward": names the program ("<function>_<N>_backward")
   std::shared_ptr<const BackwardPart> backward;  // set for a training entry
