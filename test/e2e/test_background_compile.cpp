@@ -119,13 +119,17 @@ TEST_CASE("training steps run through eager replay while the forward and backwar
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
-TEST_CASE("Options::compile_in_background=false builds the program on its first hit", "[background]") {
+TEST_CASE("the first hit builds the program without the option, and in modes other than default", "[background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
   const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
-  jitc::Options options;
-  options.compile_in_background = false;
-  auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); }, options);
-  compiled(x, w);
-  compiled(x, w);
-  CHECK(compiled.stats().programs_compiled == 1);
+  for (const jitc::Mode mode : {jitc::Mode::kDefault, jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
+    INFO("mode " << jitc::to_string(mode));
+    jitc::Options options;
+    options.mode = mode;
+    options.compile_in_background = mode != jitc::Mode::kDefault;  // off for the default mode: the opt-out
+    auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); }, options);
+    compiled(x, w);
+    CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == "");
+    CHECK(compiled.stats().programs_compiled == 1);
+  }
 }
