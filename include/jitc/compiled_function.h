@@ -26,6 +26,7 @@ std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_ar
 ResultLeaves engine_call(Engine& engine, c10::ArrayRef<Leaf> leaves);
 ExplainOutput engine_explain(Engine& engine, c10::ArrayRef<Leaf> leaves);
 Stats engine_stats(const Engine& engine);
+void engine_wait_for_compiles(Engine& engine);
 const std::string& engine_name(const Engine& engine);
 
 template <class R>
@@ -80,6 +81,9 @@ class CompiledFunction<R(Args...)> {
   }
 
   Stats stats() const { return detail::engine_stats(*engine_); }
+  // Returns when the programs that calls started building in the background (Options::
+  // compile_in_background) are ready: a serving process's warm-up, a benchmark before it times calls.
+  void wait_for_compiles() const { detail::engine_wait_for_compiles(*engine_); }
   const std::string& name() const { return detail::engine_name(*engine_); }
 
  private:

@@ -31,6 +31,7 @@ std::shared_ptr<Engine> make_engine(Invoker invoker, Options options, int num_ar
 ResultLeaves engine_call(Engine& engine, c10::ArrayRef<Leaf> leaves) { return engine.call(leaves); }
 ExplainOutput engine_explain(Engine& engine, c10::ArrayRef<Leaf> leaves) { return engine.explain(leaves); }
 Stats engine_stats(const Engine& engine) { return engine.stats(); }
+void engine_wait_for_compiles(Engine& engine) { engine.wait_for_background_builds(); }
 const std::string& engine_name(const Engine& engine) { return engine.name(); }
 
 }  // namespace detail

@@ -26,6 +26,7 @@ class Engine {
  public:
   Engine(Invoker invoker, Options options, int num_arguments, std::source_location where, std::shared_ptr<torch::nn::Module> module);
   ~Engine();  // after the builds running in the background
+  void wait_for_background_builds();
 
   ResultLeaves call(c10::ArrayRef<Leaf> leaves);
   ExplainOutput explain(c10::ArrayRef<Leaf> leaves);
@@ -88,7 +89,6 @@ class Engine {
   void build_once(const runtime::Entry& entry);
   bool builds_in_background(const runtime::Entry& entry) const;
   void start_background_build(const runtime::Entry& entry);
-  void wait_for_background_builds();
   std::shared_ptr<const runtime::Program> build_program(const runtime::Entry& entry);
   ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
 

@@ -133,3 +133,15 @@ TEST_CASE("the first hit builds the program without the option, and in modes oth
     CHECK(compiled.stats().programs_compiled == 1);
   }
 }
+
+TEST_CASE("wait_for_compiles returns when the programs building in the background are ready", "[background]") {
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
+  auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
+  compiled.wait_for_compiles();  // nothing building: returns at once
+  compiled(x, w);
+  compiled(x, w);  // the first hit starts the build
+  compiled.wait_for_compiles();
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == "");
+}
