@@ -155,7 +155,7 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
 // CUDA backend's builds run on the call, as before: not yet run on a GPU host), Options and
 // JITC_COMPILE_IN_BACKGROUND permitting. A training entry's backward builds with its forward.
 bool Engine::builds_in_background(const runtime::Entry& entry) const {
-  if (!options_.compile_in_background || !runtime::env_compile_in_background() || options_.mode != Mode::kDefault) return false;
+  if (!runtime::env_compile_in_background().value_or(options_.compile_in_background) || options_.mode != Mode::kDefault) return false;
   return std::none_of(entry.graph.values.begin(), entry.graph.values.end(), [](const graph::Value& v) { return v.meta.device.is_cuda(); });
 }
 
@@ -171,18 +171,14 @@ void Engine::start_background_build(const runtime::Entry& entry) {
   }
   // The build holds the entry (a symbolic entry may replace it in the meantime); the engine outlives the
   // build: reset() and the destructor wait for it.
-  std::thread([this, &process, held = entry.shared_from_this(), state = at::ThreadLocalState()] {
-    const runtime::Entry& entry = *held;
-    at::ThreadLocalStateGuard guard(state);
-    // The calls replaying the graph meanwhile come first: the build (and the compile threads it starts,
-    // which inherit the value) runs at the lowest priority, in the cores' idle time.
-    setpriority(PRIO_PROCESS, 0, 19);
-    try {
-      build_once(entry);
-    } catch (const std::exception& e) {  // JITC_STRICT=1 rethrows a failed build: nobody to catch it here
-      runtime::warn(fmt::format("jitc: '{}' graph {} runs through eager replay: its build in the background failed: {}", name_,
-                                compile_id(entry.compile_number), runtime::error_text(e)),
-                    compile_id(entry.compile_number));
+  std::thread([this, &process, held = entry.shared_from_this(), state = at::ThreadLocalState()]() mutable {
+    {
+      at::ThreadLocalStateGuard guard(state);
+      // The calls replaying the graph meanwhile come first: the build (and the compile threads it starts,
+      // which inherit the value) runs at the lowest priority, in the cores' idle time.
+      setpriority(PRIO_PROCESS, 0, 19);
+      build_in_background(*held);
+      held.reset();  // before the counts drop: once they do, exit may destroy what a dropped entry's program holds
     }
     {
       std::lock_guard<std::mutex> lock(background_mutex_);
@@ -193,6 +189,16 @@ void Engine::start_background_build(const runtime::Entry& entry) {
     --process.count;
     process.done.notify_all();
   }).detach();
+}
+
+void Engine::build_in_background(const runtime::Entry& entry) {
+  try {
+    build_once(entry);
+  } catch (const std::exception& e) {  // JITC_STRICT=1 rethrows a failed build: nobody to catch it here
+    runtime::warn(fmt::format("jitc: '{}' graph {} runs through eager replay: its build in the background failed: {}", name_,
+                              compile_id(entry.compile_number), runtime::error_text(e)),
+                  compile_id(entry.compile_number));
+  }
 }
 
 void Engine::wait_for_background_builds() {

@@ -89,6 +89,7 @@ class Engine {
   void build_once(const runtime::Entry& entry);
   bool builds_in_background(const runtime::Entry& entry) const;
   void start_background_build(const runtime::Entry& entry);
+  void build_in_background(const runtime::Entry& entry);  // on the build's thread: build_once, errors warned
   std::shared_ptr<const runtime::Program> build_program(const runtime::Entry& entry);
   ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
 

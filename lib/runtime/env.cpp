@@ -91,7 +91,10 @@ bool env_combo_kernels() { return env_bool("JITC_COMBO_KERNELS", true); }
 
 bool env_layout_optimization() { return env_bool("JITC_LAYOUT_OPTIMIZATION", true); }
 
-bool env_compile_in_background() { return env_bool("JITC_COMPILE_IN_BACKGROUND", true); }
+std::optional<bool> env_compile_in_background() {
+  if (env_string("JITC_COMPILE_IN_BACKGROUND").empty()) return std::nullopt;
+  return env_bool("JITC_COMPILE_IN_BACKGROUND", false);
+}
 
 bool env_strict() { return env_bool("JITC_STRICT", false); }
 

@@ -5,6 +5,7 @@
 #include "cache/disk_cache.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace jitc::runtime {
@@ -19,9 +20,9 @@ bool env_combo_kernels();
 // JITC_LAYOUT_OPTIMIZATION=0 leaves every convolution in its traced layout (inductor/channels_last.h), as
 // TORCHINDUCTOR_LAYOUT_OPTIMIZATION=0 does, for comparisons. Read per compile.
 bool env_layout_optimization();
-// JITC_COMPILE_IN_BACKGROUND=0 builds a program on the call that needs it, as before (benchmarks timing
-// first calls, tests of the compiled path); Options::compile_in_background is on by default. Read per call.
-bool env_compile_in_background();
+// JITC_COMPILE_IN_BACKGROUND=1 / =0 overrides Options::compile_in_background (off by default); unset:
+// the option decides. Read per call until a graph's program is built.
+std::optional<bool> env_compile_in_background();
 bool env_strict();  // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)
 // The disk cache's directory (JITC_CACHE_DIR, else $XDG_CACHE_HOME/jitc or ~/.cache/jitc), whether it is
 // on (JITC_DISABLE_CACHE) and its size bound (JITC_CACHE_MAX_BYTES).

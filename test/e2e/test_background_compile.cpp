@@ -1,5 +1,5 @@
-// Programs built in the background (Options::compile_in_background, on by default; the rest of the suite
-// runs with JITC_COMPILE_IN_BACKGROUND=0): a graph's first hit starts its build on a thread of its own
+// Programs built in the background (Options::compile_in_background or JITC_COMPILE_IN_BACKGROUND=1; the
+// rest of the suite runs with JITC_COMPILE_IN_BACKGROUND=0): a graph's first hit starts its build on a thread of its own
 // and runs through eager replay, as every call does until the program is ready; then calls switch to it.
 // Every call's result is eager's, inference and training, from several threads; a function destroyed or
 // reset while its build runs waits for it.
@@ -119,19 +119,34 @@ TEST_CASE("training steps run through eager replay while the forward and backwar
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
-TEST_CASE("the first hit builds the program without the option, and in modes other than default", "[background]") {
-  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+TEST_CASE("the option turns background builds on in the default mode, the environment overrides it", "[background]") {
+  jitc::testing::ScopedEnv unset("JITC_COMPILE_IN_BACKGROUND", "");  // empty: the option decides
   const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
+  auto first_hit_built = [&](jitc::Options options) {
+    auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); }, options);
+    compiled(x, w);
+    CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == "");
+    const bool built = compiled.stats().programs_compiled == 1;
+    compiled.wait_for_compiles();
+    CHECK(compiled.stats().programs_compiled == 1);
+    return built;
+  };
+  CHECK(first_hit_built(jitc::Options{}));  // off by default
   for (const jitc::Mode mode : {jitc::Mode::kDefault, jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
     INFO("mode " << jitc::to_string(mode));
     jitc::Options options;
     options.mode = mode;
-    options.compile_in_background = mode != jitc::Mode::kDefault;  // off for the default mode: the opt-out
-    auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); }, options);
-    compiled(x, w);
-    CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == "");
-    CHECK(compiled.stats().programs_compiled == 1);
+    options.compile_in_background = true;
+    CHECK(first_hit_built(options) == (mode != jitc::Mode::kDefault));  // the other modes build on the first hit
   }
+  jitc::Options on;
+  on.compile_in_background = true;
+  {
+    jitc::testing::ScopedEnv off("JITC_COMPILE_IN_BACKGROUND", "0");
+    CHECK(first_hit_built(on));
+  }
+  jitc::testing::ScopedEnv forced("JITC_COMPILE_IN_BACKGROUND", "1");
+  CHECK_FALSE(first_hit_built(jitc::Options{}));
 }
 
 TEST_CASE("wait_for_compiles returns when the programs building in the background are ready", "[background]") {
