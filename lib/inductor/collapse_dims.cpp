@@ -11,6 +11,11 @@ namespace jitc::inductor {
 
 namespace {
 
+// Whether an address runs over outer and inner as one run.
+bool runs_over_both(const AffineForm& address, int outer, int inner, int64_t inner_extent) {
+  return !address.opaque[outer] && !address.opaque[inner] && address.coefficient[outer] == address.coefficient[inner] * inner_extent;
+}
+
 // True when every address reads the pair as one run of extent(outer) * extent(inner) elements
 // (c_outer == c_inner * extent(inner)) and nothing else uses the pair other than affinely.
 bool mergeable(const Kernel& k, int outer, int inner, int64_t inner_extent) {
@@ -18,9 +23,7 @@ bool mergeable(const Kernel& k, int outer, int inner, int64_t inner_extent) {
   for (size_t i = 0; i < k.body.size(); ++i) {
     if (forms[i].opaque[outer] || forms[i].opaque[inner]) return false;
     const Expr& e = k.body[i];
-    if (e.op != ScalarOp::kLoad && e.op != ScalarOp::kStore) continue;
-    const AffineForm& address = forms[e.a];
-    if (address.coefficient[outer] != address.coefficient[inner] * inner_extent) return false;
+    if ((e.op == ScalarOp::kLoad || e.op == ScalarOp::kStore) && !runs_over_both(forms[e.a], outer, inner, inner_extent)) return false;
   }
   return true;
 }
@@ -52,11 +55,6 @@ void replace_unit_inner_dim(Kernel& k, int u) {
     k.vars[o].extent = append_constant(k, 1);
     return;
   }
-}
-
-// Whether access e's address runs over outer and inner as one run (the condition of mergeable, per access).
-bool runs_over_both(const AffineForm& address, int outer, int inner, int64_t inner_extent) {
-  return !address.opaque[outer] && !address.opaque[inner] && address.coefficient[outer] == address.coefficient[inner] * inner_extent;
 }
 
 // Whether every store runs over both as one run: a store that reads one var only (a row's value, stored
@@ -183,8 +181,6 @@ void remove_dead_expressions(Kernel& k) {
 }
 
 }  // namespace
-
-void collapse_inner_dims(Kernel& k) { collapse_inner_dims(k, 0); }
 
 void collapse_inner_dims(Kernel& k, int64_t divide_below) {
   const auto inner = k.inner_vars();

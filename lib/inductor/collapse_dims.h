@@ -12,8 +12,7 @@ namespace jitc::inductor {
 // every load and store address is affine in both vars with coefficient(outer) == coefficient(inner) *
 // extent(inner), and no other expression uses them. A merged outer var keeps extent 1 and reads as 0.
 // An inner dim of size 1 first hands its place to the nearest outer dim of another size.
-void collapse_inner_dims(Kernel& kernel);
-// The same, and while the inner dim is shorter than `divide_below` elements, an outer dim merges into it
+// And while the inner dim is shorter than `divide_below` elements (0: never), an outer dim merges into it
 // where some load does not run over both as one run (a channels-last activation [N, H, W, C] with
 // per-channel batch-norm parameters: the 64 channels would make 64-element tiles, 8 busy threads of a
 // CUDA block): those loads, and every other reader of the two vars, read the merged position through a
