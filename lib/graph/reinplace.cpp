@@ -15,7 +15,7 @@ namespace {
 // Functional updates that copy their first argument and write some of its elements, and the in-place op
 // eager runs for each (same arguments).
 const std::map<std::string, std::string>& in_place_forms() {
-  static const std::map<std::string, std::string> forms = {
+  static const auto& forms = *new std::map<std::string, std::string>{
       {"aten::index_copy", "aten::index_copy_"},         {"aten::index_put", "aten::index_put_"},
       {"aten::index_fill", "aten::index_fill_"},         {"aten::scatter", "aten::scatter_"},
       {"aten::masked_scatter", "aten::masked_scatter_"},

@@ -41,7 +41,7 @@ std::string Schedule::text() const {
 }
 
 const std::vector<std::vector<size_t>>& LoadedKernels::groups() const {
-  static const std::vector<std::vector<size_t>> none;
+  static const auto& none = *new std::vector<std::vector<size_t>>;
   return none;
 }
 
@@ -74,7 +74,7 @@ std::vector<at::Tensor> tuning_buffers(const KernelLaunch& launch, const TuningS
 
 const std::vector<const Backend*>& backends() {
 #define JITC_LIST_BACKEND(name) &name##_backend(),
-  static const std::vector<const Backend*> all = {JITC_BACKENDS(JITC_LIST_BACKEND)};
+  static const auto& all = *new std::vector<const Backend*>{JITC_BACKENDS(JITC_LIST_BACKEND)};
 #undef JITC_LIST_BACKEND
   return all;
 }

@@ -19,7 +19,7 @@ using graph::ValueId;
 // indexing, padding and triangles read part of theirs. A lowering that reads only part of a tensor
 // argument belongs in none of the three registries read here (register_views or register_windows take it).
 const std::unordered_set<std::string>& whole_readers() {
-  static const std::unordered_set<std::string> names = [] {
+  static const auto& names = *new std::unordered_set<std::string>([] {
     Registry r;
     register_pointwise(r);
     register_reductions(r);
@@ -33,7 +33,7 @@ const std::unordered_set<std::string>& whole_readers() {
                            "aten::cat",        "aten::stack"})
       all.insert(op);
     return all;
-  }();
+  }());
   return names;
 }
 

@@ -33,7 +33,8 @@ bool is_view_of_first_input(const graph::Graph& g, const graph::Node& n, graph::
   if (args.empty()) return false;
   // Of the ops whose schema may alias, these copy where a view cannot do: their storage ids say which
   // they did. The others always view (passes that rewrite graphs keep no such promise on storage ids).
-  static const std::unordered_set<std::string> may_copy{"aten::contiguous", "aten::reshape", "aten::flatten", "aten::to", "aten::type_as"};
+  static const auto& may_copy =
+      *new std::unordered_set<std::string>{"aten::contiguous", "aten::reshape", "aten::flatten", "aten::to", "aten::type_as"};
   return !may_copy.count(n.op.operator_name().name) || g.values[v].storage == g.values[args[0]].storage;
 }
 

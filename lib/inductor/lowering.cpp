@@ -251,7 +251,7 @@ ScalarType LoweringContext::result_type(const std::vector<Operand>& operands) co
 namespace {
 
 const Registry& registry() {
-  static const Registry r = [] {
+  static const Registry& all = *new Registry([] {
     Registry r;
     register_pointwise(r);
     register_reductions(r);
@@ -259,8 +259,8 @@ const Registry& registry() {
     register_windows(r);
     register_gradients(r);
     return r;
-  }();
-  return r;
+  }());
+  return all;
 }
 
 }  // namespace

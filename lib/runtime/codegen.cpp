@@ -5,6 +5,7 @@
 #include "cache/files.h"
 #include "graph/passes.h"
 #include "runtime/compile_times.h"
+#include "runtime/background_threads.h"
 #include "runtime/cuda_graphs.h"
 #include "runtime/engine.h"
 #include "runtime/env.h"
@@ -24,10 +25,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <future>
-#include <sys/resource.h>
 #include <thread>
 
 namespace jitc::detail {
@@ -112,30 +111,6 @@ std::string schedules_text(const runtime::ProgramCode& code) {
 // torch.compile's modes that use cudagraph trees.
 bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune; }
 
-// The builds running in the background in this process. exit() waits for them: a compiled function kept
-// in a static outlives main, and its build reads statics of jitc and LLVM that exit destroys (the
-// handler is registered at the first build, after the statics made so far, so it runs before their
-// destructors). Never destroyed itself.
-struct RunningBuilds {
-  std::mutex mutex;
-  std::condition_variable done;
-  int count = 0;
-
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    done.wait(lock, [&] { return count == 0; });
-  }
-};
-
-RunningBuilds& running_builds() {
-  static RunningBuilds* builds = [] {
-    auto* b = new RunningBuilds;
-    std::atexit([] { running_builds().wait(); });
-    return b;
-  }();
-  return *builds;
-}
-
 }  // namespace
 
 const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
@@ -164,31 +139,19 @@ void Engine::start_background_build(const runtime::Entry& entry) {
     std::lock_guard<std::mutex> lock(background_mutex_);
     ++background_builds_;
   }
-  RunningBuilds& process = running_builds();
-  {
-    std::lock_guard<std::mutex> lock(process.mutex);
-    ++process.count;
-  }
-  // The build holds the entry (a symbolic entry may replace it in the meantime); the engine outlives the
-  // build: reset() and the destructor wait for it.
-  std::thread([this, &process, held = entry.shared_from_this(), state = at::ThreadLocalState()]() mutable {
+  // The build holds the entry (a symbolic entry may replace it in the meantime) and ATen's thread-local
+  // state (grad mode, dispatch keys), as at::launch passes it on; the engine outlives the build: reset()
+  // and the destructor wait for it.
+  runtime::start_background_thread([this, held = entry.shared_from_this(), state = at::ThreadLocalState()]() mutable {
     {
       at::ThreadLocalStateGuard guard(state);
-      // The calls replaying the graph meanwhile come first: the build (and the compile threads it starts,
-      // which inherit the value) runs at the lowest priority, in the cores' idle time.
-      setpriority(PRIO_PROCESS, 0, 19);
       build_in_background(*held);
-      held.reset();  // before the counts drop: once they do, exit may destroy what a dropped entry's program holds
+      held.reset();  // before the count drops: the engine may go then, and what the entry's program holds with it
     }
-    {
-      std::lock_guard<std::mutex> lock(background_mutex_);
-      --background_builds_;
-      background_done_.notify_all();
-    }
-    std::lock_guard<std::mutex> lock(process.mutex);
-    --process.count;
-    process.done.notify_all();
-  }).detach();
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    --background_builds_;
+    background_done_.notify_all();
+  });
 }
 
 void Engine::build_in_background(const runtime::Entry& entry) {

@@ -22,7 +22,7 @@ std::atomic<int> g_limit{-2};  // -2: not read yet, -1: not set (or not readable
 // Once per variable and value: a setting read at every compile must not repeat its warning.
 void warn_unreadable(const char* name, const std::string& value, const std::string& expected, const std::string& instead) {
   static std::mutex mutex;
-  static std::set<std::string> warned;
+  static auto& warned = *new std::set<std::string>;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (!warned.insert(fmt::format("{}={}", name, value)).second) return;

@@ -20,7 +20,7 @@ bool env_combo_kernels();
 // JITC_LAYOUT_OPTIMIZATION=0 leaves every convolution in its traced layout (inductor/channels_last.h), as
 // TORCHINDUCTOR_LAYOUT_OPTIMIZATION=0 does, for comparisons. Read per compile.
 bool env_layout_optimization();
-// JITC_COMPILE_IN_BACKGROUND=1 / =0 overrides Options::compile_in_background (off by default); unset:
+// JITC_COMPILE_IN_BACKGROUND=1 / =0 overrides Options::compile_in_background (on by default); unset:
 // the option decides. Read per call until a graph's program is built.
 std::optional<bool> env_compile_in_background();
 bool env_strict();  // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)

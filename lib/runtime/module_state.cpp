@@ -71,7 +71,7 @@ void walk(const torch::nn::Module& m, const std::string& path, Emit& emit) {
 void read_module_state(const torch::nn::Module& root, ModuleWords& out) {
   out.clear();
   auto emit = [&out](uintptr_t word, Slot, const std::string&) { out.push_back(word); };
-  static const std::string kNoName;
+  static const std::string& kNoName = *new std::string;
   walk<false>(root, kNoName, emit);
 }
 

@@ -43,12 +43,13 @@ at::Tensor aligned_copy(const at::Tensor& t) {
 // Whether a released tensor on `device` may serve a later output (the backend's Target says), read from
 // a table made once: every release step asks.
 bool reuses_memory(c10::DeviceType device) {
-  static const auto table = [] {
-    std::array<bool, static_cast<size_t>(c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES)> reuses{};
+  using PerDevice = std::array<bool, static_cast<size_t>(c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES)>;
+  static const PerDevice& table = *new PerDevice([] {
+    PerDevice reuses{};
     for (const inductor::Backend* b : inductor::backends())
       reuses[static_cast<size_t>(b->target().device)] = b->target().reuses_released_buffers;
     return reuses;
-  }();
+  }());
   return table[static_cast<size_t>(device)];
 }
 

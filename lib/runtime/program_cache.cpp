@@ -76,7 +76,7 @@ std::string codegen_identity(const graph::Graph& g) {
   for (const auto& device : devices)
     if (const inductor::Backend* backend = inductor::backend_for(device.type()))
       identity += fmt::format("{} ({}): {}; ", backend->target().name, device.str(), backend->identity(device));
-  static const std::string build = library_identity();
+  static const std::string& build = *new std::string(library_identity());
   return identity + "jitc " + build;
 }
 

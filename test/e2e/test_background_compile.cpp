@@ -1,5 +1,5 @@
-// Programs built in the background (Options::compile_in_background or JITC_COMPILE_IN_BACKGROUND=1; the
-// rest of the suite runs with JITC_COMPILE_IN_BACKGROUND=0): a graph's first hit starts its build on a thread of its own
+// Programs built in the background (the default, Options::compile_in_background; the rest of the suite
+// runs with JITC_COMPILE_IN_BACKGROUND=0): a graph's first hit starts its build on a thread of its own
 // and runs through eager replay, as every call does until the program is ready; then calls switch to it.
 // Every call's result is eager's, inference and training, from several threads; a function destroyed or
 // reset while its build runs waits for it.
@@ -119,7 +119,7 @@ TEST_CASE("training steps run through eager replay while the forward and backwar
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
-TEST_CASE("the option turns background builds on in the default mode, the environment overrides it", "[background]") {
+TEST_CASE("background builds are on by default in the default mode, the option turns them off, the environment overrides it", "[background]") {
   jitc::testing::ScopedEnv unset("JITC_COMPILE_IN_BACKGROUND", "");  // empty: the option decides
   const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
   auto first_hit_built = [&](jitc::Options options) {
@@ -131,22 +131,22 @@ TEST_CASE("the option turns background builds on in the default mode, the enviro
     CHECK(compiled.stats().programs_compiled == 1);
     return built;
   };
-  CHECK(first_hit_built(jitc::Options{}));  // off by default
+  CHECK_FALSE(first_hit_built(jitc::Options{}));  // on by default
   for (const jitc::Mode mode : {jitc::Mode::kDefault, jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
     INFO("mode " << jitc::to_string(mode));
     jitc::Options options;
     options.mode = mode;
-    options.compile_in_background = true;
     CHECK(first_hit_built(options) == (mode != jitc::Mode::kDefault));  // the other modes build on the first hit
   }
-  jitc::Options on;
-  on.compile_in_background = true;
+  jitc::Options off;
+  off.compile_in_background = false;
+  CHECK(first_hit_built(off));
   {
-    jitc::testing::ScopedEnv off("JITC_COMPILE_IN_BACKGROUND", "0");
-    CHECK(first_hit_built(on));
+    jitc::testing::ScopedEnv env_off("JITC_COMPILE_IN_BACKGROUND", "0");
+    CHECK(first_hit_built(jitc::Options{}));
   }
   jitc::testing::ScopedEnv forced("JITC_COMPILE_IN_BACKGROUND", "1");
-  CHECK_FALSE(first_hit_built(jitc::Options{}));
+  CHECK_FALSE(first_hit_built(off));
 }
 
 TEST_CASE("wait_for_compiles returns when the programs building in the background are ready", "[background]") {

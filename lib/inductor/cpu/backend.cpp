@@ -401,7 +401,7 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 const Backend& cpu_backend() {
-  static const CpuBackend backend;
+  static const auto& backend = *new CpuBackend;
   return backend;
 }
 

@@ -72,7 +72,7 @@ VectorMath host_vector_math(const std::string& features) {
 std::unique_ptr<llvm::TargetLibraryInfoImpl> vector_library(const llvm::Triple& triple, const VectorMath& vm) {
   auto tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
   if (vm.isa == 0) return tlii;
-  static std::deque<std::string> names;  // VecDesc holds StringRefs
+  static auto& names = *new std::deque<std::string>;  // VecDesc holds StringRefs
   std::vector<llvm::VecDesc> descs;
   for (const VectorMathFunction& f : vector_math_functions()) {
     const int lanes = f.is_float ? vm.float_lanes : vm.float_lanes / 2;

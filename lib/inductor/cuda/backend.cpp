@@ -364,7 +364,7 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 const Backend& cuda_backend() {
-  static const CudaBackend backend;
+  static const auto& backend = *new CudaBackend;
   return backend;
 }
 

@@ -59,7 +59,7 @@ struct Api {
   decltype(&cuDeviceGet) device = nullptr;
 
   static Api& get() {
-    static Api api;
+    static Api& api = *new Api;
     static std::once_flag once;
     std::call_once(once, [] { api.open(); });
     return api;

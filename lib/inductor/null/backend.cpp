@@ -67,7 +67,7 @@ class NullBackend final : public Backend {
 }  // namespace
 
 const Backend& null_backend() {
-  static const NullBackend backend;
+  static const auto& backend = *new NullBackend;
   return backend;
 }
 
