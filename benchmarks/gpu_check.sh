@@ -11,6 +11,7 @@
 # peer.json first (no build needed), in a call of its own (each takes minutes):
 #   OUT=... /opt/torch/.venv/bin/python3 benchmarks/models/peer_models.py $OUT/models_peer_default.json \
 #     --device cuda --dtype bf16 --mode default --rounds 20
+# tests <spec>: test_cuda's cases matching a Catch2 spec ("[background],[cudagraphs]"), $OUT/test_cuda.log.
 # training [peer.json] [name,name] [written]: the training tests ([cuda][training]) and bench_training in bf16 at the GPU
 # scale (written: its --optimizer written, against a peer.json made with --optimizer compiled), with
 # torch.compile's columns from peer.json, made first in a call of its own:
@@ -38,6 +39,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITC_WITH_L
 targets=(test_cuda bench_cuda test_models)
 [ "${1:-}" = models ] && targets=(bench_models)
 [ "${1:-}" = training ] && targets=(test_cuda bench_training)
+[ "${1:-}" = tests ] && targets=(test_cuda)
 cmake --build build-gpu -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 status=0
@@ -50,6 +52,13 @@ if [ "${1:-}" = models ]; then
   grep -v "^|" "$OUT/models_jitc_$mode.log" | tail -5
   grep "^|" "$OUT/models_jitc_$mode.log"
   exit 0
+fi
+if [ "${1:-}" = tests ]; then
+  ./build-gpu/test/test_cuda "${2:-[cuda]}" --durations yes > "$OUT/test_cuda.log" 2>&1
+  status=$?
+  grep -E "FAILED|with message|expansion" -A2 "$OUT/test_cuda.log" | head -60
+  tail -3 "$OUT/test_cuda.log"
+  exit $status
 fi
 if [ "${1:-}" = training ]; then
   ./build-gpu/test/test_cuda "[training]" > "$OUT/test_training_cuda.log" 2>&1

@@ -1,5 +1,6 @@
 """The model suite as a chart: per model, jitc's and torch.compile's speedup over eager (each over its own
-process's eager time), from bench_models' JSON and peer_models.py's JSON. Writes a PNG.
+process's eager time), from bench_models' JSON and peer_models.py's JSON (each argument may list several
+files, comma-separated: rows measured in separate runs). Writes a PNG.
 
     ~/.cache/jitc-setup/venv/bin/pip install matplotlib    # once: the venv has no plotting package
     ~/.cache/jitc-setup/venv/bin/python benchmarks/models/chart.py benchmarks/models/models_cpu.json \\
@@ -14,11 +15,18 @@ matplotlib.use("Agg")  # no display: write the file only
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def speedups(jitc_path, peer_path):
-    with open(jitc_path) as f:
-        jitc = {m["name"]: m for m in json.load(f)["models"] if not m.get("error")}
-    with open(peer_path) as f:
-        peer = {w["name"]: w for w in json.load(f)["workloads"] if not w.get("error")}
+def rows(paths, key):
+    """The rows of several files (comma-separated paths), by name; a later file's row wins."""
+    out = {}
+    for path in paths.split(","):
+        with open(path) as f:
+            out.update({r["name"]: r for r in json.load(f)[key] if not r.get("error")})
+    return out
+
+
+def speedups(jitc_paths, peer_paths):
+    jitc = rows(jitc_paths, "models")
+    peer = rows(peer_paths, "workloads")
     names = [n for n in jitc if n in peer]
     ours = [jitc[n]["eager_ms"] / jitc[n]["jitc_ms"] for n in names]
     theirs = [peer[n]["eager_us"] / peer[n]["compiled_us"] for n in names]

@@ -36,8 +36,8 @@ struct Options {
   // A graph's kernels compile on a thread of their own while its calls run through eager replay (the
   // first hit starts the build; a later call switches to the program once it is ready): no call waits for
   // code generation. Off: the first hit builds the program and runs it (benchmarks timing that call).
-  // JITC_COMPILE_IN_BACKGROUND=1/0 overrides it. Applies to mode kDefault on CPU graphs; CUDA graphs
-  // build on the call. exit() waits for the builds running.
+  // JITC_COMPILE_IN_BACKGROUND=1/0 overrides it. Modes kDefault and kReduceOverhead (the max-autotune
+  // modes time kernels while they build: they build on the call). exit() waits for the builds running.
   bool compile_in_background = true;
 
   Options& mark_dynamic(int argument, int64_t dim, int64_t min = 2, int64_t max = std::numeric_limits<int64_t>::max()) {

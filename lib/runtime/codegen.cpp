@@ -117,7 +117,7 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
   if (options_.backend != Backend::kInductor) return nullptr;
   // std::call_once costs a few thread-local accesses on every hit; after the build a flag suffices.
   if (entry.program_built.load(std::memory_order_acquire)) return entry.program.get();
-  if (builds_in_background(entry)) {
+  if (builds_in_background()) {
     if (!entry.program_requested.exchange(true)) start_background_build(entry);
     return nullptr;
   }
@@ -125,13 +125,13 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
   return entry.program.get();
 }
 
-// Where the calls go on through eager replay while the program builds: the default mode (the others
-// capture CUDA graphs or time kernels, which a busy machine would mislead), graphs on the CPU only (the
-// CUDA backend's builds run on the call, as before: not yet run on a GPU host), Options and
-// JITC_COMPILE_IN_BACKGROUND permitting. A training entry's backward builds with its forward.
-bool Engine::builds_in_background(const runtime::Entry& entry) const {
-  if (!runtime::env_compile_in_background().value_or(options_.compile_in_background) || options_.mode != Mode::kDefault) return false;
-  return std::none_of(entry.graph.values.begin(), entry.graph.values.end(), [](const graph::Value& v) { return v.meta.device.is_cuda(); });
+// Where the calls go on through eager replay while the program builds: modes default and reduce-overhead
+// (a CUDA graph is captured on the calls after the build), on either device; not max-autotune, which
+// times kernels while it builds (a busy machine would mislead it). Options and JITC_COMPILE_IN_BACKGROUND
+// permitting. A training entry's backward builds with its forward.
+bool Engine::builds_in_background() const {
+  if (!runtime::env_compile_in_background().value_or(options_.compile_in_background)) return false;
+  return options_.mode == Mode::kDefault || options_.mode == Mode::kReduceOverhead;
 }
 
 void Engine::start_background_build(const runtime::Entry& entry) {

@@ -87,7 +87,7 @@ class Engine {
   // calls meanwhile running through eager replay, as issue 25 asks: no call stalls on code generation.
   const runtime::Program* program_for(const runtime::Entry& entry);
   void build_once(const runtime::Entry& entry);
-  bool builds_in_background(const runtime::Entry& entry) const;
+  bool builds_in_background() const;
   void start_background_build(const runtime::Entry& entry);
   void build_in_background(const runtime::Entry& entry);  // on the build's thread: build_once, errors warned
   std::shared_ptr<const runtime::Program> build_program(const runtime::Entry& entry);

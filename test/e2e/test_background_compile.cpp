@@ -136,7 +136,8 @@ TEST_CASE("background builds are on by default in the default mode, the option t
     INFO("mode " << jitc::to_string(mode));
     jitc::Options options;
     options.mode = mode;
-    CHECK(first_hit_built(options) == (mode != jitc::Mode::kDefault));  // the other modes build on the first hit
+    // max-autotune builds on the first hit (it times kernels)
+    CHECK(first_hit_built(options) == (mode != jitc::Mode::kDefault && mode != jitc::Mode::kReduceOverhead));
   }
   jitc::Options off;
   off.compile_in_background = false;

@@ -1,0 +1,103 @@
+// Programs built in the background on a GPU ([cuda]: skipped without one): CUDA graphs in modes default
+// and reduce-overhead build on a thread of their own (NVRTC, then the module loaded there) while calls
+// run through eager replay on the caller's stream; every call's result is eager's, and once built the
+// program runs (captured into a CUDA graph under reduce-overhead). Training steps too.
+#include "support/parity.h"
+#include "support/scoped_env.h"
+
+#include <jitc/jitc.h>
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using jitc::testing::difference;
+using jitc::testing::reduction_tolerance;
+
+bool have_gpu() { return at::hasCUDA() && c10::cuda::device_count() > 0; }
+
+at::Tensor layers(const at::Tensor& x, const at::Tensor& w) {
+  at::Tensor y = x;
+  for (int k = 0; k < 6; ++k) y = at::softmax(at::mm(at::tanh(y * (k + 1)) + y.sin(), w), -1) + y.exp().sum(-1, true) * 1e-3;
+  return y;
+}
+
+// Calls `check` until f's program is built (at most 120 s); the number of calls made meanwhile.
+template <class F, class Check>
+int calls_until_built(F& f, Check check) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int calls = 0;
+  while (f.stats().programs_compiled == 0 && std::chrono::steady_clock::now() < deadline) {
+    check();
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return calls;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA programs build in the background in modes default and reduce-overhead, on the caller's stream", "[cuda][background]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  for (const jitc::Mode mode : {jitc::Mode::kDefault, jitc::Mode::kReduceOverhead}) {
+    INFO("mode " << jitc::to_string(mode));
+    // A stream of the caller's own: the replayed and the compiled calls run on it.
+    c10::cuda::CUDAStreamGuard stream(c10::cuda::getStreamFromPool());
+    const auto x = at::randn({64, 32}, at::kCUDA), w = at::randn({32, 32}, at::kCUDA) * 0.2;
+    jitc::Options options;
+    options.mode = mode;
+    auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); }, options);
+    auto check = [&] { CHECK(difference(compiled(x, w), layers(x, w), reduction_tolerance(at::kFloat, 32)) == ""); };
+    check();  // traced
+    check();  // the first hit starts the build and replays
+    CHECK(compiled.stats().programs_compiled == 0);
+    CHECK(calls_until_built(compiled, check) > 0);
+    REQUIRE(compiled.stats().programs_compiled == 1);
+    for (int call = 0; call < 4; ++call) check();
+    CHECK(compiled.stats().eager_fallbacks == 0);
+    // Reduce-overhead's program may come from the in-memory cache (default mode's, the same graph).
+    CHECK(compiled.stats().kernels_compiled + compiled.stats().programs_from_cache > 0);
+    if (mode == jitc::Mode::kReduceOverhead) CHECK(compiled.stats().cudagraph_replays > 0);
+  }
+}
+
+TEST_CASE("CUDA training steps replay eagerly while the forward and backward programs build", "[cuda][background]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  const auto w1 = (at::randn({16, 32}, at::kCUDA) * 0.2).requires_grad_(), w2 = (at::randn({32, 8}, at::kCUDA) * 0.2).requires_grad_();
+  auto loss_of = [&](const at::Tensor& x) { return at::tanh(at::mm(at::relu(at::mm(x, w1)) * 2, w2)).pow(2).mean(); };
+  auto compiled = jitc::compile(loss_of);
+  auto step = [&](auto& f, const at::Tensor& x) {
+    w1.mutable_grad() = at::Tensor();
+    w2.mutable_grad() = at::Tensor();
+    const at::Tensor loss = f(x);
+    loss.backward();
+    return std::vector<at::Tensor>{loss.detach(), w1.grad().clone(), w2.grad().clone()};
+  };
+  const auto x = at::randn({64, 16}, at::kCUDA);
+  auto compare = [&] {
+    const auto got = step(compiled, x), want = step(loss_of, x);
+    for (size_t k = 0; k < got.size(); ++k) CHECK(difference(got[k], want[k], reduction_tolerance(at::kFloat, 64)) == "");
+  };
+  compare();
+  compare();
+  calls_until_built(compiled, compare);
+  REQUIRE(compiled.stats().programs_compiled >= 1);
+  compare();  // compiled forward and backward
+  CHECK(compiled.stats().eager_fallbacks == 0);
+}
