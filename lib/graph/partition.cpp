@@ -7,6 +7,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
+#include <set>
 
 namespace jitc::graph {
 
@@ -198,11 +199,77 @@ void forget_running_statistics(Graph& g, size_t forward_nodes) {
   }
 }
 
+bool is_number(const Arg& a) {
+  return a.kind == Arg::Kind::kConstant && a.symbolic.empty() && (a.constant.isInt() || a.constant.isDouble());
+}
+double number(const Arg& a) { return a.constant.toScalar().toDouble(); }
+bool same_number(const Arg& a, const Arg& b) { return is_number(a) && is_number(b) && number(a) == number(b); }
+
+// The forward node applying `op` to `input` with the constants of `backward`'s args [first, first + count)
+// as its args [1, 1 + count); -1 when there is none.
+int32_t forward_activation(const Graph& g, size_t forward_nodes, const char* op, ValueId input, const Node& backward, size_t first,
+                           size_t count) {
+  for (size_t i = 0; i < forward_nodes; ++i) {
+    const Node& f = g.nodes[i];
+    if (f.op.operator_name().name != op || f.args.size() < 1 + count || f.args[0].kind != Arg::Kind::kValue || f.args[0].value != input)
+      continue;
+    bool same = f.outputs.size() == 1 && f.outputs[0].values.size() == 1;
+    for (size_t k = 0; k < count; ++k) same = same && same_number(f.args[1 + k], backward.args[first + k]);
+    if (same) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+// Whether a forward node after `producer` writes in place into the memory of `v` (a residual `add_`).
+bool written_later(const Graph& g, size_t producer, size_t forward_nodes, ValueId v) {
+  bool written = false;
+  for (size_t i = producer + 1; i < forward_nodes; ++i)
+    if (g.nodes[i].mutates)
+      for_each_use(g.nodes[i], [&](ValueId a) {
+        written = written || a == v || (g.values[v].storage >= 0 && g.values[a].storage == g.values[v].storage);
+      });
+  return written;
+}
+
+// hardtanh's (ReLU6's) gradient passes where its input lies strictly inside (min, max), and so does its
+// output: a clamped value sits on a bound, NaN stays NaN. The backward reads the output then, which it
+// usually has anyway (the next layer's input), where eager saves the input too: one activation fewer saved
+// per ReLU6 (MobileNetV2: each batch norm's output before one). leaky_relu with a slope >= 0 alike (x > 0
+// iff y > 0; eager's in-place form reads its result so). Not where the caller gets the output or a view of
+// it, or where the forward writes into it later: a write would change a saved value that eager never saved.
+void read_activation_outputs(Graph& g, size_t forward_nodes) {
+  std::set<int32_t> returned_storages;
+  for (ValueId v : g.outputs)
+    if (v != kNoValue) returned_storages.insert(g.values[v].storage);
+  auto returned = [&](ValueId v) {
+    return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end() ||
+           (g.values[v].storage >= 0 && returned_storages.count(g.values[v].storage));
+  };
+  for (size_t i = forward_nodes; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    const std::string& name = n.op.operator_name().name;
+    if (n.args.size() != 4 || n.args[1].kind != Arg::Kind::kValue) continue;
+    const bool hardtanh =
+        name == "aten::hardtanh_backward" && is_number(n.args[2]) && is_number(n.args[3]) && number(n.args[2]) < number(n.args[3]);
+    const bool leaky = name == "aten::leaky_relu_backward" && is_number(n.args[2]) && number(n.args[2]) >= 0 &&
+                       n.args[3].constant.isBool() && !n.args[3].constant.toBool();
+    if (!hardtanh && !leaky) continue;
+    const int32_t f = hardtanh ? forward_activation(g, forward_nodes, "aten::hardtanh", n.args[1].value, n, 2, 2)
+                               : forward_activation(g, forward_nodes, "aten::leaky_relu", n.args[1].value, n, 2, 1);
+    if (f < 0) continue;
+    const ValueId output = g.nodes[static_cast<size_t>(f)].outputs[0].values[0];
+    if (returned(output) || written_later(g, static_cast<size_t>(f), forward_nodes, output)) continue;
+    n.args[1].value = output;
+    if (leaky) n.args[3].constant = true;  // self_is_result
+  }
+}
+
 }  // namespace
 
 SplitGraphs split_joint(const JointGraph& traced) {
   Graph joint_graph = *traced.graph;
   forget_running_statistics(joint_graph, traced.forward_nodes);
+  read_activation_outputs(joint_graph, traced.forward_nodes);
   JointGraph joint = traced;
   joint.graph = &joint_graph;
   const Graph& g = joint_graph;

@@ -532,3 +532,61 @@ TEST_CASE("dropout in training mode compiles on the CPU and draws eager's masks,
   CHECK(logs.lines_with("eager backend").empty());
   CHECK(logs.lines_with("no out-of-place variant").empty());
 }
+
+namespace {
+
+// The number in the first "TRAINING GRAPHS of ...: N saved values" line a capture holds; -1 without one.
+int saved_count(const LogCapture& logs) {
+  const auto lines = logs.lines_with("saved values");
+  if (lines.empty()) return -1;
+  const std::string& line = lines.front();
+  const size_t end = line.find(" saved values"), start = line.rfind(' ', end - 1) + 1;
+  return std::stoi(line.substr(start, end - start));
+}
+
+}  // namespace
+
+TEST_CASE("ReLU6 and leaky_relu gradients read the activation's output: the input is not saved, gradients are eager's", "[training]") {
+  const at::Tensor w1_0 = at::randn({5, 7}, at::kDouble), w2_0 = at::randn({7, 3}, at::kDouble);
+  // Pre-activations on the bounds (row 2 at 0, about 6 in row 0: no gradient), inside and outside. Not NaN:
+  // ATen's vectorized hardtanh_backward passes no gradient there and its scalar loop (the tail) all of it.
+  at::Tensor x = at::zeros({4, 5}, at::kDouble);
+  x.index_put_({0, 0}, 6.0 / w1_0[0][0].item<double>());
+  x[1] = at::randn({5}, at::kDouble) * 4;
+  x[3] = at::randn({5}, at::kDouble) * 20;
+  // The activation's output goes to the caller, or the forward writes into it afterwards: then the ReLU6's
+  // input is saved (a write into the output must not change what the backward reads).
+  enum class Use { kInsideOnly, kReturned, kWrittenInPlace };
+  for (const Use use : {Use::kInsideOnly, Use::kReturned, Use::kWrittenInPlace}) {
+    INFO("use " << static_cast<int>(use));
+    LogCapture logs("aot_graphs");
+    at::Tensor w1 = w1_0.clone().requires_grad_(), w2 = w2_0.clone().requires_grad_();
+    at::Tensor e1 = w1_0.clone().requires_grad_(), e2 = w2_0.clone().requires_grad_();
+    auto step = [use](const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
+      at::Tensor y = at::hardtanh(x.mm(a), 0, 6);
+      // sin's gradient reads y, and the ReLU6's gradient reads sin's: y is saved as the forward computed it.
+      // Written in place, y must be read by no gradient but the ReLU6's (eager raises otherwise).
+      const at::Tensor loss = at::leaky_relu((use == Use::kWrittenInPlace ? y * 3 : y.sin()).mm(b), 0.1).sum();
+      if (use == Use::kWrittenInPlace) y.mul_(2);
+      return use == Use::kReturned ? std::vector<at::Tensor>{loss, y} : std::vector<at::Tensor>{loss};
+    };
+    auto compiled = jitc::compile([&](const at::Tensor& x) { return step(x, w1, w2); });
+    for (int call = 0; call < 3; ++call) {
+      INFO("call " << call);
+      w1.mutable_grad() = at::Tensor();
+      w2.mutable_grad() = at::Tensor();
+      e1.mutable_grad() = at::Tensor();
+      e2.mutable_grad() = at::Tensor();
+      const auto got = compiled(x), want = step(x, e1, e2);
+      got[0].backward();
+      want[0].backward();
+      if (use == Use::kReturned) CHECK(at::allclose(got[1], want[1], 1e-12, 1e-12));
+      CHECK(at::allclose(w1.grad(), e1.grad(), 1e-12, 1e-12));
+      CHECK(at::allclose(w2.grad(), e2.grad(), 1e-12, 1e-12));
+    }
+    CHECK(compiled.stats().hits == 2);
+    // Saved: x, y, w2 and leaky_relu's output (its input swapped for it); the ReLU6's input too where the
+    // output is returned.
+    if (use != Use::kWrittenInPlace) CHECK(saved_count(logs) == (use == Use::kReturned ? 5 : 4));
+  }
+}
