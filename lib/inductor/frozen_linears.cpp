@@ -39,9 +39,35 @@ bool contiguous(const TensorMeta& m) {
 
 class LinearFreezing {
  public:
-  explicit LinearFreezing(const Graph& g) : g_(g), inputs_(g) {}
+  explicit LinearFreezing(const Graph& g) : g_(g), inputs_(g), readers_(readers_by_value(g)) {}
 
+  // A product by a transposed captured weight, or the sum of one (read by nothing else) and a bias: LibTorch's
+  // C++ Linear on a non-contiguous 3-D input (an LSTM's batch-first output) runs matmul then add_. The
+  // bias then goes to oneDNN too, whose GEMM adds it: the product is not written and read again.
   std::optional<Linear> applies(const Node& n) const {
+    if (auto biased = product_plus_bias(n)) return biased;
+    return product(n);
+  }
+
+  ValueId emit(Emitter& e, const Linear& l, const TensorMeta& out) const {
+    // Packed for the rows of x where they are known (oneDNN's layout may depend on them), for any otherwise.
+    c10::IValue rows;
+    if (const auto xs = graph::constant_values(g_.values[l.x.value].meta.sizes)) {
+      int64_t product = 1;
+      for (size_t d = 0; d + 1 < xs->size(); ++d) product *= (*xs)[d];
+      rows = product;
+    }
+    const ValueId packed = emit_derived(e, "mkldnn::_reorder_linear_weight", "", {l.weight, graph::constant_arg(rows)},
+                                        *graph::constant_values(g_.values[l.weight.value].meta.sizes));
+    const c10::List<std::optional<c10::Scalar>> no_scalars;
+    return e.call("mkldnn::_linear_pointwise", "",
+                  {l.x, graph::value_arg(packed), l.bias, graph::constant_arg(std::string("none")), graph::constant_arg(no_scalars),
+                   graph::constant_arg(std::string())},
+                  out);
+  }
+
+  // x @ w.t() (mm, matmul) or addmm(bias, x, w.t()).
+  std::optional<Linear> product(const Node& n) const {
     const auto& name = n.op.operator_name();
     if (!name.overload_name.empty() || n.mutates || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return std::nullopt;
     Linear l;
@@ -64,21 +90,23 @@ class LinearFreezing {
     return l;
   }
 
-  ValueId emit(Emitter& e, const Linear& l, const TensorMeta& out) const {
-    // Packed for the rows of x where they are known (oneDNN's layout may depend on them), for any otherwise.
-    c10::IValue rows;
-    if (const auto xs = graph::constant_values(g_.values[l.x.value].meta.sizes)) {
-      int64_t product = 1;
-      for (size_t d = 0; d + 1 < xs->size(); ++d) product *= (*xs)[d];
-      rows = product;
-    }
-    const ValueId packed = emit_derived(e, "mkldnn::_reorder_linear_weight", "", {l.weight, graph::constant_arg(rows)},
-                                        *graph::constant_values(g_.values[l.weight.value].meta.sizes));
-    const c10::List<std::optional<c10::Scalar>> no_scalars;
-    return e.call("mkldnn::_linear_pointwise", "",
-                  {l.x, graph::value_arg(packed), l.bias, graph::constant_arg(std::string("none")), graph::constant_arg(no_scalars),
-                   graph::constant_arg(std::string())},
-                  out);
+  // add(x @ w.t(), bias) where only the add reads the product.
+  std::optional<Linear> product_plus_bias(const Node& add) const {
+    const auto& name = add.op.operator_name();
+    if (name.name != "aten::add" || name.overload_name != "Tensor" || add.mutates || add.args.size() != 3 || !graph::is_one(add.args[2]) ||
+        add.args[0].kind != Arg::Kind::kValue)
+      return std::nullopt;
+    const ValueId sum = add.outputs[0].values[0], p = add.args[0].value;
+    const int producer = g_.values[p].producer;
+    if (producer < 0 || readers_[p].size() != 1 || std::count(g_.outputs.begin(), g_.outputs.end(), p) > 0) return std::nullopt;
+    std::optional<Linear> l = product(g_.nodes[producer]);
+    const TensorMeta& out = g_.values[sum].meta;
+    if (!l || !is_none(l->bias) || out.sizes != g_.values[p].meta.sizes || out.dtype != c10::kFloat || !contiguous(out))
+      return std::nullopt;
+    const auto out_features = graph::constant_values(g_.values[l->weight.value].meta.sizes);
+    if (!per_output(add.args[1], (*out_features)[0])) return std::nullopt;
+    l->bias = add.args[1];
+    return l;
   }
 
  private:
@@ -105,6 +133,7 @@ class LinearFreezing {
 
   const Graph& g_;
   FrozenInputs inputs_;
+  std::vector<std::vector<int>> readers_;
 };
 
 }  // namespace

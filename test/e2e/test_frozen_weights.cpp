@@ -263,3 +263,30 @@ TEST_CASE("linear layers with a dynamic batch run on one prepacked weight for ev
   CHECK(f.stats().recompiles == 1);
   CHECK(f.stats().programs_compiled == 2);  // batch 3, then every batch
 }
+
+TEST_CASE("a linear layer on a non-contiguous input adds its bias in the prepacked GEMM", "[frozen]") {
+  at::NoGradGuard no_grad;
+  nn::Linear head(24, 40);
+  // LibTorch's C++ Linear runs matmul then add_ for a 3-D input that is not contiguous (an LSTM's
+  // batch-first output): the add goes into _linear_pointwise's bias, also where a kernel reads the sum.
+  for (const bool activation : {false, true}) {
+    INFO("gelu after: " << activation);
+    auto forward = [&](const at::Tensor& x) {
+      const at::Tensor y = head->forward(x.transpose(0, 1));
+      return activation ? at::gelu(y) : y;
+    };
+    auto exact = [&](const at::Tensor& x) {
+      const at::Tensor y = at::linear(x.to(at::kDouble).transpose(0, 1), head->weight.to(at::kDouble), head->bias.to(at::kDouble));
+      return activation ? at::gelu(y) : y;
+    };
+    auto f = jitc::compile(forward);
+    const at::Tensor x = at::randn({7, 3, 24});
+    f(x);
+    for (int call = 0; call < 2; ++call) CHECK(jitc::testing::difference_from_exact(f(x), forward(x), exact(x)) == "");
+    CHECK(calls_of("mkldnn::_linear_pointwise", [&] { f(x); }) == 1);
+    CHECK(f.stats().kernels_compiled == (activation ? 1 : 0));  // no kernel adds the bias
+    head->bias.add_(0.5);  // read at every call
+    CHECK(jitc::testing::difference_from_exact(f(x), forward(x), exact(x)) == "");
+    CHECK(f.stats().recompiles == 0);
+  }
+}
