@@ -3,6 +3,7 @@
 // and runs through eager replay, as every call does until the program is ready; then calls switch to it.
 // Every call's result is eager's, inference and training, from several threads; a function destroyed or
 // reset while its build runs waits for it.
+#include "support/background_builds.h"
 #include "support/parity.h"
 #include "support/scoped_env.h"
 
@@ -18,26 +19,8 @@
 
 namespace {
 
-// Enough kernels that a build takes LLVM tens of milliseconds.
-at::Tensor layers(const at::Tensor& x, const at::Tensor& w) {
-  at::Tensor y = x;
-  for (int k = 0; k < 6; ++k) y = at::softmax(at::mm(at::tanh(y * (k + 1)) + y.sin(), w), -1) + y.exp().sum(-1, true) * 1e-3;
-  return y;
-}
-
-// Calls f until its program is built (at most 120 s), checking every result against eager's.
-template <class F, class Check>
-int calls_until_built(F& compiled, Check check) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int calls = 0;
-  while (compiled.stats().programs_compiled == 0 && std::chrono::steady_clock::now() < deadline) {
-    check();
-    ++calls;
-    // A serving process's gaps between calls: the build, at the lowest priority, gets the cores then.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return calls;
-}
+using jitc::testing::calls_until_built;
+using jitc::testing::layers;
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // and reduce-overhead build on a thread of their own (NVRTC, then the module loaded there) while calls
 // run through eager replay on the caller's stream; every call's result is eager's, and once built the
 // program runs (captured into a CUDA graph under reduce-overhead). Training steps too.
+#include "support/background_builds.h"
 #include "support/parity.h"
 #include "support/scoped_env.h"
 
@@ -19,29 +20,12 @@
 
 namespace {
 
+using jitc::testing::calls_until_built;
 using jitc::testing::difference;
+using jitc::testing::layers;
 using jitc::testing::reduction_tolerance;
 
 bool have_gpu() { return at::hasCUDA() && c10::cuda::device_count() > 0; }
-
-at::Tensor layers(const at::Tensor& x, const at::Tensor& w) {
-  at::Tensor y = x;
-  for (int k = 0; k < 6; ++k) y = at::softmax(at::mm(at::tanh(y * (k + 1)) + y.sin(), w), -1) + y.exp().sum(-1, true) * 1e-3;
-  return y;
-}
-
-// Calls `check` until f's program is built (at most 120 s); the number of calls made meanwhile.
-template <class F, class Check>
-int calls_until_built(F& f, Check check) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int calls = 0;
-  while (f.stats().programs_compiled == 0 && std::chrono::steady_clock::now() < deadline) {
-    check();
-    ++calls;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return calls;
-}
 
 }  // namespace
 
