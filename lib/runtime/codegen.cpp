@@ -108,6 +108,28 @@ std::string schedules_text(const runtime::ProgramCode& code) {
   return text;
 }
 
+// The program's derived weights (prepacked, folded: derived_values.h) computed from the captured tensors
+// as they are now, on the build's thread: the first call that runs the program does not pay for them
+// (a call sees any later change, as always). Not for graphs with symbols (their sizes come with a call),
+// nor where a captured tensor is gone; a failure leaves them to the first call.
+void derive_weights(const runtime::Entry& entry, const runtime::Program& program) {
+  const graph::Graph& g = program.graph();
+  if (g.num_symbols > 0) return;
+  runtime::CapturedTensors captured;
+  captured.lock(entry);
+  std::vector<at::Tensor> values(g.values.size());
+  for (size_t k = 0; k < entry.captured_inputs.size(); ++k) {
+    if (!captured.refs[k].defined()) return;
+    values[g.inputs[entry.captured_inputs[k]].value] = at::Tensor(captured.refs[k]);
+  }
+  for (const auto& in : g.inputs)
+    if (in.kind == graph::InputKind::kConstant) values[in.value] = in.constant;
+  try {
+    program.derive(values);
+  } catch (const std::exception&) {  // an allocation failed, say: the call derives them, and raises what eager would
+  }
+}
+
 // torch.compile's modes that use cudagraph trees.
 bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune; }
 
@@ -181,6 +203,7 @@ void Engine::build_once(const runtime::Entry& entry) {
         build_once(*entry.backward->entry);
       });
     entry.program = build_program(entry);
+    if (entry.program) derive_weights(entry, *entry.program);
     if (backward.valid()) backward.get();
     // A training entry's saved values must outlive the next call, which CUDA graphs' static outputs do not.
     if (entry.program && uses_cuda_graphs(options_.mode) && !entry.backward && entry.part.empty()) {

@@ -82,6 +82,10 @@ class Program {
   // (`why` says which); ATen errors of extern calls propagate; throws ChecksFailed (see there).
   bool run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const;
 
+  // Computes the values derived from captured tensors (derived_values.h) ahead of a call: `values` has a
+  // slot per graph value, the captured inputs filled. Nothing to do for a program without them (false).
+  bool derive(std::vector<at::Tensor>& values) const;
+
   const graph::Graph& graph() const { return graph_; }
   const ProgramCode& code() const { return *code_; }
   size_t kernel_count() const { return code_->plan.kernels.size(); }

@@ -290,3 +290,20 @@ TEST_CASE("a linear layer on a non-contiguous input adds its bias in the prepack
     CHECK(f.stats().recompiles == 0);
   }
 }
+
+TEST_CASE("a program built in the background derives its weights before its first call", "[frozen][background]") {
+  jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  at::NoGradGuard no_grad;
+  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, true, true});
+  auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
+  const at::Tensor x = at::randn({1, 8, 10, 10});
+  f(x);
+  f(x);  // starts the build
+  f.wait_for_compiles();
+  REQUIRE(f.stats().programs_compiled == 1);
+  // The build's thread prepacked the weights: the first compiled call reorders none.
+  CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { CHECK(against_eager(net, f, x) == ""); }) == 0);
+  CHECK(calls_of("mkldnn::_convolution_pointwise", [&] { f(x); }) == 2);
+  net->c1->weight.mul_(2);  // a change after the build is still seen
+  CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { CHECK(against_eager(net, f, x) == ""); }) == 1);
+}
