@@ -78,28 +78,7 @@ TEST_CASE("a compiled function destroyed or reset while its program builds waits
 
 TEST_CASE("training steps run through eager replay while the forward and backward programs build", "[background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
-  const auto w1 = (at::randn({16, 32}) * 0.2).requires_grad_(), w2 = (at::randn({32, 8}) * 0.2).requires_grad_();
-  auto loss_of = [&](const at::Tensor& x) { return at::tanh(at::mm(at::relu(at::mm(x, w1)) * 2, w2)).pow(2).mean(); };
-  auto compiled = jitc::compile(loss_of);
-  auto step = [&](auto& f, const at::Tensor& x) {
-    w1.mutable_grad() = at::Tensor();
-    w2.mutable_grad() = at::Tensor();
-    const at::Tensor loss = f(x);
-    loss.backward();
-    return std::vector<at::Tensor>{loss.detach(), w1.grad().clone(), w2.grad().clone()};
-  };
-  const auto x = at::randn({64, 16});
-  int steps = 0;
-  auto compare = [&] {
-    const auto got = step(compiled, x), want = step(loss_of, x);
-    for (size_t k = 0; k < got.size(); ++k) CHECK(jitc::testing::difference(got[k], want[k], jitc::testing::reduction_tolerance(at::kFloat, 64)) == "");
-    ++steps;
-  };
-  compare();
-  calls_until_built(compiled, compare);
-  CHECK(compiled.stats().programs_compiled >= 1);
-  compare();  // compiled forward and backward
-  CHECK(compiled.stats().eager_fallbacks == 0);
+  jitc::testing::check_training_steps_while_building(at::kCPU);
 }
 
 TEST_CASE("background builds are on by default in the default mode, the option turns them off, the environment overrides it", "[background]") {
