@@ -114,7 +114,7 @@ std::string schedules_text(const runtime::ProgramCode& code) {
 // nor where a captured tensor is gone; a failure leaves them to the first call.
 void derive_weights(const runtime::Entry& entry, const runtime::Program& program) {
   const graph::Graph& g = program.graph();
-  if (g.num_symbols > 0) return;
+  if (!program.has_derived_values() || g.num_symbols > 0) return;
   runtime::CapturedTensors captured;
   captured.lock(entry);
   std::vector<at::Tensor> values(g.values.size());

@@ -176,11 +176,10 @@ void Program::run_group(const ProgramCode::Group& group, std::vector<at::Tensor>
   launch(code_->kernels[first], buffers, symbols, code_->plan.kernels[first].device, &group);
 }
 
-bool Program::derive(std::vector<at::Tensor>& values) const {
-  if (!derived_) return false;
+void Program::derive(std::vector<at::Tensor>& values) const {
+  if (!derived_) return;
   ExcludeBelowAutograd below;
   derived_->fill(graph_, values, nullptr);
-  return true;
 }
 
 bool Program::run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const {

@@ -82,9 +82,10 @@ class Program {
   // (`why` says which); ATen errors of extern calls propagate; throws ChecksFailed (see there).
   bool run(std::vector<at::Tensor>& values, const int64_t* symbols, std::string* why) const;
 
-  // Computes the values derived from captured tensors (derived_values.h) ahead of a call: `values` has a
-  // slot per graph value, the captured inputs filled. Nothing to do for a program without them (false).
-  bool derive(std::vector<at::Tensor>& values) const;
+  // The program has values derived from captured tensors (derived_values.h); derive() computes them ahead
+  // of a call: `values` has a slot per graph value, the captured inputs filled.
+  bool has_derived_values() const { return derived_ != nullptr; }
+  void derive(std::vector<at::Tensor>& values) const;
 
   const graph::Graph& graph() const { return graph_; }
   const ProgramCode& code() const { return *code_; }
