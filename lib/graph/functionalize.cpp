@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 
 namespace jitc::graph {
 
@@ -26,6 +27,7 @@ std::optional<c10::OperatorHandle> find_op(const std::string& name, const std::s
 std::optional<c10::OperatorHandle> out_of_place(const c10::OperatorName& in_place) {
   if (in_place.name == "aten::bernoulli_" && in_place.overload_name == "float") return find_op("aten::bernoulli", "p");
   if (in_place.name == "aten::normal_" && in_place.overload_name.empty()) return find_op("aten::normal_functional", "");
+  if (in_place.name == "aten::transpose_") return find_op("aten::transpose", "int");
   return find_op(in_place.name.substr(0, in_place.name.size() - 1), in_place.overload_name);
 }
 
@@ -55,12 +57,49 @@ bool elements_apart(const TensorMeta& m) {
   return true;
 }
 
+// Element k of a list view (split, chunk, unbind and their unsafe_ and _with_sizes forms) as the single
+// view that makes it, slice(base, dim, start, end) or select(base, dim, k): reads rebuild it and writes
+// scatter through it as through any slice (an LSTM or GRU cell's in-place gate activations on chunks of
+// one buffer). nullopt where the dim or the sizes are not static, or for other list views.
+std::optional<Node> element_view(const Graph& raw, const Node& list_view, size_t k) {
+  const std::string& name = list_view.op.operator_name().name;
+  static const char* const kSplits[] = {"aten::split",        "aten::unsafe_split",     "aten::chunk",
+                                        "aten::unsafe_chunk", "aten::split_with_sizes", "aten::unsafe_split_with_sizes"};
+  const bool unbind = name == "aten::unbind";
+  if (!unbind && std::none_of(std::begin(kSplits), std::end(kSplits), [&](const char* s) { return name == s; })) return std::nullopt;
+  const size_t dim_arg = unbind ? 1 : 2;
+  if (list_view.outputs.size() != 1 || list_view.args.size() <= dim_arg || list_view.args[0].kind != Arg::Kind::kValue ||
+      !list_view.args[dim_arg].constant.isInt())
+    return std::nullopt;
+  const auto rank = static_cast<int64_t>(raw.values[list_view.args[0].value].meta.sizes.size());
+  int64_t dim = list_view.args[dim_arg].constant.toInt();
+  dim = dim < 0 ? dim + rank : dim;
+  if (dim < 0 || dim >= rank) return std::nullopt;
+  const auto& elements = list_view.outputs[0].values;
+  Node view(*find_op(unbind ? "aten::select" : "aten::slice", unbind ? "int" : "Tensor"));
+  view.outputs.push_back({false, {elements[k]}});
+  if (unbind) {
+    view.args = {list_view.args[0], constant_arg(dim), constant_arg(static_cast<int64_t>(k))};
+    return view;
+  }
+  int64_t start = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const SymExpr& size = raw.values[elements[j]].meta.sizes[static_cast<size_t>(dim)];
+    if (!size.is_constant()) return std::nullopt;
+    start += size.offset;
+  }
+  const SymExpr& size = raw.values[elements[k]].meta.sizes[static_cast<size_t>(dim)];
+  if (!size.is_constant()) return std::nullopt;
+  view.args = {list_view.args[0], constant_arg(dim), constant_arg(start), constant_arg(start + size.offset), constant_arg(int64_t{1})};
+  return view;
+}
+
 struct RawInfo {
   ValueId root = kNoValue;
-  std::vector<int> chain;   // view nodes (raw indices) from the root to this value
-  bool regenerable = true;  // false for list views (split, unbind): cannot be rebuilt or written through
-  ValueId fv = kNoValue;    // functional value holding its content ...
-  int version = -1;         // ... as of this version of its root
+  std::vector<const Node*> chain;  // view nodes (raw nodes, or a list view's element_view) from the root to this value
+  bool regenerable = true;         // false for list views without an element_view: cannot be rebuilt or written through
+  ValueId fv = kNoValue;           // functional value holding its content ...
+  int version = -1;                // ... as of this version of its root
 };
 
 class Functionalizer {
@@ -102,7 +141,7 @@ class Functionalizer {
     if (i.root == r || i.chain.empty()) return current_[i.root];
     if (i.version == version_[i.root]) return i.fv;
     if (!i.regenerable) throw UnsupportedError("a view from split/unbind/chunk is read after its base was written");
-    const Node& view = raw_.nodes[i.chain.back()];
+    const Node& view = *i.chain.back();
     const int base_arg = base_argument(view);
     std::vector<Arg> args = map_args(view, base_arg, read(view.args[base_arg].value));
     i.fv = emit(view.op, std::move(args), raw_.values[r].meta, out_.values[current_[i.root]].storage);
@@ -233,7 +272,29 @@ class Functionalizer {
 
   bool node(size_t i) {
     const Node& n = raw_.nodes[i];
+    if (n.op.hasTag(at::Tag::inplace_view)) return view_in_place(n);
     if (n.mutates) return mutation(i);
+    return pure(n);
+  }
+
+  // x.transpose_(...), unsqueeze_ and the like change which elements x names, not their values: x's next
+  // version is the out-of-place view of it, which later reads rebuild and writes scatter through. Not for
+  // an argument itself: the caller would see its sizes change, which a graph cannot express.
+  bool view_in_place(const Node& n) {
+    if (n.args.empty() || n.args[0].kind != Arg::Kind::kValue || raw_.values[n.args[0].value].producer < 0)
+      return fail(fmt::format("{} changes an argument's view in place", n.name()));
+    const auto functional = out_of_place(n.op.operator_name());
+    if (!functional || n.outputs.size() != 1 || n.outputs[0].values.size() != 1)
+      return fail(fmt::format("{} changes a tensor's view in place", n.name()));
+    Node view(*functional);
+    view.args = n.args;
+    view.outputs = n.outputs;
+    return pure(synthetic_views_.emplace_back(std::move(view)));
+  }
+
+  // A node that writes nothing (a view among them); `n` outlives the functionalizer (a raw node, or one
+  // of synthetic_views_).
+  bool pure(const Node& n) {
     std::vector<Arg> args = map_args(n);
     // A view's strides and offset must describe the memory of the functional value it views, which
     // differs from the traced base's when that base was written (a fresh tensor, or a scatter into a
@@ -251,7 +312,8 @@ class Functionalizer {
     copy.args = std::move(args);
     for (size_t r = 0; r < n.outputs.size(); ++r) {
       NodeOutput out{n.outputs[r].is_list, {}};
-      for (ValueId raw_value : n.outputs[r].values) {
+      for (size_t element = 0; element < n.outputs[r].values.size(); ++element) {
+        const ValueId raw_value = n.outputs[r].values[element];
         const Value& rv = raw_.values[raw_value];
         const ValueId base_raw = alias_source(n, rv.storage);
         TensorMeta meta = rv.meta;
@@ -274,8 +336,13 @@ class Functionalizer {
         }
         RawInfo& info = info_[raw_value];
         info = info_[base_raw];
-        info.chain.push_back(static_cast<int>(i));
-        info.regenerable = info.regenerable && !n.outputs[r].is_list;
+        const Node* view = &n;
+        if (n.outputs[r].is_list) {
+          auto single = element_view(raw_, n, element);
+          info.regenerable = info.regenerable && single.has_value();
+          if (single) view = &synthetic_views_.emplace_back(std::move(*single));
+        }
+        info.chain.push_back(view);
         info.fv = fv;
         info.version = version_[info.root];
       }
@@ -325,7 +392,6 @@ class Functionalizer {
   bool mutation(size_t i) {
     const Node& n = raw_.nodes[i];
     const auto& schema = n.op.schema();
-    if (n.op.hasTag(at::Tag::inplace_view)) return fail(fmt::format("{} changes a tensor's view in place", n.name()));
     const auto& name = n.op.operator_name();
     if (writes_unannotated(n))  // no functional form here: the graph replays its ops, updates included
       return fail(fmt::format("{} in training mode updates its running statistics in place", n.name()));
@@ -364,7 +430,7 @@ class Functionalizer {
     const RawInfo info = info_[target];
     if (!info.regenerable) throw UnsupportedError("a write through a view made by split/unbind/chunk");
     for (size_t k = info.chain.size(); k-- > 0;) {
-      const Node& view = raw_.nodes[info.chain[k]];
+      const Node& view = *info.chain[k];
       const int base_arg = base_argument(view);
       const ValueId base_raw = view.args[base_arg].value;
       value = inverse(view, read(base_raw), value, raw_.values[base_raw].meta);
@@ -476,8 +542,8 @@ class Functionalizer {
     if (written[info.root] == kNoValue) return read(r);
     if (!info.regenerable) throw UnsupportedError("a result is a split/unbind view of a written input");
     ValueId v = written[info.root];
-    for (int k : info.chain) {
-      const Node& view = raw_.nodes[k];
+    for (const Node* k : info.chain) {
+      const Node& view = *k;
       const int base_arg = base_argument(view);
       std::vector<Arg> args = view.args;
       for (size_t a = 0; a < args.size(); ++a)
@@ -491,8 +557,9 @@ class Functionalizer {
   const Graph& raw_;
   Graph out_;
   std::vector<RawInfo> info_;
-  std::vector<ValueId> current_;  // per root raw value: functional value of its latest content
-  std::vector<int> version_;      // per root raw value: number of writes so far
+  std::deque<Node> synthetic_views_;  // views RawInfo::chain points to that the raw graph lacks (element_view, view_in_place)
+  std::vector<ValueId> current_;      // per root raw value: functional value of its latest content
+  std::vector<int> version_;          // per root raw value: number of writes so far
   int32_t next_storage_ = 0;
   std::string why_;
 };

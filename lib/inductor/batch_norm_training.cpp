@@ -10,7 +10,9 @@
 //   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
-// On static float32 and float64 tensors, the input contiguous (the result is). cuDNN's batch norm (what
+// On static floating-point tensors, the input contiguous (the result is). Half and bfloat16 batch norms
+// compute in float32 and round their results once, as eager's kernels do (their statistics are float32
+// on CUDA, the input's dtype on the CPU: the traced outputs say which). cuDNN's batch norm (what
 // at::batch_norm runs on CUDA) becomes the native one first (native_batch_norms). batch_norm itself, as a
 // module in training mode records it under NoGradGuard or InferenceMode, decomposes alike.
 #include "graph/args.h"
@@ -41,10 +43,12 @@ std::optional<ValueId> optional_value(const Node& n, size_t i) {
   return std::nullopt;
 }
 
-// The sizes of a static float32/float64 tensor of rank >= 2, contiguous unless `any_layout` (the backward's
+bool is_float_type(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble || t == c10::kHalf || t == c10::kBFloat16; }
+
+// The sizes of a static floating-point tensor of rank >= 2, contiguous unless `any_layout` (the backward's
 // operands, only read: a training graph's saved values may be channels-last, channels_last.h); empty otherwise.
 std::vector<int64_t> plain_sizes(const graph::TensorMeta& m, bool any_layout = false) {
-  if (m.dtype != c10::kFloat && m.dtype != c10::kDouble) return {};
+  if (!is_float_type(m.dtype)) return {};
   std::vector<int64_t> sizes;
   for (const auto& s : m.sizes) {
     if (!s.is_constant() || s.offset == 0) return {};
@@ -62,7 +66,8 @@ std::vector<int64_t> plain_sizes(const graph::TensorMeta& m, bool any_layout = f
 struct Shape {
   std::vector<int64_t> sizes, reduced, channel;  // the input's; the dims but 1; [1, C, 1...]
   int64_t channels = 0, count = 0;               // C; elements per channel
-  c10::ScalarType dtype = c10::kFloat;
+  c10::ScalarType dtype = c10::kFloat;           // the input's
+  c10::ScalarType compute = c10::kFloat;         // what the statistics and the transform are computed in
 };
 
 std::optional<Shape> shape_of(const Graph& g, ValueId x, bool any_layout = false) {
@@ -70,6 +75,7 @@ std::optional<Shape> shape_of(const Graph& g, ValueId x, bool any_layout = false
   s.sizes = plain_sizes(g.values[x].meta, any_layout);
   if (s.sizes.empty()) return std::nullopt;
   s.dtype = g.values[x].meta.dtype;
+  s.compute = s.dtype == c10::kDouble ? c10::kDouble : c10::kFloat;
   s.channels = s.sizes[1];
   s.count = 1;
   s.channel.assign(s.sizes.size(), 1);
@@ -85,24 +91,31 @@ class Ops {
   ValueId binary(const char* name, ValueId a, ValueId b, const std::vector<int64_t>& sizes) {
     std::vector<Arg> args{value_arg(a), value_arg(b)};
     if (std::string(name) == "aten::add" || std::string(name) == "aten::sub") args.push_back(constant_arg(c10::Scalar(1)));
-    return e_.call(name, "Tensor", std::move(args), s_.dtype, sizes);
+    return e_.call(name, "Tensor", std::move(args), s_.compute, sizes);
   }
   ValueId scaled(ValueId a, double factor) {
-    return e_.call("aten::mul", "Scalar", {value_arg(a), constant_arg(c10::Scalar(factor))}, s_.dtype, {s_.channels});
+    return e_.call("aten::mul", "Scalar", {value_arg(a), constant_arg(c10::Scalar(factor))}, s_.compute, {s_.channels});
   }
-  ValueId per_channel(ValueId v) { return e_.call("aten::view", "", {value_arg(v), constant_arg(s_.channel)}, s_.dtype, s_.channel); }
+  ValueId per_channel(ValueId v) { return e_.call("aten::view", "", {value_arg(v), constant_arg(s_.channel)}, s_.compute, s_.channel); }
   ValueId sum(ValueId v) {
     return e_.call("aten::sum", "dim_IntList", {value_arg(v), constant_arg(s_.reduced), constant_arg(false), constant_arg(c10::IValue())},
-                   s_.dtype, {s_.channels});
+                   s_.compute, {s_.channels});
   }
   ValueId variance(ValueId x, int64_t correction) {
     return e_.call("aten::var", "correction",
-                   {value_arg(x), constant_arg(s_.reduced), constant_arg(c10::Scalar(correction)), constant_arg(false)}, s_.dtype,
+                   {value_arg(x), constant_arg(s_.reduced), constant_arg(c10::Scalar(correction)), constant_arg(false)}, s_.compute,
                    {s_.channels});
   }
+  // `v` (of the graph, `sizes`) in the compute dtype; `v` itself where it has it.
+  ValueId computed(ValueId v, const std::vector<int64_t>& sizes) {
+    return e_.dtype_of(v) == s_.compute ? v : e_.cast(v, s_.compute, sizes);
+  }
+  // `v` (computed) rounded to `to`, as eager stores a result of that dtype.
+  ValueId stored(ValueId v, c10::ScalarType to, const std::vector<int64_t>& sizes) { return to == s_.compute ? v : e_.cast(v, to, sizes); }
   // running.copy_(momentum * statistic + (1 - momentum) * running); later readers see the new version.
   void update(ValueId running, ValueId statistic, double momentum) {
-    const ValueId next = binary("aten::add", scaled(statistic, momentum), scaled(running, 1 - momentum), {s_.channels});
+    const ValueId next =
+        binary("aten::add", scaled(statistic, momentum), scaled(computed(running, {s_.channels}), 1 - momentum), {s_.channels});
     const ValueId written = e_.call("aten::copy_", "", {value_arg(running), value_arg(next), constant_arg(false)}, s_.dtype, {s_.channels});
     e_.last().mutates = true;
     e_.renamed(running, written);
@@ -113,6 +126,9 @@ class Ops {
   const Shape& s_;
 };
 
+// The dtype of output k's value (its traced meta).
+c10::ScalarType output_dtype(const Graph& g, const Node& n, size_t k) { return g.values[n.outputs[k].values.at(0)].meta.dtype; }
+
 std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& n) {
   if (n.args.size() < 8 || !n.args[5].constant.isBool() || !n.args[5].constant.toBool()) return {};
   const auto x = optional_value(n, 0), w = optional_value(n, 1), b = optional_value(n, 2), rm = optional_value(n, 3),
@@ -122,6 +138,9 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
   // the normalized input only.
   const bool with_statistics = n.op.operator_name().name == "aten::native_batch_norm";
   if (!n.args[6].constant.isDouble() || !n.args[7].constant.isDouble() || n.outputs.size() != (with_statistics ? 3u : 1u)) return {};
+  if (with_statistics)
+    for (size_t k : {1, 2})
+      if (n.outputs[k].values.size() != 1 || !is_float_type(output_dtype(g, n, k))) return {};
   const auto s = shape_of(g, *x);
   if (!s) return {};
   for (ValueId v : {*w, *b, *rm, *rv})
@@ -130,21 +149,23 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
       return {};
   const double momentum = n.args[6].constant.toDouble(), eps = n.args[7].constant.toDouble();
   Ops ops(e, *s);
+  const std::vector<int64_t> channels{s->channels};
+  const ValueId xc = ops.computed(*x, s->sizes);
   const ValueId mean =
-      e.call("aten::mean", "dim", {value_arg(*x), constant_arg(s->reduced), constant_arg(false), constant_arg(c10::IValue())}, s->dtype,
-             {s->channels});
-  const ValueId var = ops.variance(*x, 0);
-  const ValueId shifted = e.call("aten::add", "Scalar", {value_arg(var), constant_arg(c10::Scalar(eps)), constant_arg(c10::Scalar(1))},
-                                 s->dtype, {s->channels});
-  const ValueId invstd =
-      e.call("aten::reciprocal", "", {value_arg(e.call("aten::sqrt", "", {value_arg(shifted)}, s->dtype, {s->channels}))}, s->dtype,
-             {s->channels});
-  const ValueId alpha = *w == graph::kNoValue ? invstd : ops.binary("aten::mul", invstd, *w, {s->channels});
-  const ValueId centre = ops.binary("aten::mul", mean, alpha, {s->channels});
-  const ValueId beta = *b == graph::kNoValue ? e.call("aten::neg", "", {value_arg(centre)}, s->dtype, {s->channels})
-                                             : ops.binary("aten::sub", *b, centre, {s->channels});
+      e.call("aten::mean", "dim", {value_arg(xc), constant_arg(s->reduced), constant_arg(false), constant_arg(c10::IValue())}, s->compute,
+             channels);
+  const ValueId var = ops.variance(xc, 0);
+  const ValueId shifted =
+      e.call("aten::add", "Scalar", {value_arg(var), constant_arg(c10::Scalar(eps)), constant_arg(c10::Scalar(1))}, s->compute, channels);
+  const ValueId invstd = e.call("aten::reciprocal", "", {value_arg(e.call("aten::sqrt", "", {value_arg(shifted)}, s->compute, channels))},
+                                s->compute, channels);
+  const ValueId alpha = *w == graph::kNoValue ? invstd : ops.binary("aten::mul", invstd, ops.computed(*w, channels), channels);
+  const ValueId centre = ops.binary("aten::mul", mean, alpha, channels);
+  const ValueId beta = *b == graph::kNoValue ? e.call("aten::neg", "", {value_arg(centre)}, s->compute, channels)
+                                             : ops.binary("aten::sub", ops.computed(*b, channels), centre, channels);
   const ValueId out =
-      ops.binary("aten::add", ops.binary("aten::mul", *x, ops.per_channel(alpha), s->sizes), ops.per_channel(beta), s->sizes);
+      ops.stored(ops.binary("aten::add", ops.binary("aten::mul", xc, ops.per_channel(alpha), s->sizes), ops.per_channel(beta), s->sizes),
+                 s->dtype, s->sizes);
   if (*rm != graph::kNoValue) {
     ops.update(*rm, mean, momentum);
     // The unbiased variance from the biased one, as eager derives both from one sum of squared
@@ -155,7 +176,7 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
     ops.update(*rv, ops.scaled(var, unbiased), momentum);
   }
   if (!with_statistics) return {out};
-  return {out, mean, invstd};
+  return {out, ops.stored(mean, output_dtype(g, n, 1), channels), ops.stored(invstd, output_dtype(g, n, 2), channels)};
 }
 
 std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node& n) {
@@ -168,26 +189,31 @@ std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node&
   const auto s = shape_of(g, *x, /*any_layout=*/true);
   // dy may be laid out otherwise (the expanded gradient of a sum): it is only read.
   if (!s || g.values[*dy].meta.sizes != g.values[*x].meta.sizes || g.values[*dy].meta.dtype != s->dtype) return {};
-  for (ValueId v : {*w, *mean, *invstd})
-    if (v != graph::kNoValue && (g.values[v].meta.dtype != s->dtype || g.values[v].meta.sizes.size() != 1)) return {};
+  if (*w != graph::kNoValue && (g.values[*w].meta.dtype != s->dtype || g.values[*w].meta.sizes.size() != 1)) return {};
+  for (ValueId v : {*mean, *invstd})
+    if (!is_float_type(g.values[v].meta.dtype) || g.values[v].meta.sizes.size() != 1) return {};
   Ops ops(e, *s);
-  const ValueId sum_dy = ops.sum(*dy);
-  const ValueId centred = ops.binary("aten::sub", *x, ops.per_channel(*mean), s->sizes);
-  const ValueId dot = ops.sum(ops.binary("aten::mul", centred, *dy, s->sizes));
+  const std::vector<int64_t> channels{s->channels};
+  const ValueId dyc = ops.computed(*dy, s->sizes), xc = ops.computed(*x, s->sizes);
+  const ValueId meanc = ops.computed(*mean, channels), invstdc = ops.computed(*invstd, channels);
+  const ValueId sum_dy = ops.sum(dyc);
+  const ValueId centred = ops.binary("aten::sub", xc, ops.per_channel(meanc), s->sizes);
+  const ValueId dot = ops.sum(ops.binary("aten::mul", centred, dyc, s->sizes));
   std::vector<ValueId> results;
   if (!n.outputs[0].values.empty()) {
     const double inverse_count = 1.0 / static_cast<double>(s->count);
     const ValueId k =
-        ops.scaled(ops.binary("aten::mul", ops.binary("aten::mul", dot, *invstd, {s->channels}), *invstd, {s->channels}), inverse_count);
+        ops.scaled(ops.binary("aten::mul", ops.binary("aten::mul", dot, invstdc, channels), invstdc, channels), inverse_count);
     const ValueId grad_mean = ops.scaled(sum_dy, inverse_count);
-    ValueId dx = ops.binary("aten::sub", ops.binary("aten::sub", *dy, ops.per_channel(grad_mean), s->sizes),
+    ValueId dx = ops.binary("aten::sub", ops.binary("aten::sub", dyc, ops.per_channel(grad_mean), s->sizes),
                             ops.binary("aten::mul", centred, ops.per_channel(k), s->sizes), s->sizes);
-    dx = ops.binary("aten::mul", dx, ops.per_channel(*invstd), s->sizes);
-    if (*w != graph::kNoValue) dx = ops.binary("aten::mul", dx, ops.per_channel(*w), s->sizes);
-    results.push_back(dx);
+    dx = ops.binary("aten::mul", dx, ops.per_channel(invstdc), s->sizes);
+    if (*w != graph::kNoValue) dx = ops.binary("aten::mul", dx, ops.per_channel(ops.computed(*w, channels)), s->sizes);
+    results.push_back(ops.stored(dx, output_dtype(g, n, 0), s->sizes));
   }
-  if (!n.outputs[1].values.empty()) results.push_back(ops.binary("aten::mul", dot, *invstd, {s->channels}));
-  if (!n.outputs[2].values.empty()) results.push_back(sum_dy);
+  if (!n.outputs[1].values.empty())
+    results.push_back(ops.stored(ops.binary("aten::mul", dot, invstdc, channels), output_dtype(g, n, 1), channels));
+  if (!n.outputs[2].values.empty()) results.push_back(ops.stored(sum_dy, output_dtype(g, n, 2), channels));
   return results;
 }
 
@@ -229,9 +255,6 @@ graph::Graph native_batch_norms(const graph::Graph& joint) {
     if (n.op.operator_name().name != "aten::cudnn_batch_norm" || n.outputs.size() != 4 || n.args.size() != 8 || !is_true(n.args[5]) ||
         n.args[0].kind != Arg::Kind::kValue)
       continue;
-    // Where the decomposition does not apply (half, bfloat16) the op would only trade cuDNN's kernel for ATen's.
-    const c10::ScalarType t = g.values[n.args[0].value].meta.dtype;
-    if (t != c10::kFloat && t != c10::kDouble) continue;
     n.op = dispatcher.findSchemaOrThrow("aten::native_batch_norm", "");
     for (ValueId v : n.outputs[3].values) reserve[v] = 1, g.values[v].producer = -1;
     n.outputs.resize(3);

@@ -52,6 +52,7 @@ class Emitter {
                  graph::constant_arg(none), graph::constant_arg(false), graph::constant_arg(none)},
                 to, std::move(sizes));
   }
+  c10::ScalarType dtype_of(graph::ValueId v) const { return g_.values[v].meta.dtype; }
   // The storage id the next result with memory of its own gets.
   int32_t next_storage() const { return next_storage_; }
   // The node emitted last (to mark an in-place op `mutates`).

@@ -733,3 +733,34 @@ TEST_CASE("index_copy_ and scatter_ into an argument run in place and match eage
   CHECK(text.find("after updates of inputs in place") != std::string::npos);
   CHECK(text.find("aten::index_copy_(") != std::string::npos);
 }
+
+TEST_CASE("in-place ops on chunks of a value and on split and unbind views of an argument", "[inplace]") {
+  check_both(
+      "a GRU-like cell's gates",
+      [](const at::Tensor& x, const at::Tensor& h) {
+        const at::Tensor gates = at::matmul(x, h.t());
+        auto g = gates.unsafe_chunk(3, 1);
+        g[0].sigmoid_();
+        g[1].sigmoid_();
+        g[2].tanh_().mul_(g[0]);
+        h.split(2, 0)[1].mul_(g[1].sum());
+        h.unbind(1)[0].zero_();
+        return std::make_tuple(gates * 1, (h * 2).chunk(2, 1)[1]);
+      },
+      [] { return std::make_tuple(seeded({4, 6}, 1), seeded({9, 6}, 2)); });
+}
+
+TEST_CASE("in-place view ops on an intermediate and on a view of an argument", "[inplace]") {
+  check_both(
+      "transpose_, unsqueeze_ and squeeze_, then writes through the view",
+      [](const at::Tensor& x, const at::Tensor& y) {
+        at::Tensor h = at::relu(x);
+        h.transpose_(0, 1).unsqueeze_(1);
+        h.mul_(2);
+        at::Tensor v = y.narrow(1, 1, 3);
+        v.t_().squeeze_();
+        v.add_(h.sum(0));
+        return std::make_tuple(h.squeeze(1) + 1, v * 1);
+      },
+      [] { return std::make_tuple(seeded({4, 3}, 3), seeded({4, 5}, 4)); });
+}

@@ -170,12 +170,57 @@ TEST_CASE("copy_ into an argument becomes aten::copy plus a write-back", "[funct
   CHECK_THAT(jitc::graph::to_text(g), Catch::Contains("aten::copy("));
 }
 
+TEST_CASE("writes through elements of split, chunk and unbind scatter into their base", "[functionalize]") {
+  // An LSTM or GRU cell: in-place activations of chunks of one gates buffer, read afterwards through
+  // their siblings and the buffer itself.
+  check_against_eager(
+      [](auto& a) {
+        const at::Tensor gates = a[0] * 1;
+        auto chunks = gates.unsafe_chunk(3, 1);
+        chunks[0].sigmoid_();
+        chunks[2].tanh_().mul_(chunks[0]);
+        return gates + chunks[1].repeat({1, 3});
+      },
+      {at::randn({2, 12})});
+  // Into an argument: the shorter last element of split, one row of unbind, split_with_sizes.
+  check_against_eager(
+      [](auto& a) {
+        a[0].split(3, 1)[1].add_(1);
+        a[0].unbind(0)[1].mul_(-2);
+        a[0].split_with_sizes({1, 4}, 1)[0].zero_();
+        auto rows = a[0].chunk(2, 0);
+        return rows[1] * 3;
+      },
+      {at::randn({3, 5})});
+}
+
+TEST_CASE("in-place view ops on values and on views of arguments become views", "[functionalize]") {
+  check_against_eager(
+      [](auto& a) {
+        at::Tensor y = a[0] * 2;
+        y.transpose_(0, 1);
+        y.add_(a[1]);
+        y.unsqueeze_(0).squeeze_(0).t_();
+        return y * 3;
+      },
+      {at::randn({2, 3}), at::randn({3, 2})});
+  // A write through an argument's view after transpose_: it lands in the argument, transposed back.
+  check_against_eager(
+      [](auto& a) {
+        at::Tensor v = a[0].narrow(0, 1, 2);
+        v.t_();
+        v.mul_(a[1]);
+        return v + 1;
+      },
+      {at::randn({3, 4}), at::randn({4, 1})});
+}
+
 TEST_CASE("functionalize refuses what it cannot rewrite, with a reason", "[functionalize]") {
   std::string why;
   const auto x = at::randn({3, 4});
   CHECK_FALSE(jitc::graph::functionalize(trace(
                                              [](auto& a) {
-                                               a[0].unbind(0)[1].zero_();
+                                               a[0].tensor_split(2)[1].zero_();
                                                return a[0] * 1;
                                              },
                                              {x.clone()}),

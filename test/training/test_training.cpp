@@ -18,6 +18,7 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/rnn.h>
 #include <torch/optim/sgd.h>
 #include <torch/optim/adamw.h>
 
@@ -279,6 +280,40 @@ TEST_CASE("batch norm in training mode updates its running statistics once per c
     CHECK(at::allclose(bn->weight.grad(), eager_bn->weight.grad(), 1e-5, 1e-6));
     CHECK(at::allclose(bn->bias.grad(), eager_bn->bias.grad(), 1e-5, 1e-6));
   }
+}
+
+TEST_CASE("batch norms in bfloat16 and half training compile, within the dtype's rounding of eager", "[training]") {
+  for (auto dtype : {at::kBFloat16, at::kHalf}) {
+    INFO(c10::toString(dtype));
+    check_reduced_precision_batch_norms(at::kCPU, dtype);
+  }
+}
+
+namespace {
+
+// A GRU over an LSTM: ATen's cells activate their gates in place on chunks of one buffer.
+struct Recurrent : torch::nn::Module {
+  Recurrent()
+      : gru(register_module("gru", torch::nn::GRU(torch::nn::GRUOptions(6, 8).batch_first(true)))),
+        lstm(register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(8, 5).batch_first(true)))) {}
+  at::Tensor forward(const at::Tensor& x) { return std::get<0>(lstm->forward(std::get<0>(gru->forward(x)))).sum(1); }
+  torch::nn::GRU gru;
+  torch::nn::LSTM lstm;
+};
+
+}  // namespace
+
+TEST_CASE("a GRU and an LSTM train as in eager, their cells' in-place gates compiled", "[training]") {
+  at::manual_seed(13);
+  LogCapture logs("perf_hints");
+  auto data = [] { return std::pair{at::randn({3, 4, 6}, at::kDouble), at::randn({3, 5}, at::kDouble)}; };
+  auto loss_of = [](Recurrent& m, const at::Tensor& x, const at::Tensor& y) { return at::mse_loss(m.forward(x), y); };
+  auto a = std::make_shared<Recurrent>(), b = std::make_shared<Recurrent>();
+  a->to(at::kDouble);
+  b->to(at::kDouble);
+  train_side_by_side(a, b, data, loss_of, 3, 1e-9);
+  INFO(logs.text());
+  CHECK(!logs.contains("runs through the eager backend"));
 }
 
 TEST_CASE("backward formulas of activations, norms, softmax and losses become kernels, not extern calls", "[training]") {

@@ -65,6 +65,14 @@ TEST_CASE("CUDA training: a CNN with batch norm and a GPT-style transformer trai
   train_side_by_side(a, b, data, loss_of, 4, 1e-9);
 }
 
+TEST_CASE("CUDA training: batch norms in bfloat16 and half compile, within the dtype's rounding of eager", "[cuda][training]") {
+  if (!have_gpu()) return;
+  for (auto dtype : {at::kBFloat16, at::kHalf}) {
+    INFO(c10::toString(dtype));
+    check_reduced_precision_batch_norms(at::kCUDA, dtype);
+  }
+}
+
 TEST_CASE("CUDA training over changing batch sizes: two compiles, then the symbolic forward and backward", "[cuda][training]") {
   if (!have_gpu()) return;
   train_over_changing_batch_sizes(at::kCUDA);

@@ -2,6 +2,8 @@
 // parity of a compiled function against eager, small models, and training two copies of a model side by
 // side, one through a compiled loss.
 #pragma once
+#include "support/log_capture.h"
+
 #include <jitc/jitc.h>
 
 #include <ATen/ATen.h>
@@ -241,6 +243,31 @@ inline void check_step(Compiled& compiled, Model& model, Model& eager_model, Los
   CHECK(at::allclose(loss, eager_loss, loss_rtol, loss_atol));
   for (size_t i = 0; i < model.parameters().size(); ++i)
     CHECK(at::allclose(model.parameters()[i].grad(), eager_model.parameters()[i].grad(), grad_rtol, grad_atol));
+}
+
+// A CNN with batch norms in a reduced-precision dtype (half, bfloat16): its batch norms decompose (the
+// forward compiles instead of replaying its ops eagerly), and over three calls the losses, every
+// gradient and the running statistics stay within the dtype's rounding of eager's.
+inline void check_reduced_precision_batch_norms(c10::Device device, c10::ScalarType dtype) {
+  at::manual_seed(12);
+  auto model = std::make_shared<SmallCnn>(), eager_model = std::make_shared<SmallCnn>();
+  model->to(device, dtype);
+  eager_model->to(device, dtype);
+  copy_state(*eager_model, *model);
+  LogCapture logs("perf_hints");
+  auto loss_of = [](SmallCnn& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+  auto compiled = jitc::compile([&](const at::Tensor& x, const at::Tensor& y) { return loss_of(*model, x, y); });
+  for (int call = 0; call < 3; ++call) {
+    const at::Tensor x = at::randn({4, 3, 8, 8}, at::TensorOptions(device).dtype(dtype));
+    const at::Tensor y = at::randint(0, 10, {4}, at::TensorOptions(device).dtype(at::kLong));
+    INFO("call " << call);
+    check_step(compiled, *model, *eager_model, loss_of, x, y, 1e-2, 1e-2, 2e-2, 2e-2);
+    CHECK(max_buffer_difference(*model, *eager_model) < 2e-2);
+  }
+  CHECK(compiled.stats().hits == 2);
+  CHECK(compiled.stats().eager_fallbacks == 0);
+  INFO(logs.text());
+  CHECK(!logs.contains("runs through the eager backend"));
 }
 
 // Batch sizes that change from step to step: as for inference, the second size makes the batch dim
