@@ -85,12 +85,26 @@ std::vector<bool> compared_values(const JointGraph& joint) {
   return compared;
 }
 
+// Whether a forward node after `producer` writes in place into the memory of `v` (a residual `add_`).
+bool written_later(const Graph& g, size_t producer, size_t forward_nodes, ValueId v) {
+  bool written = false;
+  for (size_t i = producer + 1; i < forward_nodes; ++i)
+    if (g.nodes[i].mutates)
+      for_each_use(g.nodes[i], [&](ValueId a) {
+        written = written || a == v || (g.values[v].storage >= 0 && g.values[a].storage == g.values[v].storage);
+      });
+  return written;
+}
+
 // Of the values the backward reads, those a pointwise op computes from forward inputs or other values the
 // backward has anyway are recomputed there instead of saved (a simple rule in place of AOTAutograd's
 // min-cut): the forward writes fewer tensors and the step holds less memory. Values a comparison reads
 // stay saved (compares_values). Inputs read to recompute are saved, which costs nothing (the caller holds
-// them). The callable's outputs stay saved (they are written anyway). Marks `recomputed`; updates `saved`.
-std::vector<bool> choose_recomputed(const Graph& g, std::vector<bool>& saved, const std::vector<bool>& is_input,
+// them). The callable's outputs stay saved (they are written anyway). Nor is a value recomputed whose memory,
+// or an operand's, a later forward node writes in place (a clone of the targets, one of them then filled
+// with ignore_index): recomputing would give the contents from before the write. Marks `recomputed`;
+// updates `saved`.
+std::vector<bool> choose_recomputed(const Graph& g, size_t forward_nodes, std::vector<bool>& saved, const std::vector<bool>& is_input,
                                     const std::vector<bool>& compared) {
   std::vector<bool> recomputed(g.values.size(), false), is_output(g.values.size(), false);
   for (ValueId v : g.outputs)
@@ -98,10 +112,13 @@ std::vector<bool> choose_recomputed(const Graph& g, std::vector<bool>& saved, co
   for (size_t i = saved.size(); i-- > 0;) {
     const auto v = static_cast<ValueId>(i);
     if (!saved[v] || is_output[v] || compared[v] || g.values[v].producer < 0) continue;
-    const Node& n = g.nodes[g.values[v].producer];
-    if (!recomputable_op(n)) continue;
+    const auto producer = static_cast<size_t>(g.values[v].producer);
+    const Node& n = g.nodes[producer];
+    if (!recomputable_op(n) || written_later(g, producer, forward_nodes, v)) continue;
     bool available = true;
-    for_each_use(n, [&](ValueId a) { available = available && (is_input[a] || saved[a] || recomputed[a]); });
+    for_each_use(n, [&](ValueId a) {
+      available = available && (is_input[a] || saved[a] || recomputed[a]) && !written_later(g, producer, forward_nodes, a);
+    });
     if (!available) continue;
     saved[v] = false;
     recomputed[v] = true;
@@ -220,17 +237,6 @@ int32_t forward_activation(const Graph& g, size_t forward_nodes, const char* op,
   return -1;
 }
 
-// Whether a forward node after `producer` writes in place into the memory of `v` (a residual `add_`).
-bool written_later(const Graph& g, size_t producer, size_t forward_nodes, ValueId v) {
-  bool written = false;
-  for (size_t i = producer + 1; i < forward_nodes; ++i)
-    if (g.nodes[i].mutates)
-      for_each_use(g.nodes[i], [&](ValueId a) {
-        written = written || a == v || (g.values[v].storage >= 0 && g.values[a].storage == g.values[v].storage);
-      });
-  return written;
-}
-
 // hardtanh's (ReLU6's) gradient passes where its input lies strictly inside (min, max), and so does its
 // output: a clamped value sits on a bound, NaN stays NaN. The backward reads the output then, which it
 // usually has anyway (the next layer's input), where eager saves the input too: one activation fewer saved
@@ -290,7 +296,7 @@ SplitGraphs split_joint(const JointGraph& traced) {
         for_each_use(g.nodes[i], [&](ValueId a) {
           if (g.values[a].storage == g.values[in.value].storage) is_input[in.value] = false;
         });
-  const std::vector<ValueId> recomputed = listed(choose_recomputed(g, saved_mask, is_input, compared_values(joint)));
+  const std::vector<ValueId> recomputed = listed(choose_recomputed(g, joint.forward_nodes, saved_mask, is_input, compared_values(joint)));
   const std::vector<ValueId> saved = listed(saved_mask);
   SplitGraphs out;
   out.forward = forward_graph(joint, saved, is_tangent_value);

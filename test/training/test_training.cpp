@@ -316,6 +316,27 @@ TEST_CASE("a GRU and an LSTM train as in eager, their cells' in-place gates comp
   CHECK(!logs.contains("runs through the eager backend"));
 }
 
+TEST_CASE("a value written in place after it is computed is saved for the backward, not recomputed", "[training]") {
+  // The targets' clone, its first entry then set to ignore_index: nll_loss's backward reads the clone as
+  // written. Recomputed from the targets, it gave the first sample a gradient eager does not.
+  at::manual_seed(14);
+  const at::Tensor target = at::randint(0, 5, {6}, at::kLong);
+  check_gradients(
+      [](const Tensors& x) {
+        at::Tensor t = x[1].clone();
+        t.select(0, 0).fill_(-100);
+        return at::nll_loss(at::log_softmax(x[0], 1), t, {}, at::Reduction::Sum, -100);
+      },
+      {rand64({6, 5}), target}, {true, false});
+  check_gradients(
+      [](const Tensors& x) {
+        at::Tensor scale = x[1] * 1;
+        scale.narrow(0, 1, 2).zero_();
+        return (x[0] * scale).sum(1);
+      },
+      {rand64({4, 3}), rand64({3})}, {true, false});
+}
+
 TEST_CASE("backward formulas of activations, norms, softmax and losses become kernels, not extern calls", "[training]") {
   at::manual_seed(8);
   const at::Tensor target = at::randint(0, 6, {5}, at::kLong);
