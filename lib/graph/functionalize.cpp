@@ -1,6 +1,7 @@
 #include "graph/functionalize.h"
 
 #include "graph/args.h"
+#include "graph/element_views.h"
 
 #include <jitc/errors.h>
 
@@ -57,43 +58,6 @@ bool elements_apart(const TensorMeta& m) {
   return true;
 }
 
-// Element k of a list view (split, chunk, unbind and their unsafe_ and _with_sizes forms) as the single
-// view that makes it, slice(base, dim, start, end) or select(base, dim, k): reads rebuild it and writes
-// scatter through it as through any slice (an LSTM or GRU cell's in-place gate activations on chunks of
-// one buffer). nullopt where the dim or the sizes are not static, or for other list views.
-std::optional<Node> element_view(const Graph& raw, const Node& list_view, size_t k) {
-  const std::string& name = list_view.op.operator_name().name;
-  static const char* const kSplits[] = {"aten::split",        "aten::unsafe_split",     "aten::chunk",
-                                        "aten::unsafe_chunk", "aten::split_with_sizes", "aten::unsafe_split_with_sizes"};
-  const bool unbind = name == "aten::unbind";
-  if (!unbind && std::none_of(std::begin(kSplits), std::end(kSplits), [&](const char* s) { return name == s; })) return std::nullopt;
-  const size_t dim_arg = unbind ? 1 : 2;
-  if (list_view.outputs.size() != 1 || list_view.args.size() <= dim_arg || list_view.args[0].kind != Arg::Kind::kValue ||
-      !list_view.args[dim_arg].constant.isInt())
-    return std::nullopt;
-  const auto rank = static_cast<int64_t>(raw.values[list_view.args[0].value].meta.sizes.size());
-  int64_t dim = list_view.args[dim_arg].constant.toInt();
-  dim = dim < 0 ? dim + rank : dim;
-  if (dim < 0 || dim >= rank) return std::nullopt;
-  const auto& elements = list_view.outputs[0].values;
-  Node view(*find_op(unbind ? "aten::select" : "aten::slice", unbind ? "int" : "Tensor"));
-  view.outputs.push_back({false, {elements[k]}});
-  if (unbind) {
-    view.args = {list_view.args[0], constant_arg(dim), constant_arg(static_cast<int64_t>(k))};
-    return view;
-  }
-  int64_t start = 0;
-  for (size_t j = 0; j < k; ++j) {
-    const SymExpr& size = raw.values[elements[j]].meta.sizes[static_cast<size_t>(dim)];
-    if (!size.is_constant()) return std::nullopt;
-    start += size.offset;
-  }
-  const SymExpr& size = raw.values[elements[k]].meta.sizes[static_cast<size_t>(dim)];
-  if (!size.is_constant()) return std::nullopt;
-  view.args = {list_view.args[0], constant_arg(dim), constant_arg(start), constant_arg(start + size.offset), constant_arg(int64_t{1})};
-  return view;
-}
-
 struct RawInfo {
   ValueId root = kNoValue;
   std::vector<const Node*> chain;  // view nodes (raw nodes, or a list view's element_view) from the root to this value
@@ -140,10 +104,29 @@ class Functionalizer {
     RawInfo& i = info_[r];
     if (i.root == r || i.chain.empty()) return current_[i.root];
     if (i.version == version_[i.root]) return i.fv;
+    return rebuilt(r, false);
+  }
+
+  // read(r) in r's traced layout: a view written in place holds the write's value, laid out as that op
+  // made it; a result must lie in memory as eager's does (a strided slice of a value made in the graph).
+  ValueId read_as_traced(ValueId r) {
+    const ValueId v = read(r);
+    const RawInfo& i = info_[r];
+    if (i.root == r || i.chain.empty() || !i.regenerable || same_layout(r)) return v;
+    // as_strided addresses storage: rebuilt on a base laid out otherwise, it would read other elements.
+    for (const Node* view : i.chain)
+      if (view->op.operator_name().name == "aten::as_strided") return v;
+    return rebuilt(r, true);
+  }
+
+  // View r made again from its base's current content (the base read as traced where `as_traced`).
+  ValueId rebuilt(ValueId r, bool as_traced) {
+    RawInfo& i = info_[r];
     if (!i.regenerable) throw UnsupportedError("a view from split/unbind/chunk is read after its base was written");
     const Node& view = *i.chain.back();
     const int base_arg = base_argument(view);
-    std::vector<Arg> args = map_args(view, base_arg, read(view.args[base_arg].value));
+    const ValueId base = view.args[base_arg].value;
+    std::vector<Arg> args = map_args(view, base_arg, as_traced ? read_as_traced(base) : read(base));
     i.fv = emit(view.op, std::move(args), raw_.values[r].meta, out_.values[current_[i.root]].storage);
     i.version = version_[i.root];
     return i.fv;
@@ -539,7 +522,7 @@ class Functionalizer {
   // A result aliasing a written input is rebuilt as a view of the input after its write-back.
   ValueId output(ValueId r, const std::vector<ValueId>& written) {
     const RawInfo& info = info_[r];
-    if (written[info.root] == kNoValue) return read(r);
+    if (written[info.root] == kNoValue) return read_as_traced(r);
     if (!info.regenerable) throw UnsupportedError("a result is a split/unbind view of a written input");
     ValueId v = written[info.root];
     for (const Node* k : info.chain) {

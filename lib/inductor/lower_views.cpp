@@ -263,6 +263,61 @@ void register_triangles(Registry& r) {
   r["aten::triu"] = triangle(false);
 }
 
+// A scatter into an argument that lies at a storage offset takes the argument's layout, offset included
+// (functionalization's metadata): a later as_strided addresses its storage by that offset, which an
+// extern call's result is copied to honour (runtime in_layout) and a kernel's compact buffer does not.
+void require_no_storage_offset(LoweringContext& c, ValueId out) {
+  if (c.meta(out).storage_offset != graph::SymExpr::constant(0)) throw Unsupported("a scatter whose result lies at a storage offset");
+}
+
+// slice_scatter(self, src, dim, start, end, step) and select_scatter(self, src, dim, index): src's
+// elements where the slice (select) reads, self's elsewhere. Functionalization makes them of writes
+// through slices (an LSTM's in-place gates on chunks of one buffer, `t.narrow(...).mul_(...)`).
+void register_scatters(Registry& r) {
+  r["aten::slice_scatter"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId self = c.tensor_arg(n, 0), src = c.tensor_arg(n, 1), out = output(n);
+    require_no_storage_offset(c, out);
+    const int64_t dim = wrap_dim(n.args.size() > 2 ? int_arg(n, 2) : 0, c.sizes(self).size());
+    const SymExpr size = c.sizes(self)[dim], count = c.sizes(src)[dim];
+    int64_t start = n.args.size() > 3 && !n.args[3].constant.isNone() ? int_arg(n, 3) : 0;
+    if (size.is_constant()) start = std::clamp<int64_t>(start < 0 ? start + size.offset : start, 0, size.offset);
+    const int64_t step = n.args.size() > 5 ? int_arg(n, 5) : 1;
+    const ScalarType t = compute_type_of(c.meta(out).dtype);
+    const SymShape src_sizes = c.sizes(src);
+    if (std::any_of(src_sizes.begin(), src_sizes.end(), is_empty_dim))  // nothing scattered, nothing of src to read
+      return {[&c, self, t](KernelBuilder& kb, const Index& index) { return kb.cast(c.at(kb, self, index), t); }};
+    return {[&c, self, src, dim, start, size, count, step, t](KernelBuilder& kb, const Index& index) {
+      const int offset = kb.binary(ScalarOp::kSub, index[dim], position_in(kb, start, size));
+      const int extent = kb.extent(count), stride = kb.index_constant(step);
+      int inside = kb.binary(ScalarOp::kAnd, kb.binary(ScalarOp::kGe, offset, kb.index_constant(0)),
+                             kb.binary(ScalarOp::kLt, offset, kb.mul(extent, stride)));
+      int position = offset;
+      if (step != 1) {
+        const int on_step = kb.binary(ScalarOp::kEq, kb.binary(ScalarOp::kRem, offset, stride), kb.index_constant(0));
+        inside = kb.binary(ScalarOp::kAnd, inside, on_step);
+        position = kb.binary(ScalarOp::kFloorDiv, offset, stride);
+      }
+      Index i = index;
+      i[dim] = clamp_index(kb, position, extent);
+      return kb.where(inside, kb.cast(c.at(kb, src, i), t), kb.cast(c.at(kb, self, index), t));
+    }};
+  };
+  r["aten::select_scatter"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
+    const ValueId self = c.tensor_arg(n, 0), src = c.tensor_arg(n, 1), out = output(n);
+    require_no_storage_offset(c, out);
+    const int64_t dim = wrap_dim(int_arg(n, 2), c.sizes(self).size());
+    const int64_t at = int_arg(n, 3);
+    const SymExpr size = c.sizes(self)[dim];
+    const ScalarType t = compute_type_of(c.meta(out).dtype);
+    return {[&c, self, src, dim, at, size, t](KernelBuilder& kb, const Index& index) {
+      const int hit = kb.binary(ScalarOp::kEq, index[dim], position_in(kb, at, size));
+      Index i = index;
+      i.erase(i.begin() + dim);
+      return kb.where(hit, kb.cast(c.at(kb, src, i), t), kb.cast(c.at(kb, self, index), t));
+    }};
+  };
+}
+
 void register_assembly(Registry& r) {
   r["aten::cat"] = [](LoweringContext& c, const Node& n) -> std::vector<Loader> {
     const auto& list = n.args.at(0);
@@ -445,6 +500,7 @@ void register_views(Registry& r) {
   register_view_ops(r);
   register_part_views(r);
   register_assembly(r);
+  register_scatters(r);
   register_triangles(r);
   register_indexing(r);
   register_factories(r);

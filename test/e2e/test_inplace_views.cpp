@@ -764,3 +764,14 @@ TEST_CASE("in-place view ops on an intermediate and on a view of an argument", "
       },
       [] { return std::make_tuple(seeded({4, 3}, 3), seeded({4, 5}, 4)); });
 }
+
+TEST_CASE("a strided view of an intermediate written in place and returned has eager's strides", "[inplace]") {
+  check_both(
+      "slice(step 2).mul_, returned",
+      [](const at::Tensor& x) {
+        at::Tensor v = (x * 2).slice(0, 1, 5, 2);
+        v.mul_(-1);
+        return v;
+      },
+      [] { return std::make_tuple(seeded({6, 3}, 5)); });
+}

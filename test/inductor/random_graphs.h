@@ -40,6 +40,9 @@ enum class Op {
   kSum, kMean, kAmax, kAmin, kVar, kSoftmax, kLogSoftmax, kLogsumexp, kLayerNorm,
   // views
   kTranspose, kUnsqueeze, kReshape, kSlice, kExpand, kPermute,
+  // in-place writes into a value made by the program (InPlace::kIntermediates): x.mul_(s), or through a
+  // slice of x; the result is x itself
+  kMulScalarInPlace, kSliceMulScalarInPlace,
 };
 constexpr Op kFirstUnary = Op::kNeg, kLastUnary = Op::kSquare;
 constexpr Op kFirstBinary = Op::kAdd, kLastBinary = Op::kDivAbsPlus1;
@@ -50,13 +53,16 @@ constexpr Op kFirstReduction = Op::kSum, kLastReduction = Op::kLayerNorm;
 // row in the last dim), where the test requires every op lowered.
 enum class Normalizations { kLastDim, kAnyDims };
 
+// Whether a program may write in place into the values it made (never into its inputs, or views of them).
+enum class InPlace { kNo, kIntermediates };
+
 inline const char* name(Op op) {
   static const char* const names[] = {
       "neg", "abs", "exp_clamped", "tanh", "sigmoid", "relu", "sin", "sqrt_abs_plus_1", "gelu", "silu", "square",
       "add", "sub", "mul", "maximum", "minimum", "where_greater", "div_abs_plus_1",
       "mul_scalar", "add_scalar",
       "sum", "mean", "amax", "amin", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
-      "transpose", "unsqueeze", "reshape", "slice", "expand", "permute"};
+      "transpose", "unsqueeze", "reshape", "slice", "expand", "permute", "mul_", "slice_mul_"};
   return names[static_cast<int>(op)];
 }
 
@@ -119,6 +125,8 @@ inline at::Tensor run_step(const Step& s, const std::vector<at::Tensor>& pool) {
     case Op::kSlice: return x.slice(s.dim, s.start, s.end, s.step);
     case Op::kExpand: return x.expand(s.ints);
     case Op::kPermute: return x.permute(s.ints);
+    case Op::kMulScalarInPlace: return x.mul_(s.scalar);
+    case Op::kSliceMulScalarInPlace: x.slice(s.dim, s.start, s.end, s.step).mul_(s.scalar); return x;
   }
   return {};
 }
@@ -156,7 +164,9 @@ inline std::string to_string(const Program& p) {
     if (o >= static_cast<int>(kFirstBinary) && o <= static_cast<int>(kLastBinary)) args += fmt::format(", t{}", s.b);
     switch (s.op) {
       case Op::kMulScalar:
+      case Op::kMulScalarInPlace:
       case Op::kAddScalar: args += fmt::format(", {}", s.scalar); break;
+      case Op::kSliceMulScalarInPlace: args += fmt::format(", dim={}, {}:{}:{}, {}", s.dim, s.start, s.end, s.step, s.scalar); break;
       case Op::kVar: args += fmt::format(", dim={}, correction={}, keepdim={}", s.dim, s.correction, s.keepdim); break;
       case Op::kSoftmax:
       case Op::kLogSoftmax: args += fmt::format(", dim={}", s.dim); break;
@@ -181,7 +191,10 @@ inline std::string to_string(const Program& p) {
 // ---- the generator -----------------------------------------------------------------------------------
 class Generator : RandomChoices {
  public:
-  Generator(uint32_t seed, Normalizations normalizations) : RandomChoices(seed), normalizations_(normalizations) { program_.seed = seed; }
+  Generator(uint32_t seed, Normalizations normalizations, InPlace in_place)
+      : RandomChoices(seed), normalizations_(normalizations), in_place_(in_place) {
+    program_.seed = seed;
+  }
 
   Program generate() {
     make_inputs();
@@ -239,8 +252,44 @@ class Generator : RandomChoices {
     return chance(0.3) ? d - rank : d;  // negative dims too
   }
 
+  static bool overlapping(const at::Tensor& t) {
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.size(d) > 1 && t.stride(d) == 0) return true;
+    return false;
+  }
+
+  // A write into a value the program made (not an input nor a view of one): its factor's magnitude is at
+  // most 1, so no value the program already holds grows past kMaxMagnitude. Not into memory an expanded
+  // value shares: eager writes a non-overlapping slice of one, jitc replays such a graph eagerly.
+  bool build_in_place(Step& s) {
+    std::vector<int> made;
+    const int n_inputs = static_cast<int>(program_.inputs.size());
+    for (int i = n_inputs; i < static_cast<int>(pool_.size()); ++i) {
+      bool excluded = false;
+      for (int k = 0; k < static_cast<int>(pool_.size()); ++k)
+        excluded = excluded || (pool_[i].is_alias_of(pool_[k]) && (k < n_inputs || overlapping(pool_[k])));
+      if (!excluded) made.push_back(i);
+    }
+    if (made.empty()) return false;
+    s.a = chance(0.6) ? made.back() : pick(made);
+    s.scalar = pick(std::vector<double>{-1.0, -0.5, 0.5, 0.75});
+    const at::Tensor& x = pool_[s.a];
+    if (x.dim() == 0 || chance(0.4)) {
+      s.op = Op::kMulScalarInPlace;
+      return true;
+    }
+    s.op = Op::kSliceMulScalarInPlace;
+    s.dim = random_dim(x.dim());
+    const int size = static_cast<int>(x.size(s.dim));
+    s.start = uniform(0, size - 1);
+    s.end = uniform(static_cast<int>(s.start) + 1, size);
+    s.step = uniform(1, 2);
+    return true;
+  }
+
   // Fills a step of a random kind for the tensors in the pool; false when its shapes do not fit.
   bool build(Step& s) {
+    if (in_place_ == InPlace::kIntermediates && chance(0.2)) return build_in_place(s);
     const int kind = uniform(0, 99);
     s.a = operand();
     const at::Tensor& x = pool_[s.a];
@@ -365,11 +414,14 @@ class Generator : RandomChoices {
   }
 
   Normalizations normalizations_;
+  InPlace in_place_;
   Program program_;
   std::vector<at::Tensor> pool_;  // the program's values on its inputs
 };
 
-inline Program generate(uint32_t seed, Normalizations normalizations) { return Generator(seed, normalizations).generate(); }
+inline Program generate(uint32_t seed, Normalizations normalizations, InPlace in_place = InPlace::kNo) {
+  return Generator(seed, normalizations, in_place).generate();
+}
 
 // The seeds to run: 0..default_seeds-1, or JITC_RANDOM_SEEDS=<n> for 0..n-1, or JITC_RANDOM_SEED=<s> for
 // one. Each test picks its default budget (what fits its CI or GPU host run).

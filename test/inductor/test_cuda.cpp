@@ -378,6 +378,9 @@ TEST_CASE("CUDA: random graphs of pointwise reduction and view ops match eager",
   using namespace jitc::testing::random_graphs;
   const auto [first, end] = seed_range(kRandomSeeds);
   for (uint32_t seed = first; seed < end; ++seed) check_compiled_vs_eager(generate(seed, Normalizations::kLastDim), at::Device(at::kCUDA, 0));
+  // With in-place writes into the programs' own values (slice_scatter and select_scatter kernels).
+  for (uint32_t seed = first; seed < end; ++seed)
+    check_compiled_vs_eager(generate(seed, Normalizations::kLastDim, InPlace::kIntermediates), at::Device(at::kCUDA, 0));
 }
 
 TEST_CASE("CUDA: group_norm is lowered: a statistics kernel, then the output's", "[cuda]") {

@@ -20,6 +20,13 @@ TEST_CASE("random graphs of pointwise reduction and view ops match eager", "[ind
   for (uint32_t seed = first; seed < end; ++seed) check_compiled_vs_eager(generate(seed, Normalizations::kAnyDims), at::kCPU);
 }
 
+TEST_CASE("random graphs with in-place writes into their own values match eager", "[inductor][random]") {
+  using namespace jitc::testing::random_graphs;
+  const auto [first, end] = seed_range(kSeeds / 2);
+  for (uint32_t seed = first; seed < end; ++seed)
+    check_compiled_vs_eager(generate(seed, Normalizations::kAnyDims, InPlace::kIntermediates), at::kCPU);
+}
+
 // The differential fuzzer at the edges (edge_graphs.h): every dtype, edge values, argument views and
 // in-place ops on them. CI runs a short budget; the long runs (issue 23: 100,000 graphs and more) set
 // JITC_FUZZ_SEEDS=<first>:<end> and select the [fuzz] tag.

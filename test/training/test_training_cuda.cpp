@@ -86,4 +86,5 @@ TEST_CASE("CUDA training: random graphs of pointwise reduction and view ops, com
   using namespace jitc::testing::random_training;
   const auto [first, end] = jitc::testing::random_graphs::seed_range(300);
   for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kLastDim), at::kCUDA);
+  for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kLastDim, InPlace::kIntermediates), at::kCUDA);
 }
