@@ -47,6 +47,14 @@ int position_in(KernelBuilder& kb, int64_t start, const SymExpr& size) {
   return kb.binary(ScalarOp::kMax, from_end, kb.index_constant(0));
 }
 
+// A slice's start (argument `arg`, None meaning 0) in a dim of `size` elements: from the end where
+// negative, clamped into the dim as slice does, where the size is static (position_in does the rest).
+int64_t slice_start(const Node& n, size_t arg, const SymExpr& size) {
+  int64_t start = n.args.size() > arg && !n.args[arg].constant.isNone() ? int_arg(n, arg) : 0;
+  if (size.is_constant()) start = std::clamp<int64_t>(start < 0 ? start + size.offset : start, 0, size.offset);
+  return start;
+}
+
 // A view's loader: straight from the buffer it views, or the viewed value at the remapped index.
 Loader view(LoweringContext& c, ValueId in, ValueId out, Remap remap) {
   return [&c, in, out, remap](KernelBuilder& kb, const Index& index) {
@@ -182,9 +190,7 @@ void register_part_views(Registry& r) {
     const ValueId in = c.tensor_arg(n, 0), out = output(n);
     const int64_t dim = wrap_dim(int_arg(n, 1), c.sizes(in).size());
     const SymExpr size = c.sizes(in)[dim];
-    int64_t start = 0;
-    if (n.args.size() > 2 && !n.args[2].constant.isNone()) start = int_arg(n, 2);
-    if (size.is_constant()) start = std::clamp<int64_t>(start < 0 ? start + size.offset : start, 0, size.offset);
+    const int64_t start = slice_start(n, 2, size);
     const int64_t step = n.args.size() > 4 ? int_arg(n, 4) : 1;
     return {view(c, in, out, [dim, start, size, step](KernelBuilder& kb, const Index& index) {
       Index in = index;
@@ -279,8 +285,7 @@ void register_scatters(Registry& r) {
     require_no_storage_offset(c, out);
     const int64_t dim = wrap_dim(n.args.size() > 2 ? int_arg(n, 2) : 0, c.sizes(self).size());
     const SymExpr size = c.sizes(self)[dim], count = c.sizes(src)[dim];
-    int64_t start = n.args.size() > 3 && !n.args[3].constant.isNone() ? int_arg(n, 3) : 0;
-    if (size.is_constant()) start = std::clamp<int64_t>(start < 0 ? start + size.offset : start, 0, size.offset);
+    const int64_t start = slice_start(n, 3, size);
     const int64_t step = n.args.size() > 5 ? int_arg(n, 5) : 1;
     const ScalarType t = compute_type_of(c.meta(out).dtype);
     const SymShape src_sizes = c.sizes(src);
