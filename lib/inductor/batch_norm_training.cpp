@@ -7,6 +7,8 @@
 //     out = x * (invstd * w) + (b - mean * invstd * w)                      (ATen's CPU kernel's form)
 //     running_mean.copy_(momentum * mean + (1 - momentum) * running_mean)   (an annotated in-place op)
 //     running_var.copy_(momentum * var(x, correction 1) + (1 - momentum) * running_var)
+// No constant depends on the sizes (means, not sums divided by a count): the decompositions of two traces
+// at different batch sizes generalize to one symbolic graph (runtime/pipeline.cpp functional_graph).
 //   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
@@ -19,7 +21,6 @@
 #include "inductor/decompositions.h"
 #include "inductor/emitter.h"
 
-#include <limits>
 #include <optional>
 
 namespace jitc::inductor {
@@ -168,12 +169,10 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
                  s->dtype, s->sizes);
   if (*rm != graph::kNoValue) {
     ops.update(*rm, mean, momentum);
-    // The unbiased variance from the biased one, as eager derives both from one sum of squared
-    // deviations: no second reduction over x.
-    // One element per channel: 0 * inf = NaN, as eager's 0 / 0.
-    const double unbiased =
-        s->count > 1 ? static_cast<double>(s->count) / static_cast<double>(s->count - 1) : std::numeric_limits<double>::infinity();
-    ops.update(*rv, ops.scaled(var, unbiased), momentum);
+    // The unbiased variance as a reduction of its own (it fuses with the biased one's), not the biased
+    // one scaled by n / (n - 1): a constant of the batch size would keep two traces at different batch
+    // sizes from generalizing to one graph.
+    ops.update(*rv, ops.variance(xc, 1), momentum);
   }
   if (!with_statistics) return {out};
   return {out, ops.stored(mean, output_dtype(g, n, 1), channels), ops.stored(invstd, output_dtype(g, n, 2), channels)};

@@ -272,26 +272,39 @@ inline void check_reduced_precision_batch_norms(c10::Device device, c10::ScalarT
 
 // Batch sizes that change from step to step: as for inference, the second size makes the batch dim
 // symbolic; each later size is traced once to check that it follows the symbolic graphs, then runs the
-// symbolic forward and backward programs. Losses and gradients equal eager's at every size.
-inline void train_over_changing_batch_sizes(c10::Device device) {
+// symbolic forward and backward programs. Losses, gradients and buffers (a batch norm's running
+// statistics) equal eager's at every size. `input_of(batch)` makes one batch of `Model`'s input.
+template <class Model, class Input>
+inline void train_over_changing_batch_sizes(c10::Device device, int64_t classes, Input input_of) {
   at::manual_seed(11);
-  auto model = std::make_shared<Mlp>(), eager_model = std::make_shared<Mlp>();
+  auto model = std::make_shared<Model>(), eager_model = std::make_shared<Model>();
   model->to(device, at::kDouble);
   eager_model->to(device, at::kDouble);
-  copy_parameters(*model, *eager_model);
-  auto loss_of = [](Mlp& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+  copy_state(*eager_model, *model);
+  LogCapture logs;
+  auto loss_of = [](Model& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
   auto compiled = jitc::compile([&](const at::Tensor& x, const at::Tensor& y) { return loss_of(*model, x, y); });
   for (int64_t batch : {4, 6, 8, 10, 12, 7, 4, 6, 8, 10, 12, 7}) {
     INFO("batch " << batch);
-    const at::Tensor x = at::randn({batch, 8}, at::TensorOptions(device).dtype(at::kDouble));
-    const at::Tensor y = at::randint(0, 4, {batch}, at::TensorOptions(device).dtype(at::kLong));
+    const at::Tensor x = input_of(batch).to(device, at::kDouble);
+    const at::Tensor y = at::randint(0, classes, {batch}, at::TensorOptions(device).dtype(at::kLong));
     check_step(compiled, *model, *eager_model, loss_of, x, y, 1e-12, 1e-12, 1e-12, 1e-12);
+    CHECK(max_buffer_difference(*model, *eager_model) < 1e-12);
   }
   const auto stats = compiled.stats();
   CHECK(stats.compiles == 2);
   CHECK(stats.size_checks == 4);  // 8, 10, 12 and 7
   CHECK(stats.hits == 6);         // the second pass
   CHECK(stats.eager_fallbacks == 0);
+  INFO(logs.text());
+  CHECK(!logs.contains("runs through the eager backend"));
+}
+
+inline void train_over_changing_batch_sizes(c10::Device device) {
+  INFO("an MLP");
+  train_over_changing_batch_sizes<Mlp>(device, 4, [](int64_t batch) { return at::randn({batch, 8}); });
+  INFO("a CNN with batch norms");
+  train_over_changing_batch_sizes<SmallCnn>(device, 10, [](int64_t batch) { return at::randn({batch, 3, 8, 8}); });
 }
 
 }  // namespace jitc::testing
