@@ -32,6 +32,14 @@ std::optional<c10::OperatorHandle> out_of_place(const c10::OperatorName& in_plac
   return find_op(in_place.name.substr(0, in_place.name.size() - 1), in_place.overload_name);
 }
 
+// The functional twin ATen registers for an op that writes an argument of its own that is not self
+// (`rrelu_with_noise_functional` returns the result and the noise it drew), or nullopt.
+std::optional<c10::OperatorHandle> functional_twin(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  if (name.name.back() == '_' || name.name.ends_with("_functional")) return std::nullopt;
+  return find_op(name.name + "_functional", name.overload_name);
+}
+
 at::Tensor meta_tensor(const TensorMeta& m) {
   std::vector<int64_t> sizes, strides;
   for (const auto& e : m.sizes) sizes.push_back(e.offset);
@@ -378,6 +386,7 @@ class Functionalizer {
     const auto& name = n.op.operator_name();
     if (writes_unannotated(n))  // no functional form here: the graph replays its ops, updates included
       return fail(fmt::format("{} in training mode updates its running statistics in place", n.name()));
+    if (auto twin = functional_twin(n.op)) return twin_mutation(n, *twin);
     if (name.name.back() != '_' || !writes(schema.arguments()[0])) return fail(fmt::format("{} writes into an out= argument", n.name()));
     auto functional = out_of_place(name);
     if (!functional) return fail(fmt::format("{} has no out-of-place variant", n.name()));
@@ -393,6 +402,37 @@ class Functionalizer {
     info_[raw_out] = info_[target];
     info_[raw_out].fv = value;
     info_[raw_out].version = version_[info_[target].root];
+    return true;
+  }
+
+  // An op that writes arguments other than an in-place op's self (rrelu_with_noise's noise), through its
+  // functional twin: the same results, then each written argument's new content.
+  bool twin_mutation(const Node& n, const c10::OperatorHandle& twin) {
+    const auto& schema_args = n.op.schema().arguments();
+    std::vector<ValueId> targets;
+    for (size_t k = 0; k < schema_args.size() && k < n.args.size(); ++k) {
+      if (!writes(schema_args[k])) continue;
+      if (n.args[k].kind != Arg::Kind::kValue) return fail(fmt::format("{} writes into a list argument", n.name()));
+      const ValueId target = n.args[k].value;
+      if (!elements_apart(raw_.values[target].meta) || !elements_apart(raw_.values[info_[target].root].meta))
+        return fail(fmt::format("{} writes into a tensor whose elements share memory (expanded)", n.name()));
+      targets.push_back(target);
+    }
+    if (twin.schema().returns().size() != n.outputs.size() + targets.size())
+      return fail(fmt::format("{}'s functional form returns other results", n.name()));
+    Node copy(twin);
+    copy.args = map_args(n);
+    for (const auto& o : n.outputs) {
+      if (o.is_list || o.values.size() != 1) return fail(fmt::format("{} returns a list", n.name()));
+      copy.outputs.push_back({false, {new_root(o.values[0], define(raw_.values[o.values[0]].meta, next_storage_++))}});
+    }
+    std::vector<ValueId> contents;
+    for (ValueId target : targets) {
+      contents.push_back(define(raw_.values[target].meta, next_storage_++));
+      copy.outputs.push_back({false, {contents.back()}});
+    }
+    out_.nodes.push_back(std::move(copy));
+    for (size_t k = 0; k < targets.size(); ++k) write(targets[k], contents[k]);
     return true;
   }
 
