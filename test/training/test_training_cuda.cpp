@@ -86,5 +86,22 @@ TEST_CASE("CUDA training: random graphs of pointwise reduction and view ops, com
   using namespace jitc::testing::random_training;
   const auto [first, end] = jitc::testing::random_graphs::seed_range(300);
   for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kLastDim), at::kCUDA);
-  for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kLastDim, InPlace::kIntermediates), at::kCUDA);
+  for (uint32_t seed = first; seed < end; ++seed)
+    check_gradients(generate(seed, Normalizations::kLastDim, InPlace::kIntermediates), at::kCUDA);
+}
+
+// Dropout (native_dropout) and RReLU (rrelu_with_noise's functional twin) draw on the GPU what eager
+// draws for the same seed, compiled, with and without grad.
+TEST_CASE("CUDA training: dropout and RReLU compile and draw eager's masks and slopes", "[cuda][training]") {
+  if (!have_gpu()) return;
+  SECTION("dropout") {
+    check_draws_as_eager(at::kCUDA, [](const at::Tensor& x, const at::Tensor& w) {
+      return at::dropout(at::matmul(x, w), 0.3, /*train=*/true).sigmoid().sum();
+    });
+  }
+  SECTION("RReLU") {
+    check_draws_as_eager(at::kCUDA, [](const at::Tensor& x, const at::Tensor& w) {
+      return at::rrelu(at::matmul(x, w), 0.1, 0.4, /*training=*/true).sin().sum();
+    });
+  }
 }

@@ -270,6 +270,40 @@ inline void check_reduced_precision_batch_norms(c10::Device device, c10::ScalarT
   CHECK(!logs.contains("runs through the eager backend"));
 }
 
+using DrawingStep = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+
+// A step that draws random numbers in place: compiled (not replayed through the eager backend), with and
+// without grad, it draws what eager draws for the same seed, and its gradients are eager's.
+inline void check_draws_as_eager(c10::Device device, const DrawingStep& fn) {
+  LogCapture logs;
+  const auto options = at::TensorOptions(device).dtype(at::kDouble);
+  const at::Tensor w_init = at::randn({6, 5}, options);
+  at::Tensor w = w_init.clone().requires_grad_(true);
+  auto compiled = jitc::compile([&w, &fn](const at::Tensor& x) { return fn(x, w); });
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const at::Tensor x = at::randn({4, 6}, options);
+    at::Tensor w_eager = w_init.clone().requires_grad_(true);
+    at::manual_seed(200 + call);
+    const at::Tensor want = fn(x, w_eager);
+    want.backward();
+    w.mutable_grad() = at::Tensor();
+    at::manual_seed(200 + call);
+    const at::Tensor got = compiled(x);
+    got.backward();
+    CHECK(got.item<double>() == Approx(want.item<double>()).epsilon(1e-12));
+    CHECK(at::allclose(w.grad(), w_eager.grad(), 1e-12, 1e-12));
+    at::NoGradGuard no_grad;
+    at::manual_seed(300 + call);
+    const at::Tensor want_inference = fn(x, w_init);
+    at::manual_seed(300 + call);
+    CHECK(compiled(x).item<double>() == Approx(want_inference.item<double>()).epsilon(1e-12));
+  }
+  CHECK(compiled.stats().hits == 4);
+  INFO(logs.text());
+  CHECK(logs.lines_with("eager backend").empty());
+}
+
 // Batch sizes that change from step to step: as for inference, the second size makes the batch dim
 // symbolic; each later size is traced once to check that it follows the symbolic graphs, then runs the
 // symbolic forward and backward programs. Losses, gradients and buffers (a batch norm's running
