@@ -31,20 +31,37 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f) {
+namespace {
+
+// A copy: getDeviceStats returns the statistics by value.
+c10::CachingDeviceAllocator::Stat cuda_stat(Bytes bytes) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  return bytes == Bytes::kBlocks ? stats.allocated_bytes[0] : stats.requested_bytes[0];
+}
+
+}  // namespace
+
+double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f, Bytes bytes) {
   if (on_gpu) {
-    namespace cache = c10::cuda::CUDACachingAllocator;
     synchronize();
-    cache::resetPeakStats(0);
-    const int64_t before = cache::getDeviceStats(0).allocated_bytes[0].current;
+    c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+    const int64_t before = cuda_stat(bytes).current;
     f();
     synchronize();
-    return static_cast<double>(cache::getDeviceStats(0).allocated_bytes[0].peak - before) / (1 << 20);
+    return static_cast<double>(cuda_stat(bytes).peak - before) / (1 << 20);
   }
   allocator.reset_peak();
   const int64_t before = allocator.live_bytes();
   f();
   return static_cast<double>(allocator.peak_bytes() - before) / (1 << 20);
+}
+
+double live_mib(CountingAllocator& allocator, Bytes bytes) {
+  if (on_gpu) {
+    synchronize();
+    return static_cast<double>(cuda_stat(bytes).current) / (1 << 20);
+  }
+  return static_cast<double>(allocator.live_bytes()) / (1 << 20);
 }
 
 }  // namespace jitc::bench

@@ -13,8 +13,14 @@ void set_timing_on_gpu(bool gpu);
 void synchronize();
 double seconds_of(const std::function<void()>& f);
 double median(std::vector<double> v);
+// What a CUDA peak counts: the caching allocator's blocks (allocated_bytes: a request may take a larger
+// block, so the order of allocations moves it by up to a MiB or so per live block), or the bytes the
+// tensors asked for (requested_bytes). On the CPU both are the bytes asked for.
+enum class Bytes { kBlocks, kRequested };
 // MiB allocated during f beyond what was live before it: the CPU allocator, counted; on CUDA the caching
 // allocator's peak statistic.
-double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f);
+double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f, Bytes bytes = Bytes::kBlocks);
+// MiB live now (the same counters).
+double live_mib(CountingAllocator& allocator, Bytes bytes = Bytes::kBlocks);
 
 }  // namespace jitc::bench

@@ -17,6 +17,8 @@
 //   ./build/benchmarks/bench_training benchmarks/models/training_cpu.json --peer benchmarks/models/peer_training_cpu.json
 // --device cuda --dtype bf16 --scale gpu: the GPU configuration (benchmarks/gpu_check.sh training ...).
 // --profile DIR writes DIR/<model>_{eager,jitc}.trace of one step each (trace_summary.py sums them).
+// --phase-peaks prints, per side, the peak of each phase of one step (forward, backward, optimizer) beyond
+// what was live when it began, and what the forward leaves live (the saved values): where a peak lies.
 #include "bench_flags.h"
 #include "counting_allocator.h"
 #include "models/bench_timing.h"
@@ -51,6 +53,7 @@ struct Args {
   Placement place;
   std::string profile_dir;  // --profile: one eager and one jitc step per model, as chrome traces
   bool written_optimizer = false;  // --optimizer written: AdamW written with ATen ops, compiled on jitc's side
+  bool phase_peaks = false;
 };
 
 // One model to train: how to build it (twice, from the same seed), its inputs and targets.
@@ -107,6 +110,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--scale" && i + 1 < argc) args.gpu_scale = std::string(argv[++i]) == "gpu";
     else if (arg == "--rounds" && i + 1 < argc) args.rounds = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--profile" && i + 1 < argc) args.profile_dir = argv[++i];
+    else if (arg == "--phase-peaks") args.phase_peaks = true;
     else if (arg == "--optimizer" && i + 1 < argc) args.written_optimizer = std::string(argv[++i]) == "written";
     else if (arg == "--only" && i + 1 < argc) {
       args.only = split_commas(argv[++i]);
@@ -162,16 +166,35 @@ struct Trainer {
   std::unique_ptr<WrittenAdamW> written;
   std::function<at::Tensor(const at::Tensor&, const at::Tensor&)> loss;
 
-  double step(const at::Tensor& x, const at::Tensor& y) {
+  void zero_grad() {
     if (optimizer) optimizer->zero_grad();
     else written->zero_grad();
-    at::Tensor l = loss(x, y);
-    l.backward();
+  }
+  void update() {
     if (optimizer) optimizer->step();
     else written->step();
+  }
+  double step(const at::Tensor& x, const at::Tensor& y) {
+    zero_grad();
+    at::Tensor l = loss(x, y);
+    l.backward();
+    update();
     return l.item<double>();
   }
 };
+
+std::string phase_peaks(Trainer& t, const at::Tensor& x, const at::Tensor& y, CountingAllocator& allocator, Bytes bytes) {
+  t.zero_grad();
+  at::Tensor l;
+  const double live = live_mib(allocator, bytes);
+  const double forward = peak_mib_of(allocator, [&] { l = t.loss(x, y); }, bytes);
+  const double saved = live_mib(allocator, bytes) - live;
+  const double backward = peak_mib_of(allocator, [&] { l.backward(); }, bytes);
+  const double optimizer = peak_mib_of(allocator, [&] { t.update(); }, bytes);
+  const double step = peak_mib_of(allocator, [&] { t.step(x, y); }, bytes);
+  return fmt::format("forward {:.1f} MiB (leaves {:.1f} live), backward {:.1f}, optimizer {:.1f}; a whole step {:.1f}", forward, saved,
+                     backward, optimizer, step);
+}
 
 Trainer trainer(const Spec& spec, const Placement& place, bool written_optimizer) {
   at::manual_seed(0);  // both copies start from the same weights
@@ -230,6 +253,12 @@ Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
   row.jitc_ms = median(jitc_s) * 1e3;
   row.eager_peak_mib = peak_mib_of(allocator, [&] { eager.step(x, y); });
   row.jitc_peak_mib = peak_mib_of(allocator, [&] { jitc.step(x, y); });
+  if (args.phase_peaks)
+    for (const Bytes bytes : {Bytes::kBlocks, Bytes::kRequested}) {
+      const char* counted = bytes == Bytes::kBlocks ? "allocator blocks" : "bytes requested";
+      fmt::print("phase peaks of {} ({}), eager: {}\n", spec.name, counted, phase_peaks(eager, x, y, allocator, bytes));
+      fmt::print("phase peaks of {} ({}), jitc: {}\n", spec.name, counted, phase_peaks(jitc, x, y, allocator, bytes));
+    }
   if (!args.profile_dir.empty()) {
     std::filesystem::create_directories(args.profile_dir);
     {
