@@ -7,13 +7,11 @@
 //     out = x * (invstd * w) + (b - mean * invstd * w)                      (ATen's CPU kernel's form)
 //     running_mean.copy_(momentum * mean + (1 - momentum) * running_mean)   (an annotated in-place op)
 //     running_var.copy_(momentum * var(x, correction 1) + (1 - momentum) * running_var)
+// No constant depends on the sizes (means, not sums divided by a count): the decompositions of two traces
+// at different batch sizes generalize to one symbolic graph (runtime/pipeline.cpp functional_graph).
 //   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
-// No float constant depends on the sizes (the unbiased variance is a reduction of its own, and sums are
-// divided by the integer n): the decompositions of two traces at different batch sizes generalize to one
-// symbolic graph (the forward: runtime/pipeline.cpp functional_graph; the backward is decomposed before
-// it is generalized, runtime/training_entry.cpp).
 // On static floating-point tensors, the input contiguous (the result is). Half and bfloat16 batch norms
 // compute in float32 and round their results once, as eager's kernels do (their statistics are float32
 // on CUDA, the input's dtype on the CPU: the traced outputs say which). cuDNN's batch norm (what
@@ -104,15 +102,6 @@ class Ops {
     return e_.call("aten::sum", "dim_IntList", {value_arg(v), constant_arg(s_.reduced), constant_arg(false), constant_arg(c10::IValue())},
                    s_.compute, {s_.channels});
   }
-  ValueId mean(ValueId v) {
-    return e_.call("aten::mean", "dim", {value_arg(v), constant_arg(s_.reduced), constant_arg(false), constant_arg(c10::IValue())},
-                   s_.compute, {s_.channels});
-  }
-  // A per-channel sum divided by the elements per channel, an integer (a product of sizes: two traces'
-  // counts generalize to one of their symbols), not a float constant 1 / count.
-  ValueId per_count(ValueId v) {
-    return e_.call("aten::div", "Scalar", {value_arg(v), constant_arg(c10::Scalar(s_.count))}, s_.compute, {s_.channels});
-  }
   ValueId variance(ValueId x, int64_t correction) {
     return e_.call("aten::var", "correction",
                    {value_arg(x), constant_arg(s_.reduced), constant_arg(c10::Scalar(correction)), constant_arg(false)}, s_.compute,
@@ -163,7 +152,9 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
   Ops ops(e, *s);
   const std::vector<int64_t> channels{s->channels};
   const ValueId xc = ops.computed(*x, s->sizes);
-  const ValueId mean = ops.mean(xc);
+  const ValueId mean =
+      e.call("aten::mean", "dim", {value_arg(xc), constant_arg(s->reduced), constant_arg(false), constant_arg(c10::IValue())}, s->compute,
+             channels);
   const ValueId var = ops.variance(xc, 0);
   const ValueId shifted =
       e.call("aten::add", "Scalar", {value_arg(var), constant_arg(c10::Scalar(eps)), constant_arg(c10::Scalar(1))}, s->compute, channels);
@@ -209,8 +200,11 @@ std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node&
   const ValueId dot = ops.sum(ops.binary("aten::mul", centred, dyc, s->sizes));
   std::vector<ValueId> results;
   if (!n.outputs[0].values.empty()) {
-    const ValueId k = ops.per_count(ops.binary("aten::mul", ops.binary("aten::mul", dot, invstdc, channels), invstdc, channels));
-    ValueId dx = ops.binary("aten::sub", ops.binary("aten::sub", dyc, ops.per_channel(ops.per_count(sum_dy)), s->sizes),
+    const double inverse_count = 1.0 / static_cast<double>(s->count);
+    const ValueId k =
+        ops.scaled(ops.binary("aten::mul", ops.binary("aten::mul", dot, invstdc, channels), invstdc, channels), inverse_count);
+    const ValueId grad_mean = ops.scaled(sum_dy, inverse_count);
+    ValueId dx = ops.binary("aten::sub", ops.binary("aten::sub", dyc, ops.per_channel(grad_mean), s->sizes),
                             ops.binary("aten::mul", centred, ops.per_channel(k), s->sizes), s->sizes);
     dx = ops.binary("aten::mul", dx, ops.per_channel(invstdc), s->sizes);
     if (*w != graph::kNoValue) dx = ops.binary("aten::mul", dx, ops.per_channel(ops.computed(*w, channels)), s->sizes);

@@ -48,12 +48,7 @@ std::shared_ptr<const runtime::BackwardPart> Engine::generalized_backward(const 
                                                                           const graph::SymbolValues& values) const {
   if (!a.backward->same_layout(*b.backward)) return nullptr;
   std::string why;
-  // Batch norms decomposed first: the decomposition reads static sizes, so a symbolic graph is fitted from
-  // the two traces' decompositions; as traced where those do not generalize (three dynamic dims in one
-  // count), its batch norms then run as ATen calls.
-  auto g = graph::generalize(inductor::decompose_batch_norm_training(a.backward->entry->traced),
-                             inductor::decompose_batch_norm_training(b.backward->entry->traced), values, &why);
-  if (!g) g = graph::generalize(a.backward->entry->traced, b.backward->entry->traced, values, &why);
+  auto g = graph::generalize(a.backward->entry->traced, b.backward->entry->traced, values, &why);
   if (!g) {
     runtime::log(runtime::Artifact::kDynamic, fmt::format("keeping sizes static for the backward of '{}': {}", name_, why));
     return nullptr;
