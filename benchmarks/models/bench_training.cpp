@@ -17,6 +17,7 @@
 //   ./build/benchmarks/bench_training benchmarks/models/training_cpu.json --peer benchmarks/models/peer_training_cpu.json
 // --device cuda --dtype bf16 --scale gpu: the GPU configuration (benchmarks/gpu_check.sh training ...).
 // --profile DIR writes DIR/<model>_{eager,jitc}.trace of one step each (trace_summary.py sums them).
+// --changing-batch: the second step one sample shorter, so the timed steps run symbolic programs.
 // --phase-peaks prints, per side, the peak of each phase of one step (forward, backward, optimizer) beyond
 // what was live when it began, and what the forward leaves live (the saved values): where a peak lies.
 #include "bench_flags.h"
@@ -54,6 +55,7 @@ struct Args {
   std::string profile_dir;  // --profile: one eager and one jitc step per model, as chrome traces
   bool written_optimizer = false;  // --optimizer written: AdamW written with ATen ops, compiled on jitc's side
   bool phase_peaks = false;
+  bool changing_batch = false;  // --changing-batch: the second step's batch one sample shorter
 };
 
 // One model to train: how to build it (twice, from the same seed), its inputs and targets.
@@ -111,6 +113,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--rounds" && i + 1 < argc) args.rounds = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--profile" && i + 1 < argc) args.profile_dir = argv[++i];
     else if (arg == "--phase-peaks") args.phase_peaks = true;
+    else if (arg == "--changing-batch") args.changing_batch = true;
     else if (arg == "--optimizer" && i + 1 < argc) args.written_optimizer = std::string(argv[++i]) == "written";
     else if (arg == "--only" && i + 1 < argc) {
       args.only = split_commas(argv[++i]);
@@ -236,8 +239,13 @@ Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
   at::manual_seed(1);
   const auto [x, y] = spec.batch(args.place);
   for (int s = 0; s < 3; ++s) {
-    double want = eager.step(x, y), got = 0;
-    const double seconds = seconds_of([&] { got = jitc.step(x, y); });
+    // --changing-batch: a shorter second batch makes the batch dim symbolic; every later step (the full
+    // batch) runs the symbolic programs.
+    const bool shorter = args.changing_batch && s == 1;
+    if (shorter && y.size(0) != x.size(0)) throw std::runtime_error("--changing-batch needs one target per sample");
+    const at::Tensor xs = shorter ? x.narrow(0, 0, x.size(0) - 1) : x, ys = shorter ? y.narrow(0, 0, y.size(0) - 1) : y;
+    double want = eager.step(xs, ys), got = 0;
+    const double seconds = seconds_of([&] { got = jitc.step(xs, ys); });
     if (s < 2) row.first_steps_s += seconds;
     row.loss_rel_diff = std::max(row.loss_rel_diff, std::abs(got - want) / std::max(std::abs(want), 1e-30));
   }

@@ -7,8 +7,11 @@
 //     out = x * (invstd * w) + (b - mean * invstd * w)                      (ATen's CPU kernel's form)
 //     running_mean.copy_(momentum * mean + (1 - momentum) * running_mean)   (an annotated in-place op)
 //     running_var.copy_(momentum * var(x, correction 1) + (1 - momentum) * running_var)
-// No constant depends on the sizes (means, not sums divided by a count): the decompositions of two traces
-// at different batch sizes generalize to one symbolic graph (runtime/pipeline.cpp functional_graph).
+// The forward has no float constant of the sizes (the unbiased variance is a reduction of its own): two
+// traces' decompositions at different batch sizes generalize to one symbolic graph (runtime/pipeline.cpp
+// functional_graph). A symbolic backward is fitted from the traces as recorded and keeps ATen's batch-norm
+// backward (this decomposition needs static sizes): fitted from decompositions instead, it ran slower on
+// the GPU (benchmarks/RESULTS.md, session 37).
 //   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
