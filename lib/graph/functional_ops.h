@@ -1,5 +1,5 @@
 // The ops functionalization puts in place of mutating ones, and what it must know of a written tensor's
-// memory (functionalize.cpp).
+// memory (functionalize.cpp; the tracer reads `writes` too).
 #pragma once
 #include "graph/graph.h"
 

@@ -1,5 +1,7 @@
 #include "tracer/trace_session.h"
 
+#include "graph/functional_ops.h"
+
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/equal.h>
@@ -15,6 +17,8 @@
 namespace jitc::tracer {
 
 namespace {
+
+using graph::writes;
 
 thread_local TraceSession* t_current = nullptr;
 std::atomic<uint64_t> g_next_session{1};
@@ -33,8 +37,6 @@ std::string op_name(const c10::OperatorHandle& op) {
   const auto& n = op.operator_name();
   return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
 }
-
-bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
 void check_traceable_result(const at::Tensor& t, const c10::OperatorHandle& op) {
   if (t.layout() != c10::kStrided)
