@@ -1,8 +1,12 @@
 #include "inductor/graph_uses.h"
 
+#include "inductor/backend.h"
 #include "inductor/lowering.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -43,6 +47,20 @@ std::vector<std::vector<int>> readers_by_value(const graph::Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ValueId v : node_tensor_args(g.nodes[i])) readers[v].push_back(static_cast<int>(i));
   return readers;
+}
+
+std::string unsupported_values(const graph::Graph& g, const graph::Node& n) {
+  std::vector<ValueId> values = node_tensor_args(n);
+  const auto outs = node_outputs(n);
+  values.insert(values.end(), outs.begin(), outs.end());
+  for (ValueId v : values) {
+    const auto& m = g.values[v].meta;
+    if (!supported_dtype(m.dtype)) return fmt::format("dtype {} is not lowered", c10::toString(m.dtype));
+    if (!backend_for(m.device.type())) return fmt::format("device {} has no backend", m.device.str());
+    // A zero-dim CPU tensor next to CUDA tensors is a scalar: read on the host, not from a kernel.
+    if (m.device != g.values[values.front()].meta.device) return "its tensors are on different devices";
+  }
+  return {};
 }
 
 bool contiguous_static(const graph::TensorMeta& m) {
@@ -140,6 +158,17 @@ std::vector<int> last_readers(const graph::Graph& g) {
   for (ValueId v : g.outputs)
     if (v != graph::kNoValue) last[v] = static_cast<int>(g.nodes.size());
   return last;
+}
+
+std::vector<char> freed_when_dropped(const graph::Graph& g) {
+  std::vector<char> freeable(g.values.size(), 0);
+  std::map<int32_t, int> values_of_storage;
+  for (const auto& value : g.values) ++values_of_storage[value.storage];
+  for (size_t v = 0; v < g.values.size(); ++v) freeable[v] = g.values[v].producer >= 0 && values_of_storage[g.values[v].storage] == 1;
+  for (const auto& in : g.inputs) freeable[in.value] = in.owned && values_of_storage[g.values[in.value].storage] == 1;
+  for (ValueId v : g.outputs)
+    if (v != graph::kNoValue) freeable[v] = 0;
+  return freeable;
 }
 
 ReadIndex read_index(const graph::Graph& g) {

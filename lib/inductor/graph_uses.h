@@ -6,6 +6,7 @@
 #include "inductor/scheduler.h"
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace jitc::inductor {
@@ -28,6 +29,9 @@ bool has_no_elements(const graph::SymShape& s);
 // Static sizes laid out contiguously (dims of size 1 may have any stride); the storage offset aside.
 bool contiguous_static(const graph::TensorMeta& m);
 bool supported_dtype(c10::ScalarType t);
+// Why node n cannot run in generated kernels for the tensors it reads and writes (empty: it can): lowered
+// ops read and write tensors of supported dtypes on one device that has a backend.
+std::string unsupported_values(const graph::Graph& g, const graph::Node& n);
 
 // The result of every node of value's producer's op at value's position among its producer's results
 // (value included). The scheduler's ordering of a node's results holds for all such nodes: every layer's
@@ -41,6 +45,10 @@ std::vector<graph::ValueId> same_result_of_every_like_node(const graph::Graph& g
 
 // Per value: the last node reading it (g.nodes.size() for a graph output, -1 for none).
 std::vector<int> last_readers(const graph::Graph& g);
+
+// Per value: whether the program dropping its reference frees its memory: made by the graph or an input
+// the program owns, the only value of its storage, and not a graph output.
+std::vector<char> freed_when_dropped(const graph::Graph& g);
 
 // What read_across_write looks up: per value its last reader (last_readers) and its readers
 // (readers_by_value), per storage the values that live in it.

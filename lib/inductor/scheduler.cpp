@@ -6,6 +6,7 @@
 #include "inductor/collapse_dims.h"
 #include "inductor/graph_uses.h"
 #include "inductor/injected_failure.h"
+#include "inductor/kernel_space.h"
 #include "inductor/loop_order.h"
 #include "inductor/shared_chains.h"
 #include "inductor/lowering.h"
@@ -26,24 +27,6 @@ using graph::Node;
 using graph::SymExpr;
 using graph::SymShape;
 using graph::ValueId;
-
-// The iteration space of a kernel: rows over `outer`, an element loop over `inner`. `dims` gives the
-// value dim of each loop, outer then inner, when the loops are not in dim order (empty: in order).
-struct Space {
-  SymShape outer, inner;
-  std::vector<size_t> dims;
-  std::string text() const { return graph::to_string(outer) + " x " + graph::to_string(inner); }
-  // The sizes of a value computed one element per iteration, in the value's dim order.
-  SymShape value_sizes() const {
-    SymShape loops = outer;
-    loops.insert(loops.end(), inner.begin(), inner.end());
-    if (dims.empty()) return loops;
-    SymShape sizes(loops.size());
-    for (size_t l = 0; l < loops.size(); ++l) sizes[dims[l]] = loops[l];
-    return sizes;
-  }
-  size_t dim_of_loop(size_t l) const { return dims.empty() ? l : dims[l]; }
-};
 
 struct Built {
   Kernel kernel;
@@ -72,6 +55,8 @@ class Scheduler {
       if (g_.nodes[i].kind == graph::NodeKind::kDerived) make_extern(i, "derived from captured tensors, once per version of them");
     lower_nodes();
     store_values_read_again();
+    last_reader_ = last_readers(g_);
+    freed_when_dropped_ = freed_when_dropped(g_);
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
       attempt_log_.clear();
       decided_ = false;
@@ -101,23 +86,8 @@ class Scheduler {
     }
   }
 
-  // The capabilities of the backend of v's device (unsupported_values rejected devices without one).
+  // The capabilities of the backend of v's device (unsupported_values, graph_uses.h, rejected devices without one).
   const Target& target_of(ValueId v) const { return backend_for(g_.values[v].meta.device.type())->target(); }
-
-  // Lowered ops read and write tensors of supported dtypes on one device that has a backend.
-  std::string unsupported_values(const Node& n) const {
-    std::vector<ValueId> values = node_tensor_args(n);
-    const auto outs = node_outputs(n);
-    values.insert(values.end(), outs.begin(), outs.end());
-    for (ValueId v : values) {
-      const auto& m = g_.values[v].meta;
-      if (!supported_dtype(m.dtype)) return fmt::format("dtype {} is not lowered", c10::toString(m.dtype));
-      if (!backend_for(m.device.type())) return fmt::format("device {} has no backend", m.device.str());
-      // A zero-dim CPU tensor next to CUDA tensors is a scalar: read on the host, not from a kernel.
-      if (m.device != g_.values[values.front()].meta.device) return "its tensors are on different devices";
-    }
-    return {};
-  }
 
   // A graph break's value is compared with the traced one bit for bit on every replay (the callable
   // branched on it), so what it is computed from runs as eager ran it: a fused kernel's rounding would
@@ -144,16 +114,22 @@ class Scheduler {
   }
 
   // Values stored although no reader needs a buffer: chains several nodes would compute again, values whose
-  // views are needed as tensors (shared_chains.h), checked values that a node reads in part (checked_reads.h).
+  // views are needed as tensors, values read across extern calls (shared_chains.h), checked values that a node reads in part
+  // (checked_reads.h).
   void store_values_read_again() {
     auto store = [&](ValueId v, const std::string& why) {
       stored_[v] = 1;
       decisions_.push_back(fmt::format("{} is stored to a buffer: {}", describe(v), why));
     };
-    for (ValueId v : shared_chains(g_, computed(), [&](ValueId x) { return ctx_->view_of[x] != graph::kNoValue; }))
+    auto view = [&](ValueId x) { return ctx_->view_of[x] != graph::kNoValue; };
+    auto is_extern = [&](size_t i) { return extern_[i] != 0; };
+    for (ValueId v : shared_chains(g_, computed(), view))
       store(v, fmt::format("read by several nodes, computed from {} buffers or more", kSharedChainSources));
+    auto buffer = [&](ValueId x) { return ctx_->loader[x] == nullptr || stored_[x]; };
+    for (ValueId v : values_read_across_extern_calls(g_, buffer, view, is_extern))
+      store(v, "its readers lie on both sides of an extern call, and storing it frees the larger buffers it is computed from");
     auto viewed = [&](ValueId x) { return ctx_->view_of[x]; };
-    for (ValueId v : roots_of_needed_views(g_, computed(), viewed, [&](size_t i) { return extern_[i] != 0; }))
+    for (ValueId v : roots_of_needed_views(g_, computed(), viewed, is_extern))
       store(v, "its views are needed as tensors, real views of it");
     auto inlined = [&](ValueId x) { return ctx_->loader[x] != nullptr && !stored_[x]; };
     for (ValueId v : checked_values_read_in_part(g_, ctx_->run_time_checks, inlined, lowered()))
@@ -177,7 +153,7 @@ class Scheduler {
         make_extern(i, "no lowering");
         continue;
       }
-      if (auto why = unsupported_values(n); !why.empty()) {
+      if (auto why = unsupported_values(g_, n); !why.empty()) {
         make_extern(i, why);
         continue;
       }
@@ -505,6 +481,16 @@ class Scheduler {
     ++group_id_;
   }
 
+  // Whether the open kernel reads a buffer last that nothing before extern node i reads after it: kept open
+  // across the call, the kernel would keep that buffer live through it (a batch norm's backward: the kernel
+  // of the weight's gradient kept the saved statistics and its sums live through a convolution's backward).
+  bool frees_buffers_before(size_t i) {
+    for (ValueId m : members_)
+      for (ValueId s : sources(m))
+        if (freed_when_dropped_[s] && last_reader_[s] < static_cast<int>(i)) return true;
+    return false;
+  }
+
   bool reads_current_group(const Node& n) const {
     for (ValueId v : node_tensor_args(n))
       if (std::find(members_.begin(), members_.end(), v) != members_.end()) return true;
@@ -527,9 +513,11 @@ class Scheduler {
       position_ = static_cast<int>(i);
       const Node& n = g_.nodes[i];
       if (extern_[i]) {
-        if (!members_.empty() && (reads_current_group(n) || n.mutates)) {
+        if (!members_.empty() && (reads_current_group(n) || n.mutates || frees_buffers_before(i))) {
           log(fmt::format("kernel {} ends before extern {} ({})", built_.kernel.name, n.name(),
-                          n.mutates ? "it writes a tensor the kernel may read" : "it reads the kernel's output"));
+                          n.mutates                ? "it writes a tensor the kernel may read"
+                          : reads_current_group(n) ? "it reads the kernel's output"
+                                                   : "buffers the kernel reads last are freed before it"));
           flush();
         }
         steps_.push_back({Step::Kind::kExtern, static_cast<int>(i)});
@@ -587,6 +575,8 @@ class Scheduler {
   std::vector<char> read_by_a_sibling_;        // results placed before the other results of their node
   std::vector<std::vector<ValueId>> sources_;  // memo of sources()
   std::vector<char> sources_done_;
+  std::vector<int> last_reader_;          // per value (last_readers)
+  std::vector<char> freed_when_dropped_;  // per value (freed_when_dropped)
   std::vector<std::string> decisions_, attempt_log_;
 };
 

@@ -42,6 +42,63 @@ std::vector<ValueId> shared_chains(const graph::Graph& g, const std::function<bo
   return chosen;
 }
 
+namespace {
+
+// The size of s in units of v's size; 0 where the two cannot be compared (symbolic sizes that differ).
+double size_relative_to(const graph::Graph& g, ValueId s, ValueId v) {
+  const auto& ms = g.values[s].meta;
+  const auto& mv = g.values[v].meta;
+  const double item = static_cast<double>(c10::elementSize(ms.dtype)) / static_cast<double>(c10::elementSize(mv.dtype));
+  if (ms.sizes == mv.sizes) return item;
+  const auto ns = graph::constant_numel(ms.sizes);
+  const auto nv = graph::constant_numel(mv.sizes);
+  if (!ns || !nv || *nv == 0) return 0;
+  return item * static_cast<double>(*ns) / static_cast<double>(*nv);
+}
+
+}  // namespace
+
+std::vector<ValueId> values_read_across_extern_calls(const graph::Graph& g, const std::function<bool(ValueId)>& buffer,
+                                                     const std::function<bool(ValueId)>& view,
+                                                     const std::function<bool(size_t)>& is_extern) {
+  const std::vector<std::vector<int>> readers = readers_by_value(g);
+  const std::vector<int> last = last_readers(g);
+  const std::vector<char> freeable = freed_when_dropped(g);
+  std::vector<int> externs_before(g.nodes.size() + 1, 0);  // extern nodes among the first i
+  for (size_t i = 0; i < g.nodes.size(); ++i) externs_before[i + 1] = externs_before[i] + (is_extern(i) ? 1 : 0);
+  // sources[v]: the buffers v's inlined computation reads; chain_last[v]: the last reader of the values
+  // computed inline on the way (a later reader of one of them reads the sources again).
+  std::vector<std::vector<ValueId>> sources(g.values.size());
+  std::vector<int> chain_last(g.values.size(), -1);
+  std::vector<ValueId> found;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const ValueId value = static_cast<ValueId>(v);
+    const int p = g.values[v].producer;
+    if (p < 0 || buffer(value)) {
+      sources[v] = {value};
+      continue;
+    }
+    for (ValueId a : node_tensor_args(g.nodes[p])) {
+      sources[v].insert(sources[v].end(), sources[a].begin(), sources[a].end());
+      if (sources[a] != std::vector<ValueId>{a}) chain_last[v] = std::max({chain_last[v], chain_last[a], last[a]});
+    }
+    std::sort(sources[v].begin(), sources[v].end());
+    sources[v].erase(std::unique(sources[v].begin(), sources[v].end()), sources[v].end());
+    const auto& r = readers[v];
+    if (r.empty() || last[v] >= static_cast<int>(g.nodes.size()) || view(value) || chain_last[v] > p) continue;
+    if (externs_before[r.back()] == externs_before[r.front() + 1]) continue;  // no extern call between its readers
+    if (std::any_of(r.begin(), r.end(), is_extern)) continue;                 // stored anyway: an extern call reads it
+    double dying = 0;
+    for (ValueId s : sources[v])
+      if (freeable[s] && last[s] <= p) dying += size_relative_to(g, s, value);
+    if (dying < 2) continue;
+    found.push_back(value);
+    sources[v] = {value};
+    chain_last[v] = -1;
+  }
+  return found;
+}
+
 std::vector<ValueId> roots_of_needed_views(const graph::Graph& g, const std::function<bool(ValueId)>& computed,
                                            const std::function<ValueId(ValueId)>& viewed, const std::function<bool(size_t)>& is_extern) {
   std::vector<ValueId> needed(g.outputs.begin(), g.outputs.end()), written;

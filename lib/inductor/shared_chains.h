@@ -20,6 +20,18 @@ inline constexpr size_t kSharedChainSources = 4;
 std::vector<graph::ValueId> shared_chains(const graph::Graph& g, const std::function<bool(graph::ValueId)>& computed,
                                           const std::function<bool(graph::ValueId)>& view);
 
+// Lowered, non-view values whose readers lie on both sides of an extern call, where the buffers they are
+// computed from are twice their size or more: the readers fall into kernels on either side, and
+// each such kernel computes the value again, so those buffers stay live across the call where storing the
+// value frees them. A residual block's backward: the gradient through the block's last relu, read by its
+// batch norm's backward and, after the branch's convolutions, by the sum for the skip, kept both incoming
+// gradients and the saved activation live through both convolutions' backward; eager holds the one
+// gradient. Only buffers the value's computation reads last count (graph inputs only when the program
+// owns them, values alone in their storage). `buffer(v)`: v is read from memory, not computed inline.
+std::vector<graph::ValueId> values_read_across_extern_calls(const graph::Graph& g, const std::function<bool(graph::ValueId)>& buffer,
+                                                            const std::function<bool(graph::ValueId)>& view,
+                                                            const std::function<bool(size_t)>& is_extern);
+
 // Computed values whose views extern calls or the caller need as tensors, and whose needed views cover
 // at least as many elements as the value has: a projection split into q, k and v, each transposed into
 // attention (an extern call). Storing each view as a buffer of its own writes them in their strided
