@@ -32,7 +32,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
-#include <torch/csrc/autograd/profiler_kineto.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -53,23 +52,6 @@ struct Args {
   jitc::Options options;    // --mode
   std::string profile_dir;  // --profile: one eager and one jitc call per model, as chrome traces
 };
-
-// Writes a chrome trace of kProfiledCalls calls of `call` (LibTorch's kineto profiler; with the GPU's
-// kernels when on_gpu, as torch.profiler records torch.compile's in peer_profile.py).
-constexpr int kProfiledCalls = 3;
-
-void profile_calls(const std::string& path, bool on_gpu, const std::function<void()>& call) {
-  using namespace torch::autograd::profiler;
-  using torch::profiler::impl::ActivityType;
-  std::set<ActivityType> activities = {ActivityType::CPU};
-  if (on_gpu) activities.insert(ActivityType::CUDA);
-  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
-  prepareProfiler(config, activities);
-  enableProfiler(config, activities);
-  for (int i = 0; i < kProfiledCalls; ++i) call();
-  synchronize();
-  disableProfiler()->save(path);
-}
 
 c10::ScalarType dtype_named(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return c10::kBFloat16;
@@ -141,9 +123,8 @@ Row measure(const Model& model, const Args& args, CountingAllocator& allocator) 
   row.jitc_peak_mib = peak_mib_of(allocator, [&] { compiled(x); });
   if (!args.profile_dir.empty()) {
     std::filesystem::create_directories(args.profile_dir);
-    const bool on_gpu = args.device.is_cuda();
-    profile_calls(args.profile_dir + "/" + model.name + "_eager.trace", on_gpu, [&] { model.forward(x); });
-    profile_calls(args.profile_dir + "/" + model.name + "_jitc.trace", on_gpu, [&] { compiled(x); });
+    profile_calls(args.profile_dir + "/" + model.name + "_eager.trace", [&] { model.forward(x); });
+    profile_calls(args.profile_dir + "/" + model.name + "_jitc.trace", [&] { compiled(x); });
   }
   const auto stats = compiled.stats();
   row.kernels = stats.kernels_compiled;

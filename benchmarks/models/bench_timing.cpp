@@ -2,9 +2,11 @@
 
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 namespace jitc::bench {
 
@@ -62,6 +64,19 @@ double live_mib(CountingAllocator& allocator, Bytes bytes) {
     return static_cast<double>(cuda_stat(bytes).current) / (1 << 20);
   }
   return static_cast<double>(allocator.live_bytes()) / (1 << 20);
+}
+
+void profile_calls(const std::string& path, const std::function<void()>& call) {
+  using namespace torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  std::set<ActivityType> activities = {ActivityType::CPU};
+  if (on_gpu) activities.insert(ActivityType::CUDA);
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  prepareProfiler(config, activities);
+  enableProfiler(config, activities);
+  for (int i = 0; i < kProfiledCalls; ++i) call();
+  synchronize();
+  disableProfiler()->save(path);
 }
 
 }  // namespace jitc::bench

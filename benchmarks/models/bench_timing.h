@@ -1,9 +1,11 @@
 // What bench_models and bench_training share: a call's time (on the GPU, synchronized before and after),
-// the median of such times, and the memory a call allocates beyond what was live before it.
+// the median of such times, the memory a call allocates beyond what was live before it, and a profile of
+// a few calls.
 #pragma once
 #include "counting_allocator.h"
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace jitc::bench {
@@ -22,5 +24,10 @@ enum class Bytes { kBlocks, kRequested };
 double peak_mib_of(CountingAllocator& allocator, const std::function<void()>& f, Bytes bytes = Bytes::kBlocks);
 // MiB live now (the same counters).
 double live_mib(CountingAllocator& allocator, Bytes bytes = Bytes::kBlocks);
+
+// Writes a chrome trace of kProfiledCalls calls of `call` (LibTorch's kineto profiler; with the GPU's
+// kernels when timing runs on the GPU, as torch.profiler records torch.compile's in peer_profile.py).
+constexpr int kProfiledCalls = 3;
+void profile_calls(const std::string& path, const std::function<void()>& call);
 
 }  // namespace jitc::bench

@@ -16,7 +16,8 @@
 //   ~/.cache/jitc-setup/venv/bin/python benchmarks/models/peer_training.py benchmarks/models/peer_training_cpu.json
 //   ./build/benchmarks/bench_training benchmarks/models/training_cpu.json --peer benchmarks/models/peer_training_cpu.json
 // --device cuda --dtype bf16 --scale gpu: the GPU configuration (benchmarks/gpu_check.sh training ...).
-// --profile DIR writes DIR/<model>_{eager,jitc}.trace of one step each (trace_summary.py sums them).
+// --profile DIR writes DIR/<model>_{eager,jitc}.trace of three steps each, with the GPU's kernels on CUDA
+// (trace_summary.py sums them).
 // --changing-batch: the second step one sample shorter, so the timed steps run symbolic programs.
 // --phase-peaks prints, per side, the peak of each phase of one step (forward, backward, optimizer) beyond
 // what was live when it began, and what the forward leaves live (the saved values): where a peak lies.
@@ -32,7 +33,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
-#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
 
@@ -269,12 +269,8 @@ Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
     }
   if (!args.profile_dir.empty()) {
     std::filesystem::create_directories(args.profile_dir);
-    {
-      torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + spec.name + "_eager.trace");
-      eager.step(x, y);
-    }
-    torch::autograd::profiler::RecordProfile trace(args.profile_dir + "/" + spec.name + "_jitc.trace");
-    jitc.step(x, y);
+    profile_calls(args.profile_dir + "/" + spec.name + "_eager.trace", [&] { eager.step(x, y); });
+    profile_calls(args.profile_dir + "/" + spec.name + "_jitc.trace", [&] { jitc.step(x, y); });
   }
   row.kernels = compiled.stats().kernels_compiled + (update ? update->stats().kernels_compiled : 0);
   row.fallbacks = compiled.stats().eager_fallbacks + (update ? update->stats().eager_fallbacks : 0);
