@@ -247,6 +247,42 @@ TEST_CASE("CUDA: one compiled program serves every size of a dynamic dim", "[cud
   CHECK(f.stats().kernels_compiled == 1);
 }
 
+// Reductions over a dynamic dim split over blocks (split_count's nominal size), the slices' bounds from the
+// size at run time: at every size, small ones whose last slices are empty included, eager's results. A
+// batch norm's statistics over a dynamic batch (a variance over a symbolic count: Welford's partials) and
+// column sums over dynamic rows.
+TEST_CASE("CUDA: reductions over a dynamic dim split over blocks at every size", "[cuda][dynamic]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const std::function<at::Tensor(const at::Tensor&)> statistics = [](const at::Tensor& x) {
+    return at::rsqrt(x.var({0, 2, 3}, false) + 1e-5) + x.mean({0, 2, 3});
+  };
+  const std::function<at::Tensor(const at::Tensor&)> column_sums = [](const at::Tensor& x) { return x.sum(0) + x.amax(0); };
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    for (const auto& [fn, inner, sizes] : {std::make_tuple(statistics, std::vector<int64_t>{16, 32, 32}, std::vector<int64_t>{2, 4, 7, 64, 300}),
+                                           std::make_tuple(column_sums, std::vector<int64_t>{300}, std::vector<int64_t>{2, 4, 9, 5000, 40000})}) {
+      jitc::testing::LogCapture logs("schedule");
+      auto f = jitc::compile(fn);
+      auto sample = [&, &inner = inner](int64_t batch, int seed) {
+        std::vector<int64_t> shape{batch};
+        shape.insert(shape.end(), inner.begin(), inner.end());
+        return cuda_sample(shape, dtype, seed);
+      };
+      f(sample(3, 1));
+      f(sample(5, 2));
+      for (int64_t batch : sizes) {
+        INFO(c10::toString(dtype) << " batch " << batch << " of " << inner.size() + 1 << " dims");
+        const at::Tensor x = sample(batch, static_cast<int>(batch));
+        CHECK(jitc::testing::difference(f(x), fn(x), jitc::testing::reduction_tolerance(dtype, x.numel() / x.size(1))) == "");
+      }
+      CHECK(f.stats().programs_compiled == 1);
+      CHECK(logs.contains(", split "));
+    }
+  }
+}
+
 // Views from the end of the dynamic dim start at a storage offset computed from the size at run time; a
 // split's dynamic last piece starts after the constant one; arange and full take the size as a value.
 TEST_CASE("CUDA: views from the end of a dynamic dim and factories sized by it take one compile", "[cuda][dynamic]") {

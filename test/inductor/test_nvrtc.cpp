@@ -1,6 +1,7 @@
 // CUDA code generation without a GPU: the kernels of a broad set of graphs (pointwise ops across
 // dtypes, reductions, normalizations, views, indexing) print as CUDA C that NVRTC compiles to PTX for
 // sm_90. Running them is the GPU host's job (tests tagged [cuda]).
+#include "graph/generalize.h"
 #include "graph/passes.h"
 #include "inductor/cuda/codegen.h"
 #include "inductor/scheduler.h"
@@ -169,6 +170,55 @@ TEST_CASE("column reductions of tall inputs print as split kernels that NVRTC co
     CHECK(config.columns * jitc::inductor::column_width(k) > 0);
   }
   CHECK(split == 4);  // one per dtype
+}
+
+// Reductions over a dim of symbolic size (a batch norm's statistics over a dynamic batch, column sums over
+// dynamic rows) split too: the split count is chosen for a nominal size, the slices' bounds at run time,
+// and a variance over the symbolic count still takes Welford's partials. test_cuda's "reductions over a
+// dynamic dim" runs them.
+TEST_CASE("reductions over a symbolic dim print as split kernels that NVRTC compiles", "[inductor][nvrtc]") {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
+    WARN("libnvrtc not found: skipped");
+    return;
+  }
+  const Fn statistics = [](const at::Tensor& a, const at::Tensor&) {
+    return at::rsqrt(a.var({0, 2, 3}, false) + 1e-5) + a.mean({0, 2, 3});
+  };
+  const Fn column_sums = [](const at::Tensor& a, const at::Tensor&) { return a.sum(0) + a.amax(0); };
+  const auto symbolic_kernels = [](const Fn& fn, const std::vector<int64_t>& sizes, c10::ScalarType dtype) {
+    auto graph_at = [&](int64_t batch) {
+      std::vector<int64_t> shape = sizes;
+      shape[0] = batch;
+      auto f = fn;
+      const auto a = at::randn(shape).to(dtype);
+      return jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(jitc::testing::trace_of(f, a, a).graph));
+    };
+    std::string why;
+    const auto g = jitc::graph::generalize(graph_at(40), graph_at(48), jitc::graph::SymbolValues{{40}, {48}}, &why);
+    INFO(why);
+    REQUIRE(g);
+    REQUIRE(g->num_symbols == 1);
+    std::vector<jitc::inductor::Kernel> kernels;
+    for (const auto& k : jitc::inductor::schedule(*g, "k", {}).kernels) kernels.push_back(k.kernel);
+    return kernels;
+  };
+  for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+    INFO(c10::toString(dtype));
+    int split = 0, variances = 0, columns = 0;
+    for (const auto& [fn, sizes] : {std::make_pair(statistics, std::vector<int64_t>{0, 16, 32, 32}),
+                                    std::make_pair(column_sums, std::vector<int64_t>{0, 300})})
+      for (const auto& k : symbolic_kernels(fn, sizes, dtype)) {
+        const auto config = jitc::inductor::default_cuda_config(k);
+        split += config.split > 0;
+        variances += config.split > 0 && !jitc::inductor::welford_pairs(k).empty();
+        columns += config.split > 0 && config.columns > 0;
+        for (bool index32 : {false, true})
+          CHECK_NOTHROW(jitc::inductor::cuda::nvrtc_compile(jitc::inductor::cuda_prelude() + all_variants(k, index32), "test", "sm_90", false));
+      }
+    CHECK(variances == 1);  // the statistics' kernel
+    CHECK(columns == 1);    // the column sums
+    CHECK(split == 2);
+  }
 }
 
 // Persistent rows (softmax, layer_norm) read and write 16 bytes at once: groups of 4 floats, 8 halves,

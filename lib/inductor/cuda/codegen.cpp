@@ -339,8 +339,8 @@ void Printer::reduction(int r) {
   } else {
     const auto vars = k_.loop_vars(e.loop);
     std::string lo, hi;
-    if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
     if (phase_ == Phase::kPartial) plan_partial_groups(r, vars);
+    if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
     block_loop(e.loop, vars, lo, hi, [&] {
       emit_reduction_operand(r);
       fold(name(e.a), arg ? name(e.b) : "");

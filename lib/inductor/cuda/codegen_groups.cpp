@@ -318,9 +318,10 @@ void Printer::plan_partial_groups(int r, const std::vector<int>& vars) {
   if (vector_access_.empty()) return;
   group_ = static_cast<int>(std::min<size_t>(8, 16 / widest));
   group_var_ = u;
-  int64_t elements = 1;
-  for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
-  const int64_t chunk = (elements + config_.split - 1) / config_.split;
+  // Whole groups in every slice: a constant slice length that groups divide, or (at a symbolic size) one
+  // that slice_bounds rounds up to whole groups.
+  const int64_t elements = constant_loop_elements(vars);
+  const int64_t chunk = elements < 0 ? 0 : (elements + config_.split - 1) / config_.split;
   if (extent.op != ScalarOp::kConst || extent.ivalue % group_ != 0 || chunk % group_ != 0) vector_access_.clear();
 }
 

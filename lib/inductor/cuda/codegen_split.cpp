@@ -51,9 +51,9 @@ void Printer::welford_reduction(int sum, int squares) {
   auto saved = emitted_;
   if (phase_ == Phase::kPartial) {  // this thread's values as shifted sums, then the block's (count, mean, M2)
     const auto vars = k_.loop_vars(e.loop);
+    plan_partial_groups(sum, vars);
     const auto [lo, hi] = slice_bounds(vars);
     const std::string sums = fresh("sums");
-    plan_partial_groups(sum, vars);
     const std::string shift = first_value(sum, lo, hi);
     line(fmt::format("ShiftedSums<{}> {}{{{}, 0, 0, 0}};", ty, sums, shift));
     block_loop(e.loop, vars, lo, hi, [&] {
@@ -62,8 +62,7 @@ void Printer::welford_reduction(int sum, int squares) {
     });
     line(fmt::format("const Welford<{}> {} = block_variance<{}>({}, ({})({} - {}));", ty, total, ty, sums, ty, hi, lo));
   } else {  // the final pass: this row's slices (count in the sum's position slot), over all its elements
-    int64_t elements = 1;
-    for (int v : k_.loop_vars(e.loop)) elements *= k_.body[k_.vars[v].extent].ivalue;
+    const std::string elements = loop_elements(k_.loop_vars(e.loop));
     line(fmt::format(
         "const Welford<{0}> {1} = combine_slices<{0}, {5}, {6}>(workspace + {2}, workspace + {3} + {2}, workspace + {4}, ({0}){7});", ty,
         total, sum_slot, positions_offset(), squares_slot, config_.split, config_.threads, elements));
@@ -100,14 +99,41 @@ std::string Printer::first_value(int r, const std::string& lo, const std::string
   return value;
 }
 
-// This block's slice [lo, hi) of the row's flattened reduction space (constant size: see split_count).
+// This block's slice [lo, hi) of the row's flattened reduction space. At a symbolic size the slices'
+// length is computed at run time, in whole vector groups where plan_partial_groups chose them (called
+// first); a slice past the end is empty.
 std::pair<std::string, std::string> Printer::slice_bounds(const std::vector<int>& vars) {
-  int64_t elements = 1;
-  for (int v : vars) elements *= k_.body[k_.vars[v].extent].ivalue;
-  const int64_t chunk = (elements + config_.split - 1) / config_.split;
   const std::string lo = fresh("lo"), hi = fresh("hi");
-  line(fmt::format("const idx_t {} = {} * {}, {} = min(({}){}, {} + {});", lo, slice_, chunk, hi, "idx_t", elements, lo, chunk));
+  if (const int64_t elements = constant_loop_elements(vars); elements >= 0) {
+    const int64_t chunk = (elements + config_.split - 1) / config_.split;
+    line(fmt::format("const idx_t {} = {} * {}, {} = min(({}){}, {} + {});", lo, slice_, chunk, hi, "idx_t", elements, lo, chunk));
+    return {lo, hi};
+  }
+  const std::string total = loop_elements(vars), chunk = fresh("chunk");
+  const int step = vector_access_.empty() ? 1 : group_;
+  line(fmt::format("const idx_t {0} = (({1} + {2}) / {3} + {4}) / {5} * {5};", chunk, total, config_.split - 1, config_.split, step - 1,
+                   step));
+  line(fmt::format("const idx_t {} = {} * {}, {} = min({}, {} + {});", lo, slice_, chunk, hi, total, lo, chunk));
   return {lo, hi};
+}
+
+// The number of elements of vars' loop: a constant, or -1 where an extent is a symbol's.
+int64_t Printer::constant_loop_elements(const std::vector<int>& vars) const {
+  int64_t n = 1;
+  for (int v : vars) {
+    const Expr& extent = k_.body[k_.vars[v].extent];
+    if (extent.op != ScalarOp::kConst) return -1;
+    n *= extent.ivalue;
+  }
+  return n;
+}
+
+// The same as a C expression: the constant, or the product of the extents' values.
+std::string Printer::loop_elements(const std::vector<int>& vars) {
+  if (const int64_t n = constant_loop_elements(vars); n >= 0) return std::to_string(n);
+  std::string total = "((idx_t)1)";
+  for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
+  return total;
 }
 
 // Where reduction r's partial results of this row start in the workspace: values, then positions.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace jitc::inductor {
 
@@ -53,6 +54,53 @@ constexpr int64_t kSplitBlocks = 1024;  // enough to fill a GPU of 132 SMs sever
 
 bool is_sum(const Kernel& k, int e) { return k.body[e].op == ScalarOp::kReduce && k.body[e].reduce == ReduceKind::kSum; }
 
+// Size expressions are compared at two sets of symbol values: they are polynomials of small degree in
+// the symbols (products of sizes), so two such points tell them apart in practice.
+constexpr std::array<int64_t, 16> kProbeA{3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59};
+constexpr std::array<int64_t, 16> kProbeB{101, 89, 83, 79, 73, 71, 67, 61, 97, 103, 107, 109, 113, 127, 131, 137};
+
+// An int64 expression of constants and symbols (of the 16 a launch passes), + - *: evaluate_size's domain.
+bool is_size_expression(const Kernel& k, int e) {
+  const Expr& x = k.body[e];
+  if (!c10::isIntegralType(x.dtype, false)) return false;
+  switch (x.op) {
+    case ScalarOp::kConst: return true;
+    case ScalarOp::kSym: return x.var < static_cast<int>(kProbeA.size());
+    case ScalarOp::kAdd:
+    case ScalarOp::kSub:
+    case ScalarOp::kMul: return is_size_expression(k, x.a) && is_size_expression(k, x.b);
+    default: return false;
+  }
+}
+
+bool same_size(const Kernel& k, int a, int b) {
+  if (!is_size_expression(k, a) || !is_size_expression(k, b)) return false;
+  for (const auto* probe : {&kProbeA, &kProbeB})
+    if (evaluate_size(k, a, probe->data()) != evaluate_size(k, b, probe->data())) return false;
+  return true;
+}
+
+// The product of vars' extents at these symbol values.
+int64_t elements_at(const Kernel& k, const std::vector<int>& vars, const int64_t* symbols) {
+  int64_t n = 1;
+  for (int v : vars) n *= evaluate_size(k, k.vars[v].extent, symbols);
+  return n;
+}
+
+// Whether `divisor` is the number of elements of vars' loop: a constant, or the float of that size
+// expression (a mean over a dim of symbolic size).
+bool divides_by_count(const Kernel& k, int divisor, const std::vector<int>& vars) {
+  const Expr& d = k.body[divisor];
+  if (d.op == ScalarOp::kConst) {
+    const int64_t n = constant_elements(k, vars);
+    return n > 0 && d.value == static_cast<double>(n);
+  }
+  if (d.op != ScalarOp::kCast || !is_size_expression(k, d.a)) return false;
+  for (const auto* probe : {&kProbeA, &kProbeB})
+    if (evaluate_size(k, d.a, probe->data()) != elements_at(k, vars, probe->data())) return false;
+  return true;
+}
+
 }  // namespace
 
 std::map<int, int> welford_pairs(const Kernel& k) {
@@ -65,17 +113,14 @@ std::map<int, int> welford_pairs(const Kernel& k) {
     if (square.op != ScalarOp::kMul || square.a != square.b || k.body[square.a].op != ScalarOp::kSub) continue;
     const Expr& deviation = k.body[square.a];
     const Expr& mean = k.body[deviation.b];
-    if (mean.op != ScalarOp::kDiv || !is_sum(k, mean.a) || k.body[mean.b].op != ScalarOp::kConst) continue;
+    if (mean.op != ScalarOp::kDiv || !is_sum(k, mean.a)) continue;
     const Expr& sum = k.body[mean.a];
     const auto vars = k.loop_vars(sum.loop), square_vars = k.loop_vars(k.body[r].loop);
-    const int64_t elements = constant_elements(k, vars);
-    bool same_shape = vars.size() == square_vars.size() && elements > 0;
-    for (size_t d = 0; same_shape && d < vars.size(); ++d)
-      same_shape = k.body[k.vars[vars[d]].extent].ivalue == k.body[k.vars[square_vars[d]].extent].ivalue &&
-                   k.body[k.vars[square_vars[d]].extent].op == ScalarOp::kConst;
+    bool same_shape = vars.size() == square_vars.size();
+    for (size_t d = 0; same_shape && d < vars.size(); ++d) same_shape = same_size(k, k.vars[vars[d]].extent, k.vars[square_vars[d]].extent);
     const bool floating = sum.dtype == c10::ScalarType::Float || sum.dtype == c10::ScalarType::Double;
-    if (same_shape && floating && sum.loop != k.body[r].loop && k.body[mean.b].value == static_cast<double>(elements) &&
-        keys[deviation.a] == keys[sum.a] && k.body[r].dtype == sum.dtype)
+    if (same_shape && floating && sum.loop != k.body[r].loop && divides_by_count(k, mean.b, vars) && keys[deviation.a] == keys[sum.a] &&
+        k.body[r].dtype == sum.dtype)
       pairs[static_cast<int>(r)] = mean.a;
   }
   return pairs;
@@ -103,6 +148,23 @@ int column_split_count(const Kernel& k, int64_t rows, int64_t elements) {
   return split >= 2 ? static_cast<int>(split) : 0;
 }
 
+// A reduction loop's element count for choosing a split: its size, or for a loop of symbolic size its
+// size with every symbol at kSplitSizeHint. The split count is a constant of the code and the slices'
+// bounds follow the size at run time, so every count gives the same result; one chosen for a larger size
+// than the run's costs blocks with little to do, one chosen for a smaller size leaves a long reduction to
+// a few blocks (a batch norm's statistics over a dynamic batch, one block per channel). Hence a large
+// nominal size: a dynamic batch or length of 1024.
+constexpr int64_t kSplitSizeHint = 1024;
+int64_t elements_for_split(const Kernel& k, const std::vector<int>& vars) {
+  const int64_t n = constant_elements(k, vars);
+  if (n > 0) return n;
+  for (int v : vars)
+    if (!is_size_expression(k, k.vars[v].extent)) return -1;
+  std::array<int64_t, kProbeA.size()> hint;
+  hint.fill(kSplitSizeHint);
+  return elements_at(k, vars, hint.data());
+}
+
 }  // namespace
 
 int column_split_width(const Kernel& k) { return std::min(64, 2 * column_width(k)); }
@@ -112,7 +174,9 @@ int split_count(const Kernel& k) {
   const int64_t rows = constant_elements(k, k.outer_vars());
   int64_t elements = -1;  // of the shortest reduction loop
   for (int loop = 0; loop < k.num_reduction_loops; ++loop) {
-    const int64_t n = constant_elements(k, k.loop_vars(loop));
+    const int64_t n = elements_for_split(k, k.loop_vars(loop));
+    // A slice may be empty at a symbolic size: an arg reduction's empty slice would offer a position.
+    if (n <= 0 || (constant_elements(k, k.loop_vars(loop)) < 0 && has_arg_reduction(k))) return 0;
     elements = loop == 0 ? n : std::min(elements, n);
   }
   if (rows <= 0 || elements <= 0) return 0;
