@@ -66,6 +66,8 @@ struct TileFormula {
 };
 TileFormula tile_formula(const Kernel& kernel, const CudaConfig& config);
 int64_t evaluate_tiles(const Kernel& kernel, const TileFormula& formula, const int64_t* symbols);
+// The product of the variables' extents when they are all constants; -1 otherwise.
+int64_t constant_elements(const Kernel& kernel, const std::vector<int>& vars);
 // An int64 size expression of the kernel (constants, symbols, + - *) at these symbol values.
 int64_t evaluate_size(const Kernel& kernel, int expr, const int64_t* symbols);
 

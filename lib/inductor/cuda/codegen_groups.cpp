@@ -320,7 +320,7 @@ void Printer::plan_partial_groups(int r, const std::vector<int>& vars) {
   group_var_ = u;
   // Whole groups in every slice: a constant slice length that groups divide, or (at a symbolic size) one
   // that slice_bounds rounds up to whole groups.
-  const int64_t elements = constant_loop_elements(vars);
+  const int64_t elements = constant_elements(k_, vars);
   const int64_t chunk = elements < 0 ? 0 : (elements + config_.split - 1) / config_.split;
   if (extent.op != ScalarOp::kConst || extent.ivalue % group_ != 0 || chunk % group_ != 0) vector_access_.clear();
 }

@@ -104,7 +104,7 @@ std::string Printer::first_value(int r, const std::string& lo, const std::string
 // first); a slice past the end is empty.
 std::pair<std::string, std::string> Printer::slice_bounds(const std::vector<int>& vars) {
   const std::string lo = fresh("lo"), hi = fresh("hi");
-  if (const int64_t elements = constant_loop_elements(vars); elements >= 0) {
+  if (const int64_t elements = constant_elements(k_, vars); elements >= 0) {
     const int64_t chunk = (elements + config_.split - 1) / config_.split;
     line(fmt::format("const idx_t {} = {} * {}, {} = min(({}){}, {} + {});", lo, slice_, chunk, hi, "idx_t", elements, lo, chunk));
     return {lo, hi};
@@ -117,20 +117,10 @@ std::pair<std::string, std::string> Printer::slice_bounds(const std::vector<int>
   return {lo, hi};
 }
 
-// The number of elements of vars' loop: a constant, or -1 where an extent is a symbol's.
-int64_t Printer::constant_loop_elements(const std::vector<int>& vars) const {
-  int64_t n = 1;
-  for (int v : vars) {
-    const Expr& extent = k_.body[k_.vars[v].extent];
-    if (extent.op != ScalarOp::kConst) return -1;
-    n *= extent.ivalue;
-  }
-  return n;
-}
-
-// The same as a C expression: the constant, or the product of the extents' values.
+// The number of elements of vars' loop as a C expression: the constant, or the product of the extents'
+// values.
 std::string Printer::loop_elements(const std::vector<int>& vars) {
-  if (const int64_t n = constant_loop_elements(vars); n >= 0) return std::to_string(n);
+  if (const int64_t n = constant_elements(k_, vars); n >= 0) return std::to_string(n);
   std::string total = "((idx_t)1)";
   for (int v : vars) total = fmt::format("({} * {})", total, name(k_.vars[v].extent));
   return total;

@@ -19,9 +19,6 @@ int column_width(const Kernel& k) {
   return narrowest == 0 ? 0 : static_cast<int>(std::clamp<size_t>(64 / narrowest, 8, 32));
 }
 
-namespace {
-
-// The product of the variables' extents when they are all constants; -1 otherwise.
 int64_t constant_elements(const Kernel& k, const std::vector<int>& vars) {
   int64_t n = 1;
   for (int v : vars) {
@@ -31,6 +28,8 @@ int64_t constant_elements(const Kernel& k, const std::vector<int>& vars) {
   }
   return n;
 }
+
+namespace {
 
 int reduction_count(const Kernel& k) {
   return static_cast<int>(std::count_if(k.body.begin(), k.body.end(), [](const Expr& e) { return e.op == ScalarOp::kReduce; }));

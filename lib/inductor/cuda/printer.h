@@ -102,7 +102,6 @@ class Printer {
   void welford_reduction(int sum, int squares);
   std::string first_value(int r, const std::string& lo, const std::string& hi);
   std::pair<std::string, std::string> slice_bounds(const std::vector<int>& vars);
-  int64_t constant_loop_elements(const std::vector<int>& vars) const;
   std::string loop_elements(const std::vector<int>& vars);
   std::string partial_slot(int r) const;
   int64_t rows() const;
