@@ -86,7 +86,8 @@ class Scheduler {
     }
   }
 
-  // The capabilities of the backend of v's device (unsupported_values, graph_uses.h, rejected devices without one).
+  // The capabilities of the backend of v's device (graph_uses.h's unsupported_values rejected devices
+  // without one).
   const Target& target_of(ValueId v) const { return backend_for(g_.values[v].meta.device.type())->target(); }
 
   // A graph break's value is compared with the traced one bit for bit on every replay (the callable
@@ -113,9 +114,9 @@ class Scheduler {
     return [this](size_t i) { return !extern_[i]; };
   }
 
-  // Values stored although no reader needs a buffer: chains several nodes would compute again, values whose
-  // views are needed as tensors, values read across extern calls (shared_chains.h), checked values that a node reads in part
-  // (checked_reads.h).
+  // Values stored although no reader needs a buffer: chains several nodes would compute again, values
+  // whose views are needed as tensors, values read across extern calls (shared_chains.h), checked values
+  // that a node reads in part (checked_reads.h).
   void store_values_read_again() {
     auto store = [&](ValueId v, const std::string& why) {
       stored_[v] = 1;

@@ -86,14 +86,15 @@ constexpr int kColumnSplitThreads = 256;
 // the row (tiles = rows), as Inductor's split reductions do. Needs a constant number of rows, reductions
 // that do not read each other's results and no element loop; 0 otherwise. A reduction loop of symbolic
 // size splits as if its symbols were 1024 (the slices' length follows the size at run time; arg
-// reductions, whose empty slices would offer a position, do not split then). Column kernels (column_width) with many
-// reduced elements split too, their blocks taking column_split_width rows side by side (tiles = groups
-// of rows * split, then groups), except for variances and arg reductions.
+// reductions, whose empty slices would offer a position, do not split then). Column kernels
+// (column_width) with many reduced elements split too, their blocks taking column_split_width rows side
+// by side (tiles = groups of rows * split, then groups), except for variances and arg reductions.
 int split_count(const Kernel& kernel);
 // Variances in a split kernel: for each reduction that sums (x - m)^2 where m = (sum of x) / n is another
-// reduction's mean over a loop of the same shape (n its element count, constant or symbolic) (lower_reduction's two-pass variance), that
-// sum's reduction. The split passes compute both with Welford's update instead (a second loop would need the row's mean, which no slice
-// has), combining (count, mean, M2) across threads and slices (Chan et al.).
+// reduction's mean over a loop of the same shape and n that loop's element count, constant or symbolic
+// (lower_reduction's two-pass variance), that sum's reduction. The split passes compute both with
+// Welford's update instead (a second loop would need the row's mean, which no slice has), combining
+// (count, mean, M2) across threads and slices (Chan et al.).
 std::map<int, int> welford_pairs(const Kernel& kernel);
 
 // The int64 slots of a split kernel's workspace (the last entry of its Buffers): a partial value and a
