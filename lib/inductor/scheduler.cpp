@@ -492,6 +492,15 @@ class Scheduler {
     return false;
   }
 
+  // Why the open kernel must end before extern node i (nullptr: it may stay open across the call).
+  const char* reason_to_end_kernel_before(const Node& n, size_t i) {
+    if (members_.empty()) return nullptr;
+    if (n.mutates) return "it writes a tensor the kernel may read";
+    if (reads_current_group(n)) return "it reads the kernel's output";
+    if (frees_buffers_before(i)) return "buffers the kernel reads last are freed before it";
+    return nullptr;
+  }
+
   bool reads_current_group(const Node& n) const {
     for (ValueId v : node_tensor_args(n))
       if (std::find(members_.begin(), members_.end(), v) != members_.end()) return true;
@@ -514,11 +523,8 @@ class Scheduler {
       position_ = static_cast<int>(i);
       const Node& n = g_.nodes[i];
       if (extern_[i]) {
-        if (!members_.empty() && (reads_current_group(n) || n.mutates || frees_buffers_before(i))) {
-          log(fmt::format("kernel {} ends before extern {} ({})", built_.kernel.name, n.name(),
-                          n.mutates                ? "it writes a tensor the kernel may read"
-                          : reads_current_group(n) ? "it reads the kernel's output"
-                                                   : "buffers the kernel reads last are freed before it"));
+        if (const char* why = reason_to_end_kernel_before(n, i)) {
+          log(fmt::format("kernel {} ends before extern {} ({})", built_.kernel.name, n.name(), why));
           flush();
         }
         steps_.push_back({Step::Kind::kExtern, static_cast<int>(i)});

@@ -11,6 +11,20 @@ namespace jitc::inductor {
 
 using graph::ValueId;
 
+namespace {
+
+// The distinct buffers node n's inlined computation reads, sorted: the union of its operands' (`sources`
+// per value, a buffer its own).
+std::vector<ValueId> operand_sources(const graph::Node& n, const std::vector<std::vector<ValueId>>& sources) {
+  std::vector<ValueId> found;
+  for (ValueId a : node_tensor_args(n)) found.insert(found.end(), sources[a].begin(), sources[a].end());
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
+}
+
+}  // namespace
+
 std::vector<ValueId> shared_chains(const graph::Graph& g, const std::function<bool(ValueId)>& computed,
                                    const std::function<bool(ValueId)>& view) {
   std::vector<int> readers(g.values.size(), 0);
@@ -29,10 +43,7 @@ std::vector<ValueId> shared_chains(const graph::Graph& g, const std::function<bo
       sources[v] = {static_cast<ValueId>(v)};
       continue;
     }
-    std::vector<ValueId> found;
-    for (ValueId a : node_tensor_args(g.nodes[p])) found.insert(found.end(), sources[a].begin(), sources[a].end());
-    std::sort(found.begin(), found.end());
-    found.erase(std::unique(found.begin(), found.end()), found.end());
+    std::vector<ValueId> found = operand_sources(g.nodes[p], sources);
     if (readers[v] >= 2 && found.size() >= kSharedChainSources && !view(static_cast<ValueId>(v))) {
       chosen.push_back(static_cast<ValueId>(v));
       found = {static_cast<ValueId>(v)};
@@ -78,12 +89,9 @@ std::vector<ValueId> values_read_across_extern_calls(const graph::Graph& g, cons
       sources[v] = {value};
       continue;
     }
-    for (ValueId a : node_tensor_args(g.nodes[p])) {
-      sources[v].insert(sources[v].end(), sources[a].begin(), sources[a].end());
+    sources[v] = operand_sources(g.nodes[p], sources);
+    for (ValueId a : node_tensor_args(g.nodes[p]))
       if (sources[a] != std::vector<ValueId>{a}) chain_last[v] = std::max({chain_last[v], chain_last[a], last[a]});
-    }
-    std::sort(sources[v].begin(), sources[v].end());
-    sources[v].erase(std::unique(sources[v].begin(), sources[v].end()), sources[v].end());
     const auto& r = readers[v];
     if (r.empty() || last[v] >= static_cast<int>(g.nodes.size()) || view(value) || chain_last[v] > p) continue;
     if (externs_before[r.back()] == externs_before[r.front() + 1]) continue;  // no extern call between its readers
