@@ -86,7 +86,7 @@ std::string Printer::body_function(bool columns) {
   else row();
   line("%t.next = add nsw i64 %t, 1");
   line("store i64 %t.next, ptr %tile");
-  line("br label %tile.head");
+  line(fmt::format("br label %tile.head, !llvm.loop {}", loop_id()));
   label("exit");
   if (!columns) fence_streaming_stores();
   if (checks_) report_failed_checks();
@@ -232,15 +232,34 @@ std::string Printer::open_loop(const std::string& tag, const std::string& start,
   return v;
 }
 
+// Loops without metadata of their own carry this id: no runtime unrolling, and a loop the vectorizer made is
+// not unrolled again (its interleaved copies are the unrolling). On hosts whose scheduling model asks for it
+// (AMD Zen), LLVM otherwise unrolls every loop of unknown trip count by up to 8 with a remainder loop, at
+// every level of a nest of short loops (a batch norm's sums over N, H and W of symbolic sizes), and unrolls
+// vector loops of known trip count again (a cross-entropy's 8192-long rows): most of the object code and
+// of LLVM's time (RESULTS.md, session 39). Scalar loops of known trip count still unroll in full.
+namespace {
+constexpr const char* kLoopId = "!1002";
+constexpr const char* kLoopMetadata[] = {"!1002 = distinct !{!1002, !1003, !1004}", "!1003 = !{!\"llvm.loop.unroll.runtime.disable\"}",
+                                         "!1004 = !{!\"llvm.loop.vectorize.followup_vectorized\", !1005}",
+                                         "!1005 = !{!\"llvm.loop.unroll.disable\"}"};
+}  // namespace
+
+std::string Printer::loop_id() {
+  for (const char* definition : kLoopMetadata) metadata(definition);
+  return kLoopId;
+}
+
 // The end of open_loop's body: the counter moves to `next` (empty: the value plus one).
-void Printer::close_loop(const std::string& tag, const std::string& next, const std::string& loop_metadata) {
+void Printer::close_loop(const std::string& tag, const std::string& next, std::string loop_metadata) {
+  if (loop_metadata.empty()) loop_metadata = loop_id();
   std::string moved = next;
   if (moved.empty()) {
     moved = "%" + tag + ".n";
     line(fmt::format("{} = add nsw i64 %{}.v, 1", moved, tag));
   }
   line(fmt::format("store i64 {}, ptr %{}.i", moved, tag));
-  line(fmt::format("br label %{}.head{}", tag, loop_metadata.empty() ? "" : ", !llvm.loop " + loop_metadata));
+  line(fmt::format("br label %{}.head, !llvm.loop {}", tag, loop_metadata));
   label(tag + ".end");
 }
 

@@ -36,8 +36,9 @@ class Printer : private Emitter {
   // A loop nest over `vars`; the innermost is bounded by [lo, hi) when given. Calls body() inside.
   void loop_nest(const std::vector<int>& vars, const std::string& lo, const std::string& hi, const std::function<void()>& body);
   std::string open_loop(const std::string& tag, const std::string& start, const std::string& bound);
-  // `loop_metadata`: a metadata node for the back edge (empty: none).
-  void close_loop(const std::string& tag, const std::string& next = "", const std::string& loop_metadata = "");
+  std::string loop_id();  // the back edges' metadata node where a loop has none of its own
+  // `loop_metadata`: a metadata node for the back edge (empty: loop_id()).
+  void close_loop(const std::string& tag, const std::string& next = "", std::string loop_metadata = "");
   void element_loop(const std::string& column_tile);
   void element_pass(const std::string& lo, const std::string& hi);
   void reduction(int r);
