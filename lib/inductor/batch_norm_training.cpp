@@ -9,9 +9,9 @@
 //     running_var.copy_(momentum * var(x, correction 1) + (1 - momentum) * running_var)
 // The forward has no float constant of the sizes (the unbiased variance is a reduction of its own): two
 // traces' decompositions at different batch sizes generalize to one symbolic graph (runtime/pipeline.cpp
-// functional_graph). A symbolic backward is fitted from the traces as recorded and keeps ATen's batch-norm
-// backward (this decomposition needs static sizes): fitted from decompositions instead, it ran slower on
-// the GPU (benchmarks/RESULTS.md, session 37).
+// functional_graph). The backward multiplies its sums by the float 1 / n; with `integer_counts` it divides
+// them by the integer n instead (a product of sizes, which fits as a symbol), so that a symbolic CUDA
+// backward is fitted from two traces' decompositions (runtime/training_entry.cpp).
 //   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
@@ -100,6 +100,11 @@ class Ops {
   ValueId scaled(ValueId a, double factor) {
     return e_.call("aten::mul", "Scalar", {value_arg(a), constant_arg(c10::Scalar(factor))}, s_.compute, {s_.channels});
   }
+  // A per-channel value divided by the elements per channel: by the integer, or times its float reciprocal.
+  ValueId per_count(ValueId v, bool integer_count) {
+    if (!integer_count) return scaled(v, 1.0 / static_cast<double>(s_.count));
+    return e_.call("aten::div", "Scalar", {value_arg(v), constant_arg(c10::Scalar(s_.count))}, s_.compute, {s_.channels});
+  }
   ValueId per_channel(ValueId v) { return e_.call("aten::view", "", {value_arg(v), constant_arg(s_.channel)}, s_.compute, s_.channel); }
   ValueId sum(ValueId v) {
     return e_.call("aten::sum", "dim_IntList", {value_arg(v), constant_arg(s_.reduced), constant_arg(false), constant_arg(c10::IValue())},
@@ -181,7 +186,7 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
   return {out, ops.stored(mean, output_dtype(g, n, 1), channels), ops.stored(invstd, output_dtype(g, n, 2), channels)};
 }
 
-std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node& n) {
+std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node& n, bool integer_counts) {
   if (n.args.size() < 10 || !n.args[7].constant.isBool() || !n.args[7].constant.toBool()) return {};
   const auto dy = optional_value(n, 0), x = optional_value(n, 1), w = optional_value(n, 2), mean = optional_value(n, 5),
              invstd = optional_value(n, 6);
@@ -203,10 +208,9 @@ std::vector<ValueId> batch_norm_backward(Emitter& e, const Graph& g, const Node&
   const ValueId dot = ops.sum(ops.binary("aten::mul", centred, dyc, s->sizes));
   std::vector<ValueId> results;
   if (!n.outputs[0].values.empty()) {
-    const double inverse_count = 1.0 / static_cast<double>(s->count);
     const ValueId k =
-        ops.scaled(ops.binary("aten::mul", ops.binary("aten::mul", dot, invstdc, channels), invstdc, channels), inverse_count);
-    const ValueId grad_mean = ops.scaled(sum_dy, inverse_count);
+        ops.per_count(ops.binary("aten::mul", ops.binary("aten::mul", dot, invstdc, channels), invstdc, channels), integer_counts);
+    const ValueId grad_mean = ops.per_count(sum_dy, integer_counts);
     ValueId dx = ops.binary("aten::sub", ops.binary("aten::sub", dyc, ops.per_channel(grad_mean), s->sizes),
                             ops.binary("aten::mul", centred, ops.per_channel(k), s->sizes), s->sizes);
     dx = ops.binary("aten::mul", dx, ops.per_channel(invstdc), s->sizes);
@@ -280,11 +284,11 @@ graph::Graph native_batch_norms(const graph::Graph& joint) {
   return g;
 }
 
-graph::Graph decompose_batch_norm_training(const graph::Graph& g) {
-  return decompose(g, [](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
+graph::Graph decompose_batch_norm_training(const graph::Graph& g, bool integer_counts) {
+  return decompose(g, [integer_counts](Emitter& e, const Graph& original, const Node& n) -> std::vector<ValueId> {
     const std::string& name = n.op.operator_name().name;
     if (name == "aten::native_batch_norm" || name == "aten::batch_norm") return batch_norm_forward(e, original, n);
-    if (name == "aten::native_batch_norm_backward") return batch_norm_backward(e, original, n);
+    if (name == "aten::native_batch_norm_backward") return batch_norm_backward(e, original, n, integer_counts);
     return {};
   });
 }

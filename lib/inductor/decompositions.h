@@ -31,7 +31,9 @@ graph::Graph decompose_composites(const graph::Graph& g);
 // Rewrites native_batch_norm and batch_norm in training mode, and native_batch_norm's backward, into
 // reductions and pointwise ops, the running statistics updated by annotated in-place copies
 // (batch_norm_training.cpp). Runs before functionalization, which refuses their unannotated writes.
-graph::Graph decompose_batch_norm_training(const graph::Graph& g);
+// `integer_counts`: the backward divides by the integer element count rather than multiplying by its float
+// reciprocal, so that two traces' decompositions generalize to a symbolic graph.
+graph::Graph decompose_batch_norm_training(const graph::Graph& g, bool integer_counts = false);
 // A joint training graph with cuDNN's float32/float64 batch norms in training mode (forward and backward) replaced by
 // ATen's native ones: the same statistics (cuDNN saves the inverse standard deviation, as native does),
 // without the reserve space only cuDNN's backward reads; decompose_batch_norm_training then applies to

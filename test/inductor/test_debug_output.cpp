@@ -65,6 +65,47 @@ TEST_CASE("JITC_DEBUG_DIR dumps graph text, DOT, kernel IR, LLVM IR and assembly
   CHECK((assembly.find("ymm") != std::string::npos || assembly.find("zmm") != std::string::npos || assembly.find("xmm") != std::string::npos));
 }
 
+// Three convolutions, each with a training batch norm of another size: the batch norms' sums over (N, H, W) print as
+// one function of their sizes, loops of unknown trip count. LLVM unrolled such loops at run time on hosts whose
+// scheduling model asks for it (AMD Zen), at every level of the nest, each with a remainder loop (blocks named
+// .prol and .epil): most of the code and of LLVM's time (benchmarks/RESULTS.md, session 39).
+TEST_CASE("a CNN's training programs hold no loop unrolled at run time", "[inductor][output]") {
+  jitc::testing::TempDir dir;
+  jitc::testing::ScopedEnv debug_dir("JITC_DEBUG_DIR", dir.path.c_str());
+  std::vector<at::Tensor> weights, scales, shifts;
+  for (const auto [in, out] : {std::pair<int64_t, int64_t>{3, 8}, {8, 16}, {16, 32}}) {
+    weights.push_back((at::randn({out, in, 3, 3}) * 0.3).requires_grad_());
+    scales.push_back(at::ones({out}).requires_grad_());
+    shifts.push_back(at::zeros({out}).requires_grad_());
+  }
+  auto net = [&](const at::Tensor& x) {
+    at::Tensor y = x;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      y = at::conv2d(y, weights[i], {}, /*stride=*/i == 0 ? 1 : 2, /*padding=*/1);
+      y = at::relu(at::batch_norm(y, scales[i], shifts[i], {}, {}, /*training=*/true, 0.1, 1e-5, false));
+    }
+    return y.mean();
+  };
+  auto f = jitc::compile(net);
+  const auto x = at::randn({4, 3, 16, 16});
+  for (int step = 0; step < 2; ++step) f(x).backward();
+  std::vector<at::Tensor> grads;
+  for (const auto& w : weights) grads.push_back(w.grad().clone());
+  for (auto& w : weights) w.mutable_grad().zero_();
+  for (int step = 0; step < 2; ++step) net(x).backward();
+  for (size_t i = 0; i < weights.size(); ++i) CHECK(jitc::testing::difference(grads[i], weights[i].grad(), {1e-4, 1e-5}) == "");
+  int programs = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path)) {
+    const std::string optimized = read(entry.path() / "kernels.opt.ll");
+    INFO(entry.path().string());
+    CHECK(optimized.find("define void @jitc_fused_") != std::string::npos);
+    CHECK(optimized.find(".prol") == std::string::npos);
+    CHECK(optimized.find(".epil") == std::string::npos);
+    ++programs;
+  }
+  CHECK(programs == 2);  // the forward and the backward
+}
+
 TEST_CASE("JITC_LOGS=schedule prints the plan: kernels, extern calls and releases in order", "[inductor][output]") {
   jitc::testing::LogCapture logs("schedule");
   auto block = [](const at::Tensor& x, const at::Tensor& w) { return at::mm(at::mm(x, w).relu(), w) + 1; };
