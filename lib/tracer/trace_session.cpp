@@ -108,6 +108,26 @@ bool is_data_dependent(const c10::OperatorHandle& op) {
   return op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
 }
 
+namespace {
+
+// aten::index is tagged dynamic_output_shape for its boolean and byte masks; with long or int index
+// tensors only, its result's shape follows the indices' shapes as any op's does (x[idx], q[rows, actions]),
+// and an index out of range raises in the op, as in eager.
+bool indexes_by_integers(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t begin) {
+  if (op.operator_name().name != "aten::index" || stack.size() < begin + 2 || !stack[begin + 1].isList()) return false;
+  bool any = false;
+  for (const c10::IValue& index : stack[begin + 1].toListRef()) {
+    if (index.isNone() || (index.isTensor() && !index.toTensor().defined())) continue;  // a whole dim (x[:, i])
+    if (!index.isTensor()) return false;
+    const c10::ScalarType t = index.toTensor().scalar_type();
+    if (t != c10::kLong && t != c10::kInt) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
 TraceSession::TraceSession(bool fullgraph, bool training)
     : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), training_(training), previous_(t_current) {
   t_current = this;
@@ -260,7 +280,7 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
   const size_t begin = stack->size() - n;
-  const bool breaks = is_data_dependent(op);
+  const bool breaks = is_data_dependent(op) && !indexes_by_integers(op, *stack, begin);
   if (breaks && fullgraph_)
     throw TraceFailure(TraceFailure::Kind::kFullGraph,
                        fmt::format("fullgraph=true but {} needs a graph break (data-dependent operator); remove "

@@ -8,6 +8,7 @@
 #include <jitc/jitc.h>
 
 #include <ATen/ATen.h>
+#include <ATen/TensorIndexing.h>
 #include <ATen/core/grad_mode.h>
 #include <catch2/catch.hpp>
 
@@ -280,6 +281,36 @@ TEST_CASE("a graph break in a training graph is checked on replay: no warning, e
   CHECK(logs.lines_with("eagerly").empty());
   CHECK(f.stats().hits == 2);
   CHECK(f.stats().graph_breaks == 1);
+}
+
+TEST_CASE("indexing by integer index tensors compiles without a graph break, and an index out of range raises eager's error",
+          "[e2e]") {
+  using at::indexing::Slice;
+  auto fn = [](const at::Tensor& x, const at::Tensor& rows, const at::Tensor& columns) {
+    return (x.index({rows}) * 2).relu().sum(1) + x.index({Slice(), columns}).sum(1).index({rows});
+  };
+  auto f = jitc::compile(fn);
+  const auto x = at::randn({6, 4});
+  for (int64_t n : {3, 3, 5, 3}) {
+    const auto rows = at::randint(6, {n}), columns = at::randint(4, {2}, at::kInt);
+    CHECK(at::allclose(f(x, rows, columns), fn(x, rows, columns)));
+  }
+  CHECK(f.stats().graph_breaks == 0);
+  CHECK(f.stats().hits >= 2);
+  const auto out_of_range = at::tensor({1, 9, 2});
+  std::string eager_error;
+  try {
+    fn(x, out_of_range, at::zeros({2}, at::kInt));
+  } catch (const c10::IndexError& e) {
+    eager_error = e.what_without_backtrace();
+  }
+  REQUIRE(!eager_error.empty());
+  CHECK_THROWS_AS(f(x, out_of_range, at::zeros({2}, at::kInt)), c10::IndexError);
+  CHECK_THROWS_WITH(f(x, out_of_range, at::zeros({2}, at::kInt)), Catch::Contains(eager_error));
+  // A boolean mask's result has as many rows as the mask has true values: that one still breaks.
+  auto masked = jitc::compile([](const at::Tensor& x) { return x.index({x > 0}).sum() * 2; });
+  for (int i = 0; i < 3; ++i) CHECK(at::allclose(masked(x), x.index({x > 0}).sum() * 2));
+  CHECK(masked.stats().graph_breaks == 1);
 }
 
 TEST_CASE("the cannot-be-traced warning holds the error's message without a C++ backtrace", "[e2e][logging]") {
