@@ -682,46 +682,6 @@ TEST_CASE("residual blocks' backward holds no more memory than eager's", "[train
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
-namespace {
-
-struct QNet : torch::nn::Module {
-  QNet() : hidden(register_module("hidden", torch::nn::Linear(5, 16))), out(register_module("out", torch::nn::Linear(16, 3))) {}
-  at::Tensor forward(const at::Tensor& obs) { return out->forward(at::relu(hidden->forward(obs))); }
-  torch::nn::Linear hidden, out;
-};
-
-// One-step Q-learning's loss: the value of the action taken in each row (picked by integer indexing)
-// against the bootstrapped target.
-at::Tensor q_learning_loss(QNet& net, const at::Tensor& obs, const at::Tensor& actions, const at::Tensor& next_obs) {
-  const at::Tensor taken = net.forward(obs).index({at::arange(obs.size(0)), actions});
-  const at::Tensor target = 0.9 * std::get<0>(net.forward(next_obs).max(1)).detach() + 1.0;
-  return at::smooth_l1_loss(taken, target);
-}
-
-}  // namespace
-
 TEST_CASE("a Q-learning loss that picks each row's action by integer indexing trains compiled, with eager's gradients", "[training]") {
-  at::manual_seed(4);
-  QNet net, eager_net;
-  net.to(at::kDouble);
-  eager_net.to(at::kDouble);
-  copy_parameters(net, eager_net);
-  auto compiled = jitc::compile([&](const at::Tensor& obs, const at::Tensor& actions, const at::Tensor& next_obs) {
-    return q_learning_loss(net, obs, actions, next_obs);
-  });
-  for (int step = 0; step < 4; ++step) {
-    const auto obs = at::randn({8, 5}, at::kDouble), next_obs = at::randn({8, 5}, at::kDouble), actions = at::randint(3, {8});
-    net.zero_grad();
-    eager_net.zero_grad();
-    const at::Tensor got = compiled(obs, actions, next_obs), want = q_learning_loss(eager_net, obs, actions, next_obs);
-    got.backward();
-    want.backward();
-    INFO("step " << step);
-    CHECK(got.item<double>() == Approx(want.item<double>()).epsilon(1e-12));
-    for (size_t i = 0; i < net.parameters().size(); ++i)
-      CHECK(at::allclose(net.parameters()[i].grad(), eager_net.parameters()[i].grad(), 1e-10, 1e-12));
-  }
-  CHECK(compiled.stats().compiles == 1);
-  CHECK(compiled.stats().graph_breaks == 0);
-  CHECK(compiled.stats().eager_fallbacks == 0);
+  check_q_learning(at::kCPU);
 }

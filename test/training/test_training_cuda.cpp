@@ -105,3 +105,8 @@ TEST_CASE("CUDA training: dropout and RReLU compile and draw eager's masks and s
     });
   }
 }
+
+TEST_CASE("CUDA training: a Q-learning loss that picks actions by integer indexing compiles, with eager's gradients", "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_q_learning(at::kCUDA);
+}

@@ -197,6 +197,50 @@ inline void copy_state(torch::nn::Module& from, torch::nn::Module& to) {
   for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
 }
 
+struct QNet : torch::nn::Module {
+  QNet() : hidden(register_module("hidden", torch::nn::Linear(5, 16))), out(register_module("out", torch::nn::Linear(16, 3))) {}
+  at::Tensor forward(const at::Tensor& obs) { return out->forward(at::relu(hidden->forward(obs))); }
+  torch::nn::Linear hidden, out;
+};
+
+// One-step Q-learning's loss: the value of the action taken in each row (picked by integer indexing)
+// against the bootstrapped target.
+inline at::Tensor q_learning_loss(QNet& net, const at::Tensor& obs, const at::Tensor& actions, const at::Tensor& next_obs) {
+  const at::Tensor taken = net.forward(obs).index({at::arange(obs.size(0), actions.options()), actions});
+  const at::Tensor target = 0.9 * std::get<0>(net.forward(next_obs).max(1)).detach() + 1.0;
+  return at::smooth_l1_loss(taken, target);
+}
+
+// Four steps of it compiled against eager's on `device` (float64): one compile, no graph break, the
+// losses and gradients of eager.
+inline void check_q_learning(c10::Device device) {
+  at::manual_seed(4);
+  QNet net, eager_net;
+  net.to(device, at::kDouble);
+  eager_net.to(device, at::kDouble);
+  copy_parameters(net, eager_net);
+  auto compiled = jitc::compile([&](const at::Tensor& obs, const at::Tensor& actions, const at::Tensor& next_obs) {
+    return q_learning_loss(net, obs, actions, next_obs);
+  });
+  const auto options = at::TensorOptions(device).dtype(at::kDouble);
+  for (int step = 0; step < 4; ++step) {
+    const auto obs = at::randn({8, 5}, options), next_obs = at::randn({8, 5}, options);
+    const auto actions = at::randint(3, {8}, options.dtype(at::kLong));
+    net.zero_grad();
+    eager_net.zero_grad();
+    const at::Tensor got = compiled(obs, actions, next_obs), want = q_learning_loss(eager_net, obs, actions, next_obs);
+    got.backward();
+    want.backward();
+    INFO("step " << step);
+    CHECK(got.item<double>() == Approx(want.item<double>()).epsilon(1e-12));
+    for (size_t i = 0; i < net.parameters().size(); ++i)
+      CHECK(at::allclose(net.parameters()[i].grad(), eager_net.parameters()[i].grad(), 1e-10, 1e-12));
+  }
+  CHECK(compiled.stats().compiles == 1);
+  CHECK(compiled.stats().graph_breaks == 0);
+  CHECK(compiled.stats().eager_fallbacks == 0);
+}
+
 inline double max_buffer_difference(torch::nn::Module& a, torch::nn::Module& b) { return max_difference(a.buffers(), b.buffers()); }
 
 // Trains two copies of a model for `steps` steps from the same state and data, one through a compiled
