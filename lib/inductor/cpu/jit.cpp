@@ -131,8 +131,8 @@ void define_vector_math(llvm::Module& m, const VectorMath& vm) {
 constexpr const char* kKernelPipeline =
     "function(lower-expect,simplifycfg,sroa,early-cse),"
     "cgscc(inline,function(sroa,early-cse<memssa>,simplifycfg,instcombine,reassociate,"
-    "loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-allowspeculation>,loop-rotate,licm<allowspeculation>,simple-loop-unswitch<"
-    "trivial>),"
+    "loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-allowspeculation>,loop-rotate,licm<allowspeculation>,"
+    "simple-loop-unswitch<trivial>),"
     "simplifycfg,instcombine,loop(indvars,loop-deletion,loop-unroll-full),sroa,gvn,instcombine,adce,loop-mssa(licm<allowspeculation>),"
     "simplifycfg,instcombine)),"
     "globaldce,"
