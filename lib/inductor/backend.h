@@ -46,6 +46,11 @@ struct Target {
   // A normalization over dims that are not innermost gets a row kernel whose element loop runs over the
   // reduced dims (CPU); otherwise it is left to the generic reductions.
   bool normalization_row_kernels = false;
+  // A training step's backward made symbolic over changing batch sizes is fitted from its traces with their
+  // batch norms decomposed (sums divided by the integer element count) rather than calling ATen's batch-norm
+  // backward. CUDA: 18-25% faster; CPU: a channels-last element divided by a count that is no longer a
+  // constant costs MobileNetV2 more than it gains (benchmarks/RESULTS.md, session 39).
+  bool symbolic_backward_decomposes_batch_norms = false;
   // The CompileTimes stage its compile step is counted in (llvm, nvrtc).
   double CodegenStages::*compile_stage = &CodegenStages::llvm;
 };

@@ -3,6 +3,7 @@
 #include "graph/generalize.h"
 #include "graph/partition.h"
 #include "graph/passes.h"
+#include "inductor/backend.h"
 #include "inductor/channels_last.h"
 #include "inductor/decompositions.h"
 #include "runtime/engine.h"
@@ -42,15 +43,18 @@ std::shared_ptr<runtime::Entry> backward_entry(graph::Graph traced) {
   return backward;
 }
 
-bool runs_on_cuda(const graph::Graph& g) {
-  return std::any_of(g.values.begin(), g.values.end(), [](const graph::Value& v) { return v.meta.device.is_cuda(); });
+// Whether the backend of one of the graph's devices fits symbolic backwards from decomposed batch norms
+// (Target::symbolic_backward_decomposes_batch_norms: CUDA's does).
+bool decomposes_batch_norms(const graph::Graph& g) {
+  return std::any_of(g.values.begin(), g.values.end(), [](const graph::Value& v) {
+    const inductor::Backend* backend = inductor::backend_for(v.meta.device.type());
+    return backend && backend->target().symbolic_backward_decomposes_batch_norms;
+  });
 }
 
 // A symbolic backward fitted from the two traces with their training batch norms decomposed (the
 // decomposition reads static sizes, so it cannot run on the symbolic graph), or nullopt where those do not
-// generalize. On CUDA only: there the decomposed symbolic backward ran 18-25% faster than ATen's batch-norm
-// backward; on the CPU a channels-last element divided by a count that is no longer a constant costs
-// MobileNetV2's symbolic steps more than they gain (benchmarks/RESULTS.md, session 39).
+// generalize.
 std::optional<graph::Graph> generalize_decomposed(const graph::Graph& a, const graph::Graph& b, const graph::SymbolValues& values) {
   std::string ignored;
   return graph::generalize(inductor::decompose_batch_norm_training(a, /*integer_counts=*/true),
@@ -64,7 +68,8 @@ std::shared_ptr<const runtime::BackwardPart> Engine::generalized_backward(const 
   if (!a.backward->same_layout(*b.backward)) return nullptr;
   std::string why;
   std::optional<graph::Graph> g;
-  if (runs_on_cuda(a.backward->entry->traced)) g = generalize_decomposed(a.backward->entry->traced, b.backward->entry->traced, values);
+  if (decomposes_batch_norms(a.backward->entry->traced))
+    g = generalize_decomposed(a.backward->entry->traced, b.backward->entry->traced, values);
   if (!g) g = graph::generalize(a.backward->entry->traced, b.backward->entry->traced, values, &why);
   if (!g) {
     runtime::log(runtime::Artifact::kDynamic, fmt::format("keeping sizes static for the backward of '{}': {}", name_, why));

@@ -96,20 +96,6 @@ void check_no_partial_overlap(const c10::OperatorHandle& op, const std::vector<c
 
 bool is_checkable_scalar(const c10::IValue& v) { return v.isBool() || v.isInt() || v.isDouble() || v.isScalar(); }
 
-}  // namespace
-
-bool is_data_dependent(const c10::OperatorHandle& op) {
-  static const char* const kNames[] = {
-      "aten::item",       "aten::_local_scalar_dense", "aten::is_nonzero", "aten::equal",   "aten::allclose",
-      "aten::nonzero",    "aten::masked_select",       "aten::unique",     "aten::_unique", "aten::_unique2",
-      "aten::unique_dim", "aten::unique_consecutive",  "aten::tolist"};
-  const auto& name = op.operator_name().name;
-  if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; }) != std::end(kNames)) return true;
-  return op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
-}
-
-namespace {
-
 // aten::index is tagged dynamic_output_shape for its boolean and byte masks; with long or int index
 // tensors only, its result's shape follows the indices' shapes as any op's does (x[idx], q[rows, actions]),
 // and an index out of range raises in the op, as in eager.
@@ -127,6 +113,17 @@ bool indexes_by_integers(const c10::OperatorHandle& op, const torch::jit::Stack&
 }
 
 }  // namespace
+
+bool is_data_dependent(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t begin) {
+  static const char* const kNames[] = {
+      "aten::item",       "aten::_local_scalar_dense", "aten::is_nonzero", "aten::equal",   "aten::allclose",
+      "aten::nonzero",    "aten::masked_select",       "aten::unique",     "aten::_unique", "aten::_unique2",
+      "aten::unique_dim", "aten::unique_consecutive",  "aten::tolist"};
+  const auto& name = op.operator_name().name;
+  if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; }) != std::end(kNames)) return true;
+  if (indexes_by_integers(op, stack, begin)) return false;
+  return op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
+}
 
 TraceSession::TraceSession(bool fullgraph, bool training)
     : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), training_(training), previous_(t_current) {
@@ -280,7 +277,7 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
   const size_t begin = stack->size() - n;
-  const bool breaks = is_data_dependent(op) && !indexes_by_integers(op, *stack, begin);
+  const bool breaks = is_data_dependent(op, *stack, begin);
   if (breaks && fullgraph_)
     throw TraceFailure(TraceFailure::Kind::kFullGraph,
                        fmt::format("fullgraph=true but {} needs a graph break (data-dependent operator); remove "

@@ -101,6 +101,8 @@ class TraceSession {
   std::string unreplayable_;
 };
 
-bool is_data_dependent(const c10::OperatorHandle& op);
+// Whether `op`, called with the arguments stack[begin...], needs a graph break: a result that depends on
+// tensor data (a value read on the host, a shape that follows the data).
+bool is_data_dependent(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t begin);
 
 }  // namespace jitc::tracer

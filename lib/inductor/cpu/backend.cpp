@@ -395,6 +395,7 @@ class CpuBackend final : public Backend {
                  .nvtx_ranges = false,
                  .orders_loops_as_stored = true,
                  .normalization_row_kernels = true,
+                 .symbolic_backward_decomposes_batch_norms = false,
                  .compile_stage = &CodegenStages::llvm};
 };
 

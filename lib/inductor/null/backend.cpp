@@ -61,6 +61,7 @@ class NullBackend final : public Backend {
                  .nvtx_ranges = false,
                  .orders_loops_as_stored = false,
                  .normalization_row_kernels = false,
+                 .symbolic_backward_decomposes_batch_norms = false,
                  .compile_stage = &CodegenStages::nvrtc};
 };
 
