@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 
 namespace {
 
@@ -446,4 +447,48 @@ TEST_CASE("CUDA modules are compiled for the device's architecture, or as PTX fo
   CHECK(unlisted->arch == "sm_100");
   CHECK_FALSE(unlisted->cubin);
   CHECK_FALSE(choose_cuda_target("sm_70", nvrtc13));  // Volta: dropped by NVRTC 13
+}
+
+// A graph's functions dealt into fewer programs than functions: each compiles inside its bundle, though
+// bundled functions declare the same names (the index type, with 32- and 64-bit indices side by side),
+// and every kernel is in exactly one program under its own name.
+TEST_CASE("a graph's CUDA functions bundled into fewer NVRTC programs compile with their own names", "[inductor][nvrtc]") {
+  using jitc::inductor::cuda::CudaSource;
+  std::vector<CudaSource> functions;
+  for (const char* name : {"softmax", "layer_norm", "reductions", "pointwise chain", "cat pad", "over dim 0", "column sums"}) {
+    const auto it = std::find_if(graphs().begin(), graphs().end(), [&](const auto& g) { return std::string(g.first) == name; });
+    REQUIRE(it != graphs().end());
+    const auto a = at::randn({8, 40}), b = at::randn({8, 40});
+    auto f = it->second;
+    const auto g = jitc::graph::eliminate_dead_code(jitc::testing::trace_of(f, a, b).graph);
+    for (const auto& k : jitc::inductor::schedule(g, "k", {}).kernels) {
+      const std::string function = "k" + std::to_string(functions.size());
+      functions.push_back({function, jitc::inductor::emit_cuda(k.kernel, functions.size() % 2 == 0, jitc::inductor::default_cuda_config(k.kernel),
+                                                               function)});
+    }
+  }
+  REQUIRE(functions.size() >= 6);
+  const std::string prelude = jitc::inductor::cuda_prelude();
+
+  const auto bundles = jitc::inductor::cuda::bundle_functions(prelude, functions, 2);
+  REQUIRE(bundles.size() == 2);
+  CHECK(bundles[0].source.size() + bundles[1].source.size() > 2 * prelude.size());
+  std::map<std::string, int> entries;  // kernel -> programs whose PTX defines it
+  for (const auto& program : bundles) {
+    INFO(program.name);
+    CHECK(program.source.rfind(prelude, 0) == 0);
+    std::string ptx;
+    REQUIRE_NOTHROW(ptx = jitc::inductor::cuda::nvrtc_compile(program.source, program.name, "sm_90", /*cubin=*/false));
+    for (const auto& f : functions)
+      if (ptx.find(".entry " + f.name + "(") != std::string::npos) ++entries[f.name];
+  }
+  for (const auto& f : functions) CHECK(entries[f.name] == 1);
+
+  // No more functions than programs: each function its own program, as printed.
+  const auto separate = jitc::inductor::cuda::bundle_functions(prelude, functions, functions.size());
+  REQUIRE(separate.size() == functions.size());
+  for (size_t i = 0; i < functions.size(); ++i) {
+    CHECK(separate[i].name == functions[i].name);
+    CHECK(separate[i].source == prelude + functions[i].source);
+  }
 }

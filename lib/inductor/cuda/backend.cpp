@@ -1,5 +1,6 @@
-// The CUDA backend: kernels printed as CUDA C (codegen.h), each function compiled by NVRTC as its own
-// program, all at the same time (jit.h), loaded through the driver and launched on the current stream.
+// The CUDA backend: kernels printed as CUDA C (codegen.h), the functions compiled by NVRTC as programs
+// of one or a few each, all at the same time (jit.h), loaded through the driver and launched on the
+// current stream.
 #include "inductor/backend.h"
 #include "inductor/cuda/autotune.h"
 #include "inductor/cuda/codegen.h"
@@ -32,7 +33,8 @@ struct Candidates {
 };
 
 struct CudaSourceUnits final : Source {
-  std::vector<cuda::CudaSource> units;  // one NVRTC program per function (or combo kernel), each after the prelude
+  std::string prelude;
+  std::vector<cuda::CudaSource> units;  // each function (or combo kernel), printed to follow the prelude
   std::vector<Candidates> candidates;   // per kernel
   std::vector<ComboKernel> combos;
 };
@@ -102,10 +104,10 @@ std::string describe(const CudaConfig& config) {
 // the same compute the same thing.
 constexpr const char* kUnnamed = "jitc_unnamed_kernel";
 
-// The NVRTC programs of a source, each compiled body once.
+// The functions of a source (jit.h deals them into NVRTC programs), each compiled body once.
 class Programs {
  public:
-  Programs(CudaSourceUnits& source, std::string prelude) : source_(source), prelude_(std::move(prelude)) {}
+  explicit Programs(CudaSourceUnits& source) : source_(source) {}
 
   // Adds the functions of `name` (printed under kUnnamed) and returns the function to launch: with
   // `share`, an earlier one whose code is the same.
@@ -120,14 +122,13 @@ class Programs {
     for (const auto& f : unnamed) {
       const std::string text = replace_all(f.source, kUnnamed, name);
       source_.text += text;
-      source_.units.push_back({replace_all(f.name, kUnnamed, name), prelude_ + text});
+      source_.units.push_back({replace_all(f.name, kUnnamed, name), text});
     }
     return name;
   }
 
  private:
   CudaSourceUnits& source_;
-  std::string prelude_;
   std::map<std::string, std::string> function_of_body_;  // code printed under kUnnamed (or a name) -> its function
 };
 
@@ -241,13 +242,13 @@ class CudaBackend final : public Backend {
   // earlier function: NVRTC compiles each body once. Tuned kernels keep their own candidates.
   std::unique_ptr<Source> render(const std::vector<const KernelLaunch*>& kernels, const RenderOptions& options) const override {
     auto source = std::make_unique<CudaSourceUnits>();
-    const std::string prelude = cuda_prelude();
-    source->text = prelude;
+    source->prelude = cuda_prelude();
+    source->text = source->prelude;
     source->file = "kernels.cu";
     std::vector<CudaConfig> heuristic;
     for (const KernelLaunch* launch : kernels) heuristic.push_back(default_cuda_config(launch->kernel));
     if (runtime::env_combo_kernels()) source->combos = plan_combo_kernels(kernels, heuristic, options.independent_runs, options.index32);
-    Programs programs(*source, prelude);
+    Programs programs(*source);
     std::vector<bool> part(kernels.size(), false);
     for (ComboKernel& c : source->combos) {
       for (size_t k : c.parts) part[k] = true;
@@ -275,7 +276,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Binary> compile(const Source& source, const CompileOptions& options) const override {
     const auto& units = static_cast<const CudaSourceUnits&>(source);
     auto binary = std::make_unique<CudaBinary>();
-    binary->images = cuda::compile_cuda_images(units.units, options.name, options.device.index());
+    binary->images = cuda::compile_cuda_images(units.prelude, units.units, options.name, options.device.index());
     binary->candidates = units.candidates;
     binary->combos = units.combos;
     binary->schedules = units.schedules;

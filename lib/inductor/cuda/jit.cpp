@@ -257,13 +257,27 @@ std::string compile_unlisted(const std::string& source, const std::string& name,
 }
 
 // JITC_LOGS=compile_times: the programs' NVRTC times, the slowest named (what bounds a compile's wall time).
-void log_program_times(const std::vector<CudaSource>& sources, const std::vector<double>& seconds, const std::string& name,
-                       size_t threads) {
+void log_program_times(const std::vector<CudaSource>& programs, size_t functions, const std::vector<double>& seconds,
+                       const std::string& name, size_t threads) {
   const size_t slowest = std::max_element(seconds.begin(), seconds.end()) - seconds.begin();
   runtime::log(runtime::Artifact::kCompileTimes,
-               fmt::format("nvrtc {}: {} programs on {} threads, {:.1f} ms in all; the slowest {} {:.1f} ms ({} bytes of source)", name,
-                           sources.size(), threads, std::accumulate(seconds.begin(), seconds.end(), 0.0) * 1e3, sources[slowest].name,
-                           seconds[slowest] * 1e3, sources[slowest].source.size()));
+               fmt::format("nvrtc {}: {} functions in {} programs on {} threads, {:.1f} ms in all; the slowest {} {:.1f} ms ({} bytes of "
+                           "source)",
+                           name, functions, programs.size(), threads, std::accumulate(seconds.begin(), seconds.end(), 0.0) * 1e3,
+                           programs[slowest].name, seconds[slowest] * 1e3, programs[slowest].source.size()));
+}
+
+// `function` in a namespace of its own (bundle_functions).
+std::string enclosed(const CudaSource& function, size_t index) {
+  return fmt::format("namespace jitc_program_part_{} {{\n{}}}  // namespace jitc_program_part_{}\n", index, function.source, index);
+}
+
+// The functions of bundle `b` as one program named after its first function.
+CudaSource bundle_program(const std::string& prelude, const std::vector<CudaSource>& functions, const std::vector<size_t>& members) {
+  CudaSource program{functions[members.front()].name, prelude};
+  if (members.size() > 1) program.name += fmt::format("+{}", members.size() - 1);
+  for (size_t i : members) program.source += enclosed(functions[i], i);
+  return program;
 }
 
 }  // namespace
@@ -277,6 +291,32 @@ std::optional<CudaTarget> choose_cuda_target(const std::string& device, const st
   }
   if (below < 0) return std::nullopt;
   return CudaTarget{fmt::format("sm_{}", below), false};
+}
+
+std::vector<CudaSource> bundle_functions(const std::string& prelude, const std::vector<CudaSource>& functions, size_t count) {
+  count = std::max<size_t>(1, count);
+  if (functions.size() <= count) {
+    std::vector<CudaSource> programs;
+    for (const CudaSource& f : functions) programs.push_back({f.name, prelude + f.source});
+    return programs;
+  }
+  std::vector<size_t> longest_first(functions.size());
+  std::iota(longest_first.begin(), longest_first.end(), 0);
+  std::stable_sort(longest_first.begin(), longest_first.end(),
+                   [&](size_t a, size_t b) { return functions[a].source.size() > functions[b].source.size(); });
+  std::vector<std::vector<size_t>> members(count);
+  std::vector<size_t> length(count, 0);
+  for (size_t i : longest_first) {
+    const size_t shortest = std::min_element(length.begin(), length.end()) - length.begin();
+    members[shortest].push_back(i);
+    length[shortest] += functions[i].source.size();
+  }
+  std::vector<CudaSource> programs;
+  for (auto& m : members) {
+    std::sort(m.begin(), m.end());  // in the graph's order: the program reads as the graph's source does
+    programs.push_back(bundle_program(prelude, functions, m));
+  }
+  return programs;
 }
 
 std::string nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch, bool cubin) {
@@ -317,13 +357,15 @@ std::unique_ptr<CudaModule> load_cuda_modules(const std::vector<std::string>& im
 }
 
 // The target is chosen before compiling, so that a source NVRTC rejects is compiled (and kept) once.
-std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sources, const std::string& name, int device) {
+std::vector<std::string> compile_cuda_images(const std::string& prelude, const std::vector<CudaSource>& functions, const std::string& name,
+                                             int device) {
   const std::string arch = cuda_arch(device);
   const auto supported = supported_archs();
   std::optional<CudaTarget> target;
   if (supported && !(target = choose_cuda_target(arch, *supported)))
     throw CompileError(fmt::format("jitc: NVRTC {} cannot compile for {}: the oldest architecture it supports is sm_{}", nvrtc_version(),
                                    arch, *std::min_element(supported->begin(), supported->end())));
+  const std::vector<CudaSource> sources = bundle_functions(prelude, functions, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> images(sources.size());
   std::vector<std::exception_ptr> errors(sources.size());
   std::vector<double> seconds(sources.size());
@@ -347,7 +389,7 @@ std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sour
       seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     }
   };
-  // NVRTC's programs are independent (its API is thread-safe): the sources compile at the same time.
+  // NVRTC's programs are independent (its API is thread-safe): the programs compile at the same time.
   const size_t helpers = std::min<size_t>(sources.size(), std::max(1u, std::thread::hardware_concurrency())) - 1;
   std::vector<std::thread> threads;
   for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
@@ -355,12 +397,13 @@ std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sour
   for (auto& t : threads) t.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
-  if (runtime::log_enabled(runtime::Artifact::kCompileTimes) && !sources.empty()) log_program_times(sources, seconds, name, helpers + 1);
+  if (runtime::log_enabled(runtime::Artifact::kCompileTimes) && !sources.empty())
+    log_program_times(sources, functions.size(), seconds, name, helpers + 1);
   return images;
 }
 
 std::unique_ptr<CudaModule> compile_cuda_module(const std::string& source, const std::string& name, int device) {
-  return load_cuda_modules(compile_cuda_images({{name, source}}, name, device), name, device);
+  return load_cuda_modules(compile_cuda_images("", {{name, source}}, name, device), name, device);
 }
 
 void* current_cuda_stream(int device) { return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream(); }

@@ -42,15 +42,24 @@ struct CudaTarget {
 };
 std::optional<CudaTarget> choose_cuda_target(const std::string& device, const std::vector<int>& supported);
 
-// Compiles each source for `device`'s architecture (choose_cuda_target), all at the same time on up to
-// one thread per core: a graph's functions, as separate NVRTC programs, cost about the slowest one's
-// compile instead of their sum. Returns the cubins (or PTX) in the sources' order; the first failure
-// throws its CompileError (the failing source kept as JITC_DEBUG_DIR/<name>/<source name>/kernels.cu
-// when there are several).
+// A graph's functions as NVRTC programs. Each function is printed to follow `prelude`; a program is the
+// prelude and one or more functions, each in a namespace of its own (its typedef and structs cannot meet
+// another's; an extern "C" kernel keeps its unmangled name). Up to `count` functions each is a program of
+// its own; more are dealt into `count` programs of about equal source length (the longest first, each to
+// the shortest program so far). NVRTC's cost per program is largely fixed, and on the GPU host its
+// threads stop scaling well below the core count: fewer, larger programs compile sooner
+// (benchmarks/RESULTS.md, session 41).
 struct CudaSource {
   std::string name, source;
 };
-std::vector<std::string> compile_cuda_images(const std::vector<CudaSource>& sources, const std::string& name, int device);
+std::vector<CudaSource> bundle_functions(const std::string& prelude, const std::vector<CudaSource>& functions, size_t count);
+
+// Compiles the functions (bundle_functions, one program per core at most) for `device`'s architecture
+// (choose_cuda_target), the programs at the same time. Returns the cubins (or PTX), one per program; the
+// first failure throws its CompileError (the failing program kept as JITC_DEBUG_DIR/<name>/<program
+// name>/kernels.cu when there are several).
+std::vector<std::string> compile_cuda_images(const std::string& prelude, const std::vector<CudaSource>& functions, const std::string& name,
+                                             int device);
 // Loads images that compile_cuda_images made (in this process or an earlier one) into the current context.
 std::unique_ptr<CudaModule> load_cuda_modules(const std::vector<std::string>& images, const std::string& name, int device);
 // One source compiled and loaded.
