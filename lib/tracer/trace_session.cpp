@@ -181,10 +181,12 @@ int TraceSession::input_position(const c10::TensorImpl* leaf) const {
 }
 
 graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
-  auto it = captured_current_.find(real.unsafeGetTensorImpl());
-  if (it != captured_current_.end()) return it->second;
+  // At every use, not only the first: a parameter first read under a NoGradGuard (an embedding's max_norm
+  // renormalization) and then in grad mode needs the training trace.
   if (real.requires_grad() && at::GradMode::is_enabled() && !training_)
     throw TraceFailure(TraceFailure::Kind::kGradRequired, "a captured tensor requires grad while grad mode is on");
+  auto it = captured_current_.find(real.unsafeGetTensorImpl());
+  if (it != captured_current_.end()) return it->second;
   if (real.requires_grad() && !real.is_leaf() && training_)
     throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported,
                        "a captured tensor requires grad and has a history of its own (it is not a leaf such as a parameter); "

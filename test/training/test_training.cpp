@@ -685,3 +685,32 @@ TEST_CASE("residual blocks' backward holds no more memory than eager's", "[train
 TEST_CASE("a Q-learning loss that picks each row's action by integer indexing trains compiled, with eager's gradients", "[training]") {
   check_q_learning(at::kCPU);
 }
+
+// An embedding with max_norm renormalizes its weight in place under a NoGradGuard, then looks it up in
+// grad mode: its only parameter is first read with grad off (the projection after it is a buffer). The
+// call must still be a training call (before the fix it compiled for inference, and the loss had no
+// gradient).
+struct RenormedEmbedding : torch::nn::Module {
+  torch::nn::Embedding embedding{nullptr};
+  at::Tensor projection;
+  RenormedEmbedding() {
+    embedding = register_module("embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(12, 5).max_norm(1.0)));
+    projection = register_buffer("projection", at::randn({5, 3}));
+    to(at::kDouble);
+  }
+  at::Tensor forward(const at::Tensor& tokens) { return at::matmul(embedding(tokens).sum(1), projection); }
+};
+
+TEST_CASE("a parameter first read under a NoGradGuard, then in grad mode (embedding max_norm), trains compiled as in eager",
+          "[training]") {
+  at::manual_seed(6);
+  auto data = [] { return std::make_pair(at::randint(12, {4, 3}), at::randn({4, 3}, at::kDouble)); };
+  auto loss_of = [](RenormedEmbedding& m, const at::Tensor& tokens, const at::Tensor& target) {
+    return at::mse_loss(m.forward(tokens), target);
+  };
+  auto model = std::make_shared<RenormedEmbedding>();
+  auto compiled = jitc::compile([&](const at::Tensor& tokens, const at::Tensor& target) { return loss_of(*model, tokens, target); });
+  const auto [tokens, target] = data();
+  CHECK(compiled(tokens, target).requires_grad());
+  train_side_by_side(std::make_shared<RenormedEmbedding>(), std::make_shared<RenormedEmbedding>(), data, loss_of, 4, 1e-9);
+}
