@@ -15,7 +15,7 @@
 //   native_batch_norm_backward(dy, x, w, ..., save_mean, save_invstd, train=true, eps, mask)
 //     dx = (dy - sum(dy) / n - (x - mean) * sum((x - mean) * dy) * invstd^2 / n) * invstd * w
 //     dw = sum((x - mean) * dy) * invstd; db = sum(dy)
-// On static floating-point tensors, the input contiguous (the result is). Half and bfloat16 batch norms
+// On static floating-point tensors of any layout (the result has the input's). Half and bfloat16 batch norms
 // compute in float32 and round their results once, as eager's kernels do (their statistics are float32
 // on CUDA, the input's dtype on the CPU: the traced outputs say which). cuDNN's batch norm (what
 // at::batch_norm runs on CUDA) becomes the native one first (native_batch_norms). batch_norm itself, as a
@@ -150,7 +150,7 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
   if (with_statistics)
     for (size_t k : {1, 2})
       if (n.outputs[k].values.size() != 1 || !is_float_type(output_dtype(g, n, k))) return {};
-  const auto s = shape_of(g, *x);
+  const auto s = shape_of(g, *x, /*any_layout=*/true);
   if (!s) return {};
   for (ValueId v : {*w, *b, *rm, *rv})
     if (v != graph::kNoValue &&
@@ -175,6 +175,7 @@ std::vector<ValueId> batch_norm_forward(Emitter& e, const Graph& g, const Node& 
   const ValueId out =
       ops.stored(ops.binary("aten::add", ops.binary("aten::mul", xc, ops.per_channel(alpha), s->sizes), ops.per_channel(beta), s->sizes),
                  s->dtype, s->sizes);
+  if (n.outputs[0].values.size() == 1) e.lay_out_as(out, g.values[n.outputs[0].values[0]].meta);  // eager's layout
   if (*rm != graph::kNoValue) {
     ops.update(*rm, mean, momentum);
     // The unbiased variance as a reduction of its own (it fuses with the biased one's), not the biased

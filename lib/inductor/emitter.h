@@ -4,6 +4,8 @@
 #include "graph/args.h"
 #include "graph/graph.h"
 
+#include <jitc/detail/internal_assert.h>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
@@ -53,6 +55,12 @@ class Emitter {
                 to, std::move(sizes));
   }
   c10::ScalarType dtype_of(graph::ValueId v) const { return g_.values[v].meta.dtype; }
+  // `v`, just emitted and not a view, laid out as `traced` (of its sizes) instead of contiguously: the
+  // replacement of a traced result keeps the layout eager gave it (a channels-last input's normalization).
+  void lay_out_as(graph::ValueId v, const graph::TensorMeta& traced) {
+    JITC_INTERNAL_ASSERT(g_.values[v].meta.sizes == traced.sizes, "lay_out_as: the sizes differ");
+    g_.values[v].meta.strides = traced.strides;
+  }
   // The storage id the next result with memory of its own gets.
   int32_t next_storage() const { return next_storage_; }
   // The node emitted last (to mark an in-place op `mutates`).

@@ -197,6 +197,10 @@ TEST_CASE("a CNN with batch norm in training mode trains as in eager (SGD with m
   train_side_by_side(a, b, data, loss_of, 4, 1e-9);
 }
 
+TEST_CASE("a CNN fed channels-last inputs trains with its batch norms compiled, as in eager", "[training]") {
+  check_channels_last_cnn(at::kCPU);
+}
+
 // float32 on the CPU, activations outweighing weights: the saved values and gradients are channels-last
 // (the forward's convolutions run so), and the steps follow eager's within float32's rounding (oneDNN's
 // channels-last convolutions sum in another order). Changing batch sizes: two compiles, then the symbolic
@@ -701,8 +705,7 @@ struct RenormedEmbedding : torch::nn::Module {
   at::Tensor forward(const at::Tensor& tokens) { return at::matmul(embedding(tokens).sum(1), projection); }
 };
 
-TEST_CASE("a parameter first read under a NoGradGuard, then in grad mode (embedding max_norm), trains compiled as in eager",
-          "[training]") {
+TEST_CASE("a parameter first read under a NoGradGuard, then in grad mode (embedding max_norm), trains compiled as in eager", "[training]") {
   at::manual_seed(6);
   auto data = [] { return std::make_pair(at::randint(12, {4, 3}), at::randn({4, 3}, at::kDouble)); };
   auto loss_of = [](RenormedEmbedding& m, const at::Tensor& tokens, const at::Tensor& target) {

@@ -110,3 +110,8 @@ TEST_CASE("CUDA training: a Q-learning loss that picks actions by integer indexi
   if (!have_gpu()) return;
   check_q_learning(at::kCUDA);
 }
+
+TEST_CASE("CUDA training: a CNN fed channels-last inputs trains with its batch norms compiled, as in eager", "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_channels_last_cnn(at::kCUDA);
+}

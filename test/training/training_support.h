@@ -389,4 +389,23 @@ inline void train_over_changing_batch_sizes(c10::Device device) {
   train_over_changing_batch_sizes<SmallCnn>(device, 10, [](int64_t batch) { return at::randn({batch, 3, 8, 8}); });
 }
 
+// Inputs the user made channels-last: the convolutions' results, and so the batch norms' inputs, are
+// channels-last; the batch norms decompose all the same (their results keep eager's layout) instead of
+// leaving the forward on eager replay.
+inline void check_channels_last_cnn(c10::Device device) {
+  at::manual_seed(6);
+  LogCapture logs;
+  const auto options = at::TensorOptions(device);
+  auto data = [options] {
+    return std::pair{at::randn({4, 3, 8, 8}, options.dtype(at::kDouble)).contiguous(at::MemoryFormat::ChannelsLast),
+                     at::randint(0, 10, {4}, options.dtype(at::kLong))};
+  };
+  auto loss_of = [](SmallCnn& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+  auto a = std::make_shared<SmallCnn>(), b = std::make_shared<SmallCnn>();
+  a->to(device, at::kDouble);
+  b->to(device, at::kDouble);
+  train_side_by_side(a, b, data, loss_of, 4, 1e-9);
+  CHECK(!logs.contains("runs through the eager backend"));
+}
+
 }  // namespace jitc::testing
