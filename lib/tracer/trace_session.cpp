@@ -217,6 +217,10 @@ graph::ValueId TraceSession::value_of(const at::Tensor& t) {
     if (tracer->session() != id_)
       throw TraceFailure(TraceFailure::Kind::kEscapedTracer,
                          "a tensor from an earlier trace was used (it escaped its callable, e.g. into a global)");
+    // An argument that requires grad, used where the callable turned grad mode on (AutoGradMode inside a
+    // call made without grad): eager's result would require grad, the inference trace's cannot.
+    if (!training_ && t.requires_grad() && at::GradMode::is_enabled())
+      throw TraceFailure(TraceFailure::Kind::kGradRequired, "an argument requires grad while grad mode is on");
     return tracer->value();
   }
   return captured_value(t);

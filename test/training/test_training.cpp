@@ -717,3 +717,31 @@ TEST_CASE("a parameter first read under a NoGradGuard, then in grad mode (embedd
   CHECK(compiled(tokens, target).requires_grad());
   train_side_by_side(std::make_shared<RenormedEmbedding>(), std::make_shared<RenormedEmbedding>(), data, loss_of, 4, 1e-9);
 }
+
+// A call made under NoGradGuard whose callable turns grad mode back on (at::AutoGradMode) computes
+// results that require grad in eager. An inference trace cannot give them a gradient: the function runs
+// eagerly, with eager's results and gradients (before the fix an argument's case returned a result
+// without one).
+TEST_CASE("a callable that turns grad mode on inside a call made without grad returns what eager returns", "[training]") {
+  at::manual_seed(8);
+  const at::Tensor w = at::randn({4}, at::kDouble);  // only the argument requires grad
+  auto body = [&](const at::Tensor& x) {
+    at::AutoGradMode enable(true);
+    return (x * x * w).sum();
+  };
+  auto compiled = jitc::compile(body);
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const at::Tensor x = at::randn({4}, at::kDouble).requires_grad_(true);
+    at::Tensor want, got;
+    {
+      at::NoGradGuard no_grad;
+      want = body(x);
+      got = compiled(x);
+    }
+    REQUIRE(got.requires_grad() == want.requires_grad());
+    CHECK(at::allclose(got, want, 1e-12, 1e-12));
+    const auto grads = torch::autograd::grad({got}, {x}), eager_grads = torch::autograd::grad({want}, {x});
+    CHECK(at::allclose(grads[0], eager_grads[0], 1e-12, 1e-12));
+  }
+}
