@@ -10,12 +10,53 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/graph_task.h>
 
+#include <map>
+#include <optional>
+
 namespace jitc::runtime {
 
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// An output that is a view of a buffer of the forward's own (`(x * 2).t()`): autograd forbids writing in
+// place into a view that a custom Function returned, where eager allows it. The Function returns the
+// buffer instead and the view is taken after it, under autograd (AOTAutograd regenerates such views
+// alike); the backward receives the buffer's gradient and takes the view's part of it as the tangent.
+struct OutputView {
+  std::vector<int64_t> sizes, strides, base_sizes, base_strides;
+  int64_t offset = 0;  // from the buffer's storage offset
+};
+
+// Per output: its view of a buffer, where it is one that the Function returns in its place (a buffer of
+// the forward's own, of the view's dtype, behind no other output and no input).
+std::vector<std::optional<OutputView>> outputs_as_views(const variable_list& outputs, const std::vector<at::Tensor>& inputs) {
+  std::map<const c10::TensorImpl*, int> uses;  // tensors behind outputs and inputs
+  for (const at::Tensor& t : outputs)
+    if (t.defined()) ++uses[t.is_view() ? t._base().unsafeGetTensorImpl() : t.unsafeGetTensorImpl()];
+  for (const at::Tensor& t : inputs)
+    if (t.defined()) uses[t.is_view() ? t._base().unsafeGetTensorImpl() : t.unsafeGetTensorImpl()] += 2;
+  std::vector<std::optional<OutputView>> views(outputs.size());
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const at::Tensor& t = outputs[j];
+    if (!t.defined() || !t.is_view() || t._base().scalar_type() != t.scalar_type() || uses[t._base().unsafeGetTensorImpl()] != 1) continue;
+    const at::TensorBase& base = t._base();
+    views[j] = OutputView{t.sizes().vec(), t.strides().vec(), base.sizes().vec(), base.strides().vec(),
+                          t.storage_offset() - base.storage_offset()};
+  }
+  return views;
+}
+
+// The tangent of an output returned as its buffer: the view's part of the buffer's gradient.
+at::Tensor gradient_of_view(const at::Tensor& base_gradient, const OutputView& view) {
+  at::Tensor laid_out = base_gradient;  // as_strided's backward lays it out as the buffer
+  if (base_gradient.sizes() != view.base_sizes || base_gradient.strides() != view.base_strides) {
+    laid_out = at::empty_strided(view.base_sizes, view.base_strides, base_gradient.options());
+    laid_out.copy_(base_gradient);
+  }
+  return laid_out.as_strided(view.sizes, view.strides, laid_out.storage_offset() + view.offset);
+}
 
 // What the Function's forward needs of the call, and its backward of the entry.
 struct ForwardCall {
@@ -28,6 +69,7 @@ struct ForwardCall {
   // Saved values that are inputs of the forward, with their versions before it ran: one the forward then
   // writes in place no longer holds what the backward needs (eager's backward raises; so does this one).
   std::vector<std::pair<size_t, uint32_t>> input_versions;
+  std::vector<std::optional<OutputView>> views;  // per differentiable output (outputs_as_views)
   bool completed = false;
 };
 
@@ -42,6 +84,7 @@ struct BackwardState : torch::CustomClassHolder {
   std::vector<at::Tensor> saved;
   std::vector<uint32_t> versions;
   std::vector<int64_t> symbols;
+  std::vector<std::optional<OutputView>> views;  // per differentiable output
   bool freed = false;
 };
 
@@ -113,9 +156,14 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
       state->versions.push_back(state->saved.back()._version());
     }
     for (const auto& [k, version] : call->input_versions) state->versions[k] = version;
-    ctx->saved_data["jitc"] = c10::IValue::make_capsule(std::move(state));
     variable_list differentiable;
     for (size_t leaf : part.outputs) differentiable.push_back(call->values[outputs[leaf]]);
+    std::vector<at::Tensor> inputs;
+    for (const graph::Input& in : call->graph.inputs) inputs.push_back(call->values[in.value]);
+    call->views = state->views = outputs_as_views(differentiable, inputs);
+    for (size_t j = 0; j < differentiable.size(); ++j)
+      if (call->views[j]) differentiable[j] = at::Tensor(differentiable[j]._base());
+    ctx->saved_data["jitc"] = c10::IValue::make_capsule(std::move(state));
     return differentiable;
   }
 
@@ -144,7 +192,10 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     saved.clear();
     // The backward graph was traced with contiguous tangents; a gradient arriving otherwise laid out (the
     // expanded gradient of a sum) is copied to that layout.
-    for (size_t j = 0; j < grads.size(); ++j) values[g.inputs[saved_count + j].value] = grads[j].contiguous();
+    for (size_t j = 0; j < grads.size(); ++j) {
+      if (j < state->views.size() && state->views[j] && grads[j].defined()) grads[j] = gradient_of_view(grads[j], *state->views[j]);
+      values[g.inputs[saved_count + j].value] = grads[j].contiguous();
+    }
     grads.clear();
     {
       at::AutoGradMode no_grad(false);
@@ -169,7 +220,11 @@ bool run_training(const Entry& entry, const graph::Graph& graph, std::vector<at:
     if (const at::Tensor& t = values[graph.inputs[position].value]; t.defined()) call.input_versions.emplace_back(k, t._version());
   variable_list outputs = CompiledFunction::apply(&call, at::TensorList(linked));
   if (!call.completed) return false;
-  for (size_t j = 0; j < part.outputs.size(); ++j) values[graph.outputs[part.outputs[j]]] = outputs[j];
+  for (size_t j = 0; j < part.outputs.size(); ++j) {
+    const auto& view = call.views[j];
+    values[graph.outputs[part.outputs[j]]] =
+        view ? outputs[j].as_strided(view->sizes, view->strides, outputs[j].storage_offset() + view->offset) : outputs[j];
+  }
   return true;
 }
 

@@ -745,3 +745,40 @@ TEST_CASE("a callable that turns grad mode on inside a call made without grad re
     CHECK(at::allclose(grads[0], eager_grads[0], 1e-12, 1e-12));
   }
 }
+
+// Outputs that are views of values computed inside the call ((x * 2).t(), a slice of a product), written
+// in place by the caller afterwards: eager allows it, and autograd forbids it on a view a custom Function
+// returned, so the compiled function returns the buffer and takes the view after it. Where the write
+// changes a value the backward needs (exp's result), the backward raises as eager's does.
+TEST_CASE("outputs that are views of values computed inside the call can be written in place afterwards, as in eager", "[training]") {
+  at::manual_seed(9);
+  auto transposed = [](const at::Tensor& x, const at::Tensor&) { return (x * 2).t(); };
+  auto sliced = [](const at::Tensor& x, const at::Tensor& y) { return (x.exp() * y).narrow(1, 1, 2); };
+  for (const auto& body : {std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>(transposed), {sliced}}) {
+    auto compiled = jitc::compile(body);
+    for (int call = 0; call < 3; ++call) {
+      INFO("call " << call);
+      const at::Tensor x = at::randn({3, 4}, at::kDouble).requires_grad_(true), y = at::randn({3, 4}, at::kDouble);
+      const at::Tensor x_eager = x.detach().clone().requires_grad_(true);
+      at::Tensor got = compiled(x, y), want = body(x_eager, y);
+      got.mul_(3).add_(1);
+      want.mul_(3).add_(1);
+      (got * got).sum().backward();
+      (want * want).sum().backward();
+      CHECK(at::allclose(got, want, 1e-12, 1e-12));
+      CHECK(at::allclose(x.grad(), x_eager.grad(), 1e-12, 1e-12));
+    }
+    CHECK(compiled.stats().compiles == 1);
+  }
+  auto saved_result = [](const at::Tensor& x) { return x.exp().t(); };
+  auto compiled = jitc::compile(saved_result);
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const at::Tensor x = at::randn({3, 4}, at::kDouble).requires_grad_(true);
+    at::Tensor got = compiled(x), want = saved_result(x);
+    got.mul_(2);
+    want.mul_(2);
+    CHECK_THROWS_WITH(want.sum().backward(), Catch::Contains("modified by an inplace operation"));
+    CHECK_THROWS_WITH(got.sum().backward(), Catch::Contains("modified by an inplace operation"));
+  }
+}
