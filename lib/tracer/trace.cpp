@@ -60,8 +60,15 @@ std::string with_hint(std::string message) {
          "as arguments)";
 }
 
+constexpr const char* kReplacedData =
+    "the callable replaces a captured tensor's data (Tensor::set_data, which Module::to calls for every parameter): convert "
+    "modules (to, double, cuda, ...) before calling the compiled function, not inside it";
+
+// What an exception during a trace means for the caller. A captured tensor whose data the callable replaced
+// is the cause of whatever failed after it (a stand-in inside a parameter): it is put back and named.
 [[noreturn]] void rethrow_as_failure(TraceSession& session) {
   session.restore_mutated_inputs();
+  if (session.restore_replaced_captures()) throw TraceFailure(TraceFailure::Kind::kUntraceable, kReplacedData);
   try {
     throw;
   } catch (const TraceFailure&) {
@@ -128,6 +135,7 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
     c10::impl::IncludeDispatchKeyGuard mode(kTracerKey);
     try {
       outcome.result = invoker(stand_ins.leaves);
+      if (session.restore_replaced_captures()) throw TraceFailure(TraceFailure::Kind::kUntraceable, kReplacedData);
       if (training) outcome.backward = record_backward(session, outcome.result);
       for (auto& leaf : outcome.result)
         if (leaf.kind == detail::ResultLeaf::Kind::kTensor) outcome.graph.outputs.push_back(session.bind_output(leaf.tensor));

@@ -205,11 +205,37 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   // Such storage has no allocator (ATen's own tensors always have one).
   if (real.has_storage() && real.storage().allocator() == nullptr) borrowed_snapshots_.emplace(graph_.inputs.size(), real.clone());
   captured_tensors_.emplace_back(graph_.inputs.size(), real);
+  const c10::TensorImpl* impl = real.unsafeGetTensorImpl();
+  captured_as_seen_.emplace_back(real, at::Tensor(impl->shallow_copy_and_detach(impl->version_counter(), true)));
   graph_.inputs.push_back(std::move(in));
   captured_current_.emplace(real.unsafeGetTensorImpl(), v);
   input_positions_.emplace(real.unsafeGetTensorImpl(), static_cast<int>(graph_.inputs.size() - 1));
   inputs_by_storage_[graph_.values[v].storage].push_back(real);
   return v;
+}
+
+namespace {
+
+// A tensor whose implementation still holds what it held when the trace first saw it.
+bool unchanged(const c10::TensorImpl& now, const c10::TensorImpl& seen) {
+  if (now.key_set() != seen.key_set() || now.dtype() != seen.dtype() || now.has_storage() != seen.has_storage()) return false;
+  try {
+    return !now.has_storage() || now.storage().unsafeGetStorageImpl() == seen.storage().unsafeGetStorageImpl();
+  } catch (const c10::Error&) {  // a stand-in's implementation refuses access to its storage
+    return false;
+  }
+}
+
+}  // namespace
+
+bool TraceSession::restore_replaced_captures() {
+  bool replaced = false;
+  for (auto& [tensor, seen] : captured_as_seen_) {
+    if (unchanged(*tensor.unsafeGetTensorImpl(), *seen.unsafeGetTensorImpl())) continue;
+    tensor.unsafeGetTensorImpl()->shallow_copy_from(seen.getIntrusivePtr());
+    replaced = true;
+  }
+  return replaced;
 }
 
 graph::ValueId TraceSession::value_of(const at::Tensor& t) {

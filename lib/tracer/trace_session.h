@@ -46,6 +46,10 @@ class TraceSession {
   TraceSession& operator=(const TraceSession&) = delete;
 
   static TraceSession* current();
+
+  // Puts back the metadata of captured tensors whose data the callable replaced (Tensor::set_data, which
+  // Module::to calls and the dispatcher does not see: the tensor would keep a stand-in's). Whether any was.
+  bool restore_replaced_captures();
   uint64_t id() const { return id_; }
 
   at::Tensor wrap_argument(const at::Tensor& real, int leaf, std::string name);
@@ -91,6 +95,7 @@ class TraceSession {
   std::vector<BreakRecord> breaks_;
   std::unordered_map<const c10::TensorImpl*, graph::ValueId> captured_current_;  // latest version
   std::vector<std::pair<size_t, at::Tensor>> captured_tensors_;                  // (input position, tensor)
+  std::vector<std::pair<at::Tensor, at::Tensor>> captured_as_seen_;              // (captured tensor, its metadata when first seen)
   std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;                    // input position -> copy made when first seen
   std::unordered_map<const c10::TensorImpl*, int> input_positions_;              // stand-ins and captured tensors
   std::unordered_map<const c10::StorageImpl*, int32_t> storage_ids_;

@@ -322,3 +322,32 @@ TEST_CASE("batch norms in training mode under NoGradGuard and InferenceMode comp
         CHECK(f.stats().hits == 3);
       }
 }
+
+// Module::to inside the callable replaces every parameter's data (Tensor::set_data, which the dispatcher
+// does not see): under a trace the parameters kept the trace's stand-ins and the module failed on every
+// later use, compiled or not. The trace puts them back and the function runs eagerly, with one warning
+// naming the cause; the conversion itself then happens as in eager.
+TEST_CASE("a callable that converts its module (Module::to) runs eagerly and leaves the module intact", "[modules]") {
+  at::NoGradGuard no_grad;
+  torch::nn::Linear same(4, 3), converted(4, 3);
+  same->to(at::kDouble);
+  auto keeps_dtype = jitc::compile([&](const at::Tensor& x) {
+    same->to(x.scalar_type());
+    return same(x);
+  });
+  auto converts = jitc::compile([&](const at::Tensor& x) {
+    converted->to(at::kDouble);
+    return converted(x);
+  });
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const at::Tensor x = at::randn({2, 4}, at::kDouble);
+    const at::Tensor kept = keeps_dtype(x);
+    CHECK(at::equal(kept, same(x)));
+    const at::Tensor after_conversion = converts(x);  // first: eager's module is converted inside the call
+    CHECK(at::equal(after_conversion, converted(x)));
+  }
+  CHECK(converted->weight.scalar_type() == at::kDouble);
+  CHECK(keeps_dtype.stats().eager_fallbacks == 3);
+  CHECK(converts.stats().eager_fallbacks == 3);
+}
