@@ -206,7 +206,8 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   if (real.has_storage() && real.storage().allocator() == nullptr) borrowed_snapshots_.emplace(graph_.inputs.size(), real.clone());
   captured_tensors_.emplace_back(graph_.inputs.size(), real);
   const c10::TensorImpl* impl = real.unsafeGetTensorImpl();
-  captured_as_seen_.emplace_back(real, at::Tensor(impl->shallow_copy_and_detach(impl->version_counter(), true)));
+  captured_as_seen_.emplace_back(c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(real.getIntrusivePtr()),
+                                 at::Tensor(impl->shallow_copy_and_detach(impl->version_counter(), true)));
   graph_.inputs.push_back(std::move(in));
   captured_current_.emplace(real.unsafeGetTensorImpl(), v);
   input_positions_.emplace(real.unsafeGetTensorImpl(), static_cast<int>(graph_.inputs.size() - 1));
@@ -230,9 +231,10 @@ bool unchanged(const c10::TensorImpl& now, const c10::TensorImpl& seen) {
 
 bool TraceSession::restore_replaced_captures() {
   bool replaced = false;
-  for (auto& [tensor, seen] : captured_as_seen_) {
-    if (unchanged(*tensor.unsafeGetTensorImpl(), *seen.unsafeGetTensorImpl())) continue;
-    tensor.unsafeGetTensorImpl()->shallow_copy_from(seen.getIntrusivePtr());
+  for (auto& [weak, seen] : captured_as_seen_) {
+    const auto tensor = weak.lock();
+    if (!tensor || unchanged(*tensor, *seen.unsafeGetTensorImpl())) continue;
+    tensor->shallow_copy_from(seen.getIntrusivePtr());
     replaced = true;
   }
   return replaced;
@@ -423,6 +425,7 @@ graph::Graph TraceSession::finish() {
         c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>());
   }
   captured_tensors_.clear();
+  captured_as_seen_.clear();
   captured_current_.clear();
   input_positions_.clear();
   borrowed_snapshots_.clear();

@@ -95,9 +95,11 @@ class TraceSession {
   std::vector<BreakRecord> breaks_;
   std::unordered_map<const c10::TensorImpl*, graph::ValueId> captured_current_;  // latest version
   std::vector<std::pair<size_t, at::Tensor>> captured_tensors_;                  // (input position, tensor)
-  std::vector<std::pair<at::Tensor, at::Tensor>> captured_as_seen_;              // (captured tensor, its metadata when first seen)
-  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;                    // input position -> copy made when first seen
-  std::unordered_map<const c10::TensorImpl*, int> input_positions_;              // stand-ins and captured tensors
+  // (captured tensor, its metadata when first seen); weak: finish() tells tensors only the trace holds by
+  // their use count
+  std::vector<std::pair<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, at::Tensor>> captured_as_seen_;
+  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;        // input position -> copy made when first seen
+  std::unordered_map<const c10::TensorImpl*, int> input_positions_;  // stand-ins and captured tensors
   std::unordered_map<const c10::StorageImpl*, int32_t> storage_ids_;
   std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storage_owners_;   // keep addresses unique
   std::unordered_map<int32_t, std::vector<at::Tensor>> inputs_by_storage_;  // arguments and captured
