@@ -100,19 +100,22 @@ bool written_later(const Graph& g, size_t producer, size_t forward_nodes, ValueI
 // backward has anyway are recomputed there instead of saved (a simple rule in place of AOTAutograd's
 // min-cut): the forward writes fewer tensors and the step holds less memory. Values a comparison reads
 // stay saved (compares_values). Inputs read to recompute are saved, which costs nothing (the caller holds
-// them). The callable's outputs stay saved (they are written anyway), and so do the values whose memory an
-// output shares (the buffer behind a returned view: the caller may write into it through the view, and the
-// backward must then raise as eager's does rather than recompute the old contents). Nor is a value recomputed whose memory,
-// or an operand's, a later forward node writes in place (a clone of the targets, one of them then filled
-// with ignore_index): recomputing would give the contents from before the write. Marks `recomputed`;
-// updates `saved`.
+// them). The callable's outputs stay saved (they are written anyway), and so do the values whose memory
+// an output shares (the buffer behind a returned view: the caller may write into it through the view, and
+// the backward must then raise as eager's does rather than recompute the old contents). Nor is a value
+// recomputed whose memory, or an operand's, a later forward node writes in place (a clone of the targets,
+// one of them then filled with ignore_index): recomputing would give the contents from before the write.
+// Marks `recomputed`; updates `saved`.
 std::vector<bool> choose_recomputed(const Graph& g, size_t forward_nodes, std::vector<bool>& saved, const std::vector<bool>& is_input,
                                     const std::vector<bool>& compared) {
   std::vector<bool> recomputed(g.values.size(), false), is_output(g.values.size(), false);
   std::set<int32_t> output_storages;
-  for (ValueId v : g.outputs)
-    if (v != kNoValue) output_storages.insert(g.values[v].storage);
-  for (size_t v = 0; v < g.values.size(); ++v) is_output[v] = output_storages.count(g.values[v].storage) > 0;
+  for (ValueId v : g.outputs) {
+    if (v == kNoValue) continue;
+    is_output[v] = true;
+    if (g.values[v].storage >= 0) output_storages.insert(g.values[v].storage);
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) is_output[v] = is_output[v] || output_storages.count(g.values[v].storage) > 0;
   for (size_t i = saved.size(); i-- > 0;) {
     const auto v = static_cast<ValueId>(i);
     if (!saved[v] || is_output[v] || compared[v] || g.values[v].producer < 0) continue;
