@@ -1,8 +1,22 @@
 #include "tracer/tracer_tensor.h"
 
+#include <mutex>
+#include <unordered_map>
+
 namespace jitc::tracer {
 
 namespace {
+
+// Every stand-in alive, with its session: a trace asks for its own once the callable has returned.
+struct LiveStandIns {
+  std::mutex mutex;
+  std::unordered_map<TracerTensorImpl*, uint64_t> session_of;
+};
+
+LiveStandIns& live_stand_ins() {
+  static LiveStandIns& live = *new LiveStandIns;
+  return live;
+}
 
 c10::DispatchKeySet tracer_keys(const at::Tensor& shadow) {
   // The real backend key stays, so is_cpu()/is_cuda() and autocast behave as in eager.
@@ -15,6 +29,33 @@ TracerTensorImpl::TracerTensorImpl(at::Tensor shadow, graph::ValueId value, uint
     : c10::TensorImpl(tracer_keys(shadow), shadow.dtype(), shadow.device()), shadow_(std::move(shadow)), value_(value), session_(session) {
   set_storage_access_should_throw();
   sync_metadata();
+  enlist();
+}
+
+void TracerTensorImpl::enlist() {
+  std::lock_guard<std::mutex> lock(live_stand_ins().mutex);
+  live_stand_ins().session_of[this] = session_;
+}
+
+TracerTensorImpl::~TracerTensorImpl() {
+  std::lock_guard<std::mutex> lock(live_stand_ins().mutex);
+  live_stand_ins().session_of.erase(this);
+}
+
+size_t keep_escaped_stand_ins(uint64_t session) {
+  LiveStandIns& live = live_stand_ins();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  size_t kept = 0;
+  for (auto it = live.session_of.begin(); it != live.session_of.end();) {
+    if (it->second != session) {
+      ++it;
+      continue;
+    }
+    it->first->outlives_trace_.store(true, std::memory_order_release);
+    it = live.session_of.erase(it);
+    ++kept;
+  }
+  return kept;
 }
 
 void TracerTensorImpl::sync_metadata() {
@@ -50,6 +91,7 @@ void TracerTensorImpl::shallow_copy_from(const c10::intrusive_ptr<c10::TensorImp
   value_ = other->value_;
   session_ = other->session_;
   sync_metadata();
+  enlist();
 }
 
 TracerTensorImpl* as_tracer(const at::Tensor& t) {

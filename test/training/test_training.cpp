@@ -20,8 +20,11 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/rnn.h>
-#include <torch/optim/sgd.h>
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
 
 #include <fmt/format.h>
 
@@ -781,4 +784,48 @@ TEST_CASE("outputs that are views of values computed inside the call can be writ
     CHECK_THROWS_WITH(want.sum().backward(), Catch::Contains("modified by an inplace operation"));
     CHECK_THROWS_WITH(got.sum().backward(), Catch::Contains("modified by an inplace operation"));
   }
+}
+
+// torch::optim's optimizers create their state on the first step and keep it (momentum and moment
+// buffers) in C++: a compiled step's trace made them from stand-ins, and every later step failed on them
+// ("called on a tensor created while jitc traced"). The trace is now that call's execution, the function
+// runs eagerly from then on, and the kept buffers are used as the tensors the trace computed: every step
+// equals eager's, also when the optimizer is later stepped outside the compiled function.
+template <class Optimizer, class Options>
+void check_compiled_optimizer_step(const char* name, const Options& options) {
+  INFO(name);
+  at::manual_seed(10);
+  torch::nn::Linear eager_model(4, 2), model(4, 2);
+  {
+    at::NoGradGuard no_grad;
+    model->weight.copy_(eager_model->weight);
+    model->bias.copy_(eager_model->bias);
+  }
+  Optimizer eager_optimizer(eager_model->parameters(), options), optimizer(model->parameters(), options);
+  auto step = jitc::compile([&] { optimizer.step(); });
+  for (int call = 0; call < 5; ++call) {
+    INFO("step " << call);
+    const at::Tensor x = at::randn({8, 4});
+    eager_optimizer.zero_grad();
+    optimizer.zero_grad();
+    eager_model(x).pow(2).sum().backward();
+    model(x).pow(2).sum().backward();
+    eager_optimizer.step();
+    step();
+    CHECK(at::equal(model->weight, eager_model->weight));
+    CHECK(at::equal(model->bias, eager_model->bias));
+  }
+  eager_optimizer.step();
+  optimizer.step();
+  CHECK(at::equal(model->weight, eager_model->weight));
+}
+
+TEST_CASE("torch::optim steps called through a compiled function follow eager's, and their state stays usable", "[training]") {
+  jitc::testing::LogCapture logs;
+  check_compiled_optimizer_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01));
+  check_compiled_optimizer_step<torch::optim::Adam>("Adam", torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.01));
+  check_compiled_optimizer_step<torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(0.01));
+  check_compiled_optimizer_step<torch::optim::RMSprop>("RMSprop", torch::optim::RMSpropOptions(0.01).momentum(0.5).centered(true));
+  check_compiled_optimizer_step<torch::optim::Adagrad>("Adagrad", torch::optim::AdagradOptions(0.1).lr_decay(0.5));
+  CHECK(logs.contains("keeps tensors it computed beyond the call"));
 }
