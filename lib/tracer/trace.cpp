@@ -11,56 +11,16 @@
 
 #include <algorithm>
 #include <mutex>
-#include <optional>
 #include <unordered_map>
 
 namespace jitc::tracer {
 
 namespace {
 
-// A stand-in kept beyond its trace as its shadow (the real tensor its trace computed); nullopt for one that
-// may not be used so.
-std::optional<at::Tensor> kept_shadow(const at::Tensor& t) {
-  const TracerTensorImpl* tracer = as_tracer(t);
-  if (!tracer) return t;
-  if (!tracer->outlives_trace()) return std::nullopt;
-  return tracer->shadow();
-}
-
-// Replaces the stand-ins among an op's arguments by their shadows; false if one may not be used so.
-bool use_kept_shadows(torch::jit::Stack& stack, size_t begin) {
-  for (size_t i = begin; i < stack.size(); ++i) {
-    c10::IValue& v = stack[i];
-    if (v.isTensor()) {
-      const auto shadow = kept_shadow(v.toTensor());
-      if (!shadow) return false;
-      v = *shadow;
-    } else if (v.isTensorList()) {
-      c10::List<at::Tensor> real;
-      for (const at::Tensor& t : v.toTensorList()) {
-        const auto shadow = kept_shadow(t);
-        if (!shadow) return false;
-        real.push_back(*shadow);
-      }
-      v = real;
-    } else if (v.isOptionalTensorList()) {
-      c10::List<std::optional<at::Tensor>> real;
-      for (const std::optional<at::Tensor>& t : v.toOptionalTensorList()) {
-        const auto shadow = t.has_value() ? kept_shadow(*t) : std::optional<at::Tensor>(at::Tensor());
-        if (!shadow) return false;
-        real.push_back(t.has_value() ? std::optional<at::Tensor>(*shadow) : std::nullopt);
-      }
-      v = real;
-    }
-  }
-  return true;
-}
-
 void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   c10::impl::ExcludeDispatchKeyGuard no_reentry(kTracerKey);
   TraceSession* session = TraceSession::current();
   if (session) return session->record(op, keys, stack);
-  if (use_kept_shadows(*stack, stack->size() - op.schema().arguments().size())) return op.callBoxed(stack);
   throw UnsupportedError("jitc: " + op.operator_name().name +
                          " was called on a tensor created while jitc traced a callable, after the trace "
                          "ended. Return tensors from the compiled callable instead of storing them elsewhere.");
@@ -195,7 +155,7 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
   outcome.breaks = session.breaks();
   outcome.unreplayable = session.unreplayable_reason();
   // Stand-ins alive now are held by the caller's code (a torch::optim step's new state buffers): a replay
-  // could not update them. The trace is the call's execution, and they stay usable as their shadows.
+  // could not update them. The trace is the call's execution, and they become the tensors it computed.
   // (A training trace's autograd graph may still hold some: there such a stand-in keeps failing on use.)
   if (!training && keep_escaped_stand_ins(session.id()) > 0 && outcome.unreplayable.empty()) outcome.unreplayable = kKeptStandIns;
   if (outcome.backward) refuse_unsupported_training(outcome);

@@ -42,6 +42,13 @@ TracerTensorImpl::~TracerTensorImpl() {
   live_stand_ins().session_of.erase(this);
 }
 
+void TracerTensorImpl::become_shadow() {
+  storage_ = shadow_.storage();
+  storage_access_should_throw_ = false;
+  key_set_ = shadow_.key_set();
+  sync_metadata();
+}
+
 size_t keep_escaped_stand_ins(uint64_t session) {
   LiveStandIns& live = live_stand_ins();
   std::lock_guard<std::mutex> lock(live.mutex);
@@ -51,7 +58,7 @@ size_t keep_escaped_stand_ins(uint64_t session) {
       ++it;
       continue;
     }
-    it->first->outlives_trace_.store(true, std::memory_order_release);
+    it->first->become_shadow();
     it = live.session_of.erase(it);
     ++kept;
   }

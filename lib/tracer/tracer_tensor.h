@@ -9,8 +9,6 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/TensorImpl.h>
 
-#include <atomic>
-
 namespace jitc::tracer {
 
 // A free functionality key above BackendSelect and the Composite kernels (see
@@ -36,12 +34,12 @@ class TracerTensorImpl final : public c10::TensorImpl {
   void shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) override;
   ~TracerTensorImpl() override;
 
-  // A stand-in the callable kept beyond its trace (an optimizer's state, a member, a global) whose trace
-  // became the call's real execution: after it, ops on it run on its shadow (trace.cpp).
-  bool outlives_trace() const { return outlives_trace_.load(std::memory_order_acquire); }
-
  private:
   friend size_t keep_escaped_stand_ins(uint64_t session);
+  // A stand-in the callable kept beyond its trace (an optimizer's state, a member, a global), whose trace
+  // became the call's real execution: from then on a plain tensor over its shadow's memory, with the
+  // shadow's keys (no kTracerKey: ops, data_ptr and serialization see a real tensor).
+  void become_shadow();
   const char* tensorimpl_type_name() const override { return "jitc::TracerTensorImpl"; }
   void sync_metadata();
 
@@ -50,11 +48,10 @@ class TracerTensorImpl final : public c10::TensorImpl {
   at::Tensor shadow_;
   graph::ValueId value_;
   uint64_t session_;
-  std::atomic<bool> outlives_trace_{false};
 };
 
 // The stand-ins of `session` still alive once the trace no longer holds any (the callable stored them
-// elsewhere), each marked to outlive its trace; how many.
+// elsewhere), each made a plain tensor over its shadow's memory (become_shadow); how many.
 size_t keep_escaped_stand_ins(uint64_t session);
 
 // The tracer impl behind `t`, or nullptr for a real tensor.

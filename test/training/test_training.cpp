@@ -25,10 +25,12 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
+#include <torch/serialize.h>
 
 #include <fmt/format.h>
 
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -789,8 +791,9 @@ TEST_CASE("outputs that are views of values computed inside the call can be writ
 // torch::optim's optimizers create their state on the first step and keep it (momentum and moment
 // buffers) in C++: a compiled step's trace made them from stand-ins, and every later step failed on them
 // ("called on a tensor created while jitc traced"). The trace is now that call's execution, the function
-// runs eagerly from then on, and the kept buffers are used as the tensors the trace computed: every step
-// equals eager's, also when the optimizer is later stepped outside the compiled function.
+// runs eagerly from then on, and the kept buffers become the tensors the trace computed: every step
+// equals eager's, also when the optimizer is later stepped outside the compiled function, and its state
+// serializes.
 template <class Optimizer, class Options>
 void check_compiled_optimizer_step(const char* name, const Options& options) {
   INFO(name);
@@ -818,6 +821,9 @@ void check_compiled_optimizer_step(const char* name, const Options& options) {
   eager_optimizer.step();
   optimizer.step();
   CHECK(at::equal(model->weight, eager_model->weight));
+  std::ostringstream checkpoint;  // the state's tensors have memory of their own: it serializes
+  CHECK_NOTHROW(torch::save(optimizer, checkpoint));
+  CHECK(checkpoint.str().size() > 0);
 }
 
 TEST_CASE("torch::optim steps called through a compiled function follow eager's, and their state stays usable", "[training]") {
