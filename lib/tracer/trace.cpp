@@ -20,10 +20,11 @@ namespace {
 void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   c10::impl::ExcludeDispatchKeyGuard no_reentry(kTracerKey);
   TraceSession* session = TraceSession::current();
-  if (session) return session->record(op, keys, stack);
-  throw UnsupportedError("jitc: " + op.operator_name().name +
-                         " was called on a tensor created while jitc traced a callable, after the trace "
-                         "ended. Return tensors from the compiled callable instead of storing them elsewhere.");
+  if (!session)
+    throw UnsupportedError("jitc: " + op.operator_name().name +
+                           " was called on a tensor created while jitc traced a callable, after the trace "
+                           "ended. Return tensors from the compiled callable instead of storing them elsewhere.");
+  session->record(op, keys, stack);
 }
 
 // Stand-ins for the tensor leaves; the same tensor object passed twice gets the same stand-in, so code

@@ -47,6 +47,7 @@ void TracerTensorImpl::become_shadow() {
   storage_access_should_throw_ = false;
   key_set_ = shadow_.key_set();
   sync_metadata();
+  became_shadow_ = true;
 }
 
 size_t keep_escaped_stand_ins(uint64_t session) {
@@ -77,6 +78,7 @@ void TracerTensorImpl::rebind(graph::ValueId value) {
 
 c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(const c10::VariableVersion& version_counter,
                                                                               bool allow_tensor_metadata_change) const {
+  if (became_shadow_) return c10::TensorImpl::shallow_copy_and_detach(version_counter, allow_tensor_metadata_change);
   auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
   copy->set_version_counter(version_counter);
   copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);
@@ -85,6 +87,7 @@ c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(co
 
 c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(c10::VariableVersion&& version_counter,
                                                                               bool allow_tensor_metadata_change) const {
+  if (became_shadow_) return c10::TensorImpl::shallow_copy_and_detach(std::move(version_counter), allow_tensor_metadata_change);
   auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
   copy->set_version_counter(std::move(version_counter));
   copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);
@@ -92,6 +95,7 @@ c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(c1
 }
 
 void TracerTensorImpl::shallow_copy_from(const c10::intrusive_ptr<c10::TensorImpl>& impl) {
+  if (became_shadow_) return c10::TensorImpl::shallow_copy_from(impl);
   auto* other = dynamic_cast<TracerTensorImpl*>(impl.get());
   TORCH_CHECK(other, "jitc: cannot copy a real tensor's metadata into a traced tensor");
   shadow_ = other->shadow_;

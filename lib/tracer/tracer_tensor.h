@@ -40,6 +40,7 @@ class TracerTensorImpl final : public c10::TensorImpl {
   // became the call's real execution: from then on a plain tensor over its shadow's memory, with the
   // shadow's keys (no kTracerKey: ops, data_ptr and serialization see a real tensor).
   void become_shadow();
+  bool became_shadow_ = false;  // its copies (detach, set_data) are plain tensors too
   const char* tensorimpl_type_name() const override { return "jitc::TracerTensorImpl"; }
   void sync_metadata();
 
