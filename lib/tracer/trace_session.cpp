@@ -410,14 +410,17 @@ graph::ValueId TraceSession::bind_output(at::Tensor& result) {
 
 graph::Graph TraceSession::finish() {
   // A captured tensor only this trace still holds was created inside the callable without an op
-  // (from_blob): it becomes a constant owned by the graph. One the trace wrote to cannot be replayed.
+  // (from_blob, .data()): it becomes a constant owned by the graph. One the trace wrote to cannot be replayed.
   inputs_by_storage_.clear();
   for (auto& [position, tensor] : captured_tensors_) {
     graph::Input& in = graph_.inputs[position];
     const bool written =
         std::find(backed_up_storages_.begin(), backed_up_storages_.end(), graph_.values[in.value].storage) != backed_up_storages_.end();
     if (tensor.use_count() > 1 + (written ? 1 : 0)) continue;
-    if (written) unreplayable_ = "the callable wrote into a tensor it created without an ATen op (from_blob)";
+    if (written)
+      unreplayable_ =
+          "the callable wrote into a tensor it created without an ATen op (from_blob, or an alias made by .data() or "
+          "variable_data(), as torch::optim's steps write parameters)";
     in.kind = graph::InputKind::kConstant;
     auto snapshot = borrowed_snapshots_.find(position);
     in.constant = snapshot != borrowed_snapshots_.end() ? snapshot->second : tensor;
