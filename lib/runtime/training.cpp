@@ -10,6 +10,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/graph_task.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -30,14 +31,19 @@ struct OutputView {
 };
 
 // Per output: its view of a buffer, where it is one that the Function returns in its place (a buffer of
-// the forward's own, of the view's dtype, behind no other output and no input).
-std::vector<std::optional<OutputView>> outputs_as_views(const variable_list& outputs, const std::vector<at::Tensor>& inputs) {
+// the forward's own, of the view's dtype, behind no other output and no input of `graph`). Most calls
+// return no view: they pay one pass over the outputs.
+std::vector<std::optional<OutputView>> outputs_as_views(const variable_list& outputs, const graph::Graph& graph,
+                                                        const std::vector<at::Tensor>& values) {
+  std::vector<std::optional<OutputView>> views(outputs.size());
+  if (std::none_of(outputs.begin(), outputs.end(), [](const at::Tensor& t) { return t.defined() && t.is_view(); })) return views;
+  std::vector<at::Tensor> inputs;
+  for (const graph::Input& in : graph.inputs) inputs.push_back(values[in.value]);
   std::map<const c10::TensorImpl*, int> uses;  // tensors behind outputs and inputs
   for (const at::Tensor& t : outputs)
     if (t.defined()) ++uses[t.is_view() ? t._base().unsafeGetTensorImpl() : t.unsafeGetTensorImpl()];
   for (const at::Tensor& t : inputs)
     if (t.defined()) uses[t.is_view() ? t._base().unsafeGetTensorImpl() : t.unsafeGetTensorImpl()] += 2;
-  std::vector<std::optional<OutputView>> views(outputs.size());
   for (size_t j = 0; j < outputs.size(); ++j) {
     const at::Tensor& t = outputs[j];
     if (!t.defined() || !t.is_view() || t._base().scalar_type() != t.scalar_type() || uses[t._base().unsafeGetTensorImpl()] != 1) continue;
@@ -158,9 +164,7 @@ class CompiledFunction : public torch::autograd::Function<CompiledFunction> {
     for (const auto& [k, version] : call->input_versions) state->versions[k] = version;
     variable_list differentiable;
     for (size_t leaf : part.outputs) differentiable.push_back(call->values[outputs[leaf]]);
-    std::vector<at::Tensor> inputs;
-    for (const graph::Input& in : call->graph.inputs) inputs.push_back(call->values[in.value]);
-    call->views = state->views = outputs_as_views(differentiable, inputs);
+    call->views = state->views = outputs_as_views(differentiable, call->graph, call->values);
     for (size_t j = 0; j < differentiable.size(); ++j)
       if (call->views[j]) differentiable[j] = at::Tensor(differentiable[j]._base());
     ctx->saved_data["jitc"] = c10::IValue::make_capsule(std::move(state));
