@@ -1,6 +1,7 @@
 // Compiled training on a GPU ([cuda]: skipped without one): gradients of the lowered backward formulas
 // and training loops against eager on the same device, float64 where the comparison must be tight and
 // bfloat16 where the dtype's own rounding is the point.
+#include "training/call_semantics_checks.h"
 #include "training/random_training.h"
 #include "training/training_support.h"
 
@@ -114,4 +115,28 @@ TEST_CASE("CUDA training: a Q-learning loss that picks actions by integer indexi
 TEST_CASE("CUDA training: a CNN fed channels-last inputs trains with its batch norms compiled, as in eager", "[cuda][training]") {
   if (!have_gpu()) return;
   check_channels_last_cnn(at::kCUDA);
+}
+
+TEST_CASE("CUDA training: a parameter first read under a NoGradGuard (embedding max_norm) trains compiled as in eager",
+          "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_parameter_first_read_without_grad(at::kCUDA);
+}
+
+TEST_CASE("CUDA training: a callable that turns grad mode on inside a call made without grad returns what eager returns",
+          "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_grad_mode_turned_on_inside(at::kCUDA);
+}
+
+TEST_CASE("CUDA training: outputs that are views of values computed inside the call can be written in place afterwards",
+          "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_view_outputs_written_after_the_call(at::kCUDA);
+}
+
+TEST_CASE("CUDA training: torch::optim steps called through a compiled function follow eager's, and their state stays usable",
+          "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_compiled_torch_optim_steps(at::kCUDA);
 }

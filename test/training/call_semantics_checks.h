@@ -1,0 +1,170 @@
+// Checks of what a call in grad mode means beyond its values, shared by the CPU tests (test_training.cpp)
+// and their CUDA twins (test_training_cuda.cpp): a parameter first read without grad, grad mode turned
+// on inside a call made without it, outputs that are views written in place afterwards, and torch::optim
+// steps called through a compiled function (their state kept beyond the call).
+#pragma once
+#include "support/log_capture.h"
+#include "training/training_support.h"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize.h>
+
+#include <sstream>
+
+namespace jitc::testing {
+
+// An embedding with max_norm renormalizes its weight in place under a NoGradGuard, then looks it up in
+// grad mode: its only parameter is first read with grad off (the projection after it is a buffer). The
+// call must still be a training call (before the fix it compiled for inference, and the loss had no
+// gradient).
+struct RenormedEmbedding : torch::nn::Module {
+  torch::nn::Embedding embedding{nullptr};
+  at::Tensor projection;
+  explicit RenormedEmbedding(at::Device device) {
+    embedding = register_module("embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(12, 5).max_norm(1.0)));
+    projection = register_buffer("projection", at::randn({5, 3}));
+    to(device, at::kDouble);
+  }
+  at::Tensor forward(const at::Tensor& tokens) { return at::matmul(embedding(tokens).sum(1), projection); }
+};
+
+inline void check_parameter_first_read_without_grad(at::Device device) {
+  at::manual_seed(6);
+  auto data = [device] {
+    return std::make_pair(at::randint(12, {4, 3}, at::TensorOptions(device).dtype(at::kLong)),
+                          at::randn({4, 3}, at::TensorOptions(device).dtype(at::kDouble)));
+  };
+  auto loss_of = [](RenormedEmbedding& m, const at::Tensor& tokens, const at::Tensor& target) {
+    return at::mse_loss(m.forward(tokens), target);
+  };
+  auto model = std::make_shared<RenormedEmbedding>(device);
+  auto compiled = jitc::compile([&](const at::Tensor& tokens, const at::Tensor& target) { return loss_of(*model, tokens, target); });
+  const auto [tokens, target] = data();
+  CHECK(compiled(tokens, target).requires_grad());
+  train_side_by_side(std::make_shared<RenormedEmbedding>(device), std::make_shared<RenormedEmbedding>(device), data, loss_of, 4, 1e-9);
+}
+
+// A call made under NoGradGuard whose callable turns grad mode back on (at::AutoGradMode) computes
+// results that require grad in eager. An inference trace cannot give them a gradient: the function runs
+// eagerly, with eager's results and gradients (before the fix an argument's case returned a result
+// without one).
+inline void check_grad_mode_turned_on_inside(at::Device device) {
+  at::manual_seed(8);
+  const auto f64 = at::TensorOptions(device).dtype(at::kDouble);
+  const at::Tensor w = at::randn({4}, f64);  // only the argument requires grad
+  auto body = [&](const at::Tensor& x) {
+    at::AutoGradMode enable(true);
+    return (x * x * w).sum();
+  };
+  auto compiled = jitc::compile(body);
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const at::Tensor x = at::randn({4}, f64).requires_grad_(true);
+    at::Tensor want, got;
+    {
+      at::NoGradGuard no_grad;
+      want = body(x);
+      got = compiled(x);
+    }
+    REQUIRE(got.requires_grad() == want.requires_grad());
+    CHECK(at::allclose(got, want, 1e-12, 1e-12));
+    const auto grads = torch::autograd::grad({got}, {x}), eager_grads = torch::autograd::grad({want}, {x});
+    CHECK(at::allclose(grads[0], eager_grads[0], 1e-12, 1e-12));
+  }
+}
+
+// Outputs that are views of values computed inside the call ((x * 2).t(), a slice of a product), written
+// in place by the caller afterwards: eager allows it, and autograd forbids it on a view a custom Function
+// returned, so the compiled function returns the buffer and takes the view after it. Where the write
+// changes a value the backward needs (exp's result), the backward raises as eager's does.
+inline void check_view_outputs_written_after_the_call(at::Device device) {
+  at::manual_seed(9);
+  const auto f64 = at::TensorOptions(device).dtype(at::kDouble);
+  auto transposed = [](const at::Tensor& x, const at::Tensor&) { return (x * 2).t(); };
+  auto sliced = [](const at::Tensor& x, const at::Tensor& y) { return (x.exp() * y).narrow(1, 1, 2); };
+  for (const auto& body : {std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>(transposed), {sliced}}) {
+    auto compiled = jitc::compile(body);
+    for (int call = 0; call < 3; ++call) {
+      INFO("call " << call);
+      const at::Tensor x = at::randn({3, 4}, f64).requires_grad_(true), y = at::randn({3, 4}, f64);
+      const at::Tensor x_eager = x.detach().clone().requires_grad_(true);
+      at::Tensor got = compiled(x, y), want = body(x_eager, y);
+      got.mul_(3).add_(1);
+      want.mul_(3).add_(1);
+      (got * got).sum().backward();
+      (want * want).sum().backward();
+      CHECK(at::allclose(got, want, 1e-12, 1e-12));
+      CHECK(at::allclose(x.grad(), x_eager.grad(), 1e-12, 1e-12));
+    }
+    CHECK(compiled.stats().compiles == 1);
+  }
+  auto saved_result = [](const at::Tensor& x) { return x.exp().t(); };
+  auto compiled = jitc::compile(saved_result);
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    const at::Tensor x = at::randn({3, 4}, f64).requires_grad_(true);
+    at::Tensor got = compiled(x), want = saved_result(x);
+    got.mul_(2);
+    want.mul_(2);
+    CHECK_THROWS_WITH(want.sum().backward(), Catch::Contains("modified by an inplace operation"));
+    CHECK_THROWS_WITH(got.sum().backward(), Catch::Contains("modified by an inplace operation"));
+  }
+}
+
+// torch::optim's optimizers create their state on the first step and keep it (momentum and moment
+// buffers) in C++: a compiled step's trace made them from stand-ins, and every later step failed on them
+// ("called on a tensor created while jitc traced"). The trace is now that call's execution, the function
+// runs eagerly from then on, and the kept buffers become the tensors the trace computed: every step
+// equals eager's, also when the optimizer is later stepped outside the compiled function, and its state
+// serializes.
+template <class Optimizer, class Options>
+void check_compiled_optimizer_step(const char* name, const Options& options, at::Device device) {
+  INFO(name);
+  at::manual_seed(10);
+  torch::nn::Linear eager_model(4, 2), model(4, 2);
+  eager_model->to(device);
+  model->to(device);
+  {
+    at::NoGradGuard no_grad;
+    model->weight.copy_(eager_model->weight);
+    model->bias.copy_(eager_model->bias);
+  }
+  Optimizer eager_optimizer(eager_model->parameters(), options), optimizer(model->parameters(), options);
+  auto step = jitc::compile([&] { optimizer.step(); });
+  for (int call = 0; call < 5; ++call) {
+    INFO("step " << call);
+    const at::Tensor x = at::randn({8, 4}, at::TensorOptions(device));
+    eager_optimizer.zero_grad();
+    optimizer.zero_grad();
+    eager_model(x).pow(2).sum().backward();
+    model(x).pow(2).sum().backward();
+    eager_optimizer.step();
+    step();
+    CHECK(at::equal(model->weight, eager_model->weight));
+    CHECK(at::equal(model->bias, eager_model->bias));
+  }
+  eager_optimizer.step();
+  optimizer.step();
+  CHECK(at::equal(model->weight, eager_model->weight));
+  std::ostringstream checkpoint;  // the state's tensors have memory of their own: it serializes
+  CHECK_NOTHROW(torch::save(optimizer, checkpoint));
+  CHECK(checkpoint.str().size() > 0);
+}
+
+inline void check_compiled_torch_optim_steps(at::Device device) {
+  LogCapture logs;
+  check_compiled_optimizer_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01),
+                                                   device);
+  check_compiled_optimizer_step<torch::optim::Adam>("Adam", torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.01), device);
+  check_compiled_optimizer_step<torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(0.01), device);
+  check_compiled_optimizer_step<torch::optim::RMSprop>("RMSprop", torch::optim::RMSpropOptions(0.01).momentum(0.5).centered(true), device);
+  check_compiled_optimizer_step<torch::optim::Adagrad>("Adagrad", torch::optim::AdagradOptions(0.1).lr_decay(0.5), device);
+  CHECK(logs.contains("keeps tensors it computed beyond the call"));
+}
+
+}  // namespace jitc::testing
