@@ -79,6 +79,10 @@ struct RenderOptions {
   std::string name;      // the program's, for messages and file names
   bool index32 = false;  // every tensor has fewer than 2^31 elements whatever its symbols
   bool tuning = false;   // mode=max-autotune: render every candidate schedule
+  // The program is a training step's (a forward with a backward, or the backward): it runs many times, but
+  // built on the call its compile delays the first step. A backend may favour a shorter compile where it
+  // costs the kernels little (the CPU's kernels as functions of their sizes, kernel_parameters.h).
+  bool training = false;
   // Kernels that may run at once (Plan::independent_runs), as positions among render's kernels: a
   // backend with combo kernels may launch some of them as one (LoadedKernels::groups).
   std::vector<std::vector<size_t>> independent_runs;

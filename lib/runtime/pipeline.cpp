@@ -102,6 +102,9 @@ graph::Graph graph_stage(const char* stage, const PipelineRequest& request, grap
   return out;
 }
 
+// A training step's forward (with a backward) or its backward.
+bool is_training(const Entry& entry) { return entry.backward || entry.part == "backward"; }
+
 // A training entry's values, and its backward's, in the layouts chosen when its joint graph was split.
 graph::Graph training_layouts(const Entry& entry, const graph::Graph& g) {
   if (entry.backward) return inductor::forward_in_channels_last(g, entry.backward->saved, entry.backward->channels_last_saved);
@@ -128,7 +131,7 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
   g = graph_stage("channels-last training layouts", request, std::move(g), times,
                   [&](graph::Graph x) { return training_layouts(entry, x); });
   // Inference only: a training step updates the weights on every step.
-  const bool training = entry.backward || entry.part == "backward";
+  const bool training = is_training(entry);
   g = graph_stage("frozen convolutions", request, std::move(g), times,
                   [&](graph::Graph x) { return training ? x : inductor::freeze_convolutions(x); });
   g = graph_stage("frozen linears", request, std::move(g), times,
@@ -207,12 +210,13 @@ void build_unit(ProgramCode& code, ProgramCode::Unit& unit, const inductor::Rend
 }  // namespace
 
 std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, const std::string& name, bool want_assembly, bool index32,
-                                                        const inductor::TuningShapes* tuning, CompileTimes* times) {
+                                                        const inductor::TuningShapes* tuning, CompileTimes* times, bool training) {
   auto code = std::make_shared<ProgramCode>();
   code->plan = std::move(plan);
   for (const auto& launch : code->plan.kernels) code->kernel_ir += inductor::to_text(launch.kernel);
   code->units = units_of(code->plan);
-  const inductor::RenderOptions render_options{.name = name, .index32 = index32, .tuning = tuning != nullptr, .independent_runs = {}};
+  const inductor::RenderOptions render_options{
+      .name = name, .index32 = index32, .tuning = tuning != nullptr, .training = training, .independent_runs = {}};
   for (auto& unit : code->units)
     build_unit(*code, unit, render_options, {.name = name, .want_assembly = want_assembly, .device = unit.device}, tuning, times);
   code->link();
@@ -236,8 +240,8 @@ PipelineResult run_pipeline(const PipelineRequest& request, CompileTimes& times)
     return out;
   }
   inductor::Plan plan = schedule_stage(g, request, times);
-  out.code =
-      ProgramCode::compile(std::move(plan), request.name, request.want_assembly, fits_32_bits(g), tuning ? &*tuning : nullptr, &times);
+  out.code = ProgramCode::compile(std::move(plan), request.name, request.want_assembly, fits_32_bits(g), tuning ? &*tuning : nullptr,
+                                  &times, is_training(entry));
   keep_code(cached, g, out.code, request.name, tuning.has_value(), request.compile_id);
   return out;
 }

@@ -50,9 +50,11 @@ struct ProgramCode {
   // Renders, compiles and loads every kernel of `plan` on its device's backend (pipeline.cpp; throws
   // jitc::CompileError or UnsupportedError). index32: every tensor of the graph has fewer than 2^31
   // elements whatever its symbols. tuning (mode=max-autotune): kernels keep the fastest of their candidate
-  // schedules. times: receives the time of each stage when not null.
+  // schedules. times: receives the time of each stage when not null. training: a training step's program
+  // (RenderOptions::training).
   static std::shared_ptr<const ProgramCode> compile(inductor::Plan plan, const std::string& name, bool want_assembly, bool index32 = false,
-                                                    const inductor::TuningShapes* tuning = nullptr, CompileTimes* times = nullptr);
+                                                    const inductor::TuningShapes* tuning = nullptr, CompileTimes* times = nullptr,
+                                                    bool training = false);
   // Loads code saved by serialize() without generating or compiling anything; nullptr if malformed.
   static std::shared_ptr<const ProgramCode> deserialize(const std::string& payload, const std::string& name);
   std::string serialize() const;

@@ -658,7 +658,8 @@ TEST_CASE("kernels whose code is the same but for their names are compiled once"
   CHECK(compiled.stats().kernels_compiled == 2);
   const std::string text = logs.text();
   size_t defined = 0;
-  for (size_t at = text.find("define void @jitc_fused_"); at != std::string::npos; at = text.find("define void @jitc_fused_", at + 1)) ++defined;
+  for (size_t at = text.find("define void @jitc_fused_"); at != std::string::npos; at = text.find("define void @jitc_fused_", at + 1))
+    ++defined;
   INFO(text.substr(0, 3000));
   CHECK(defined == 1);
 }
@@ -668,10 +669,10 @@ TEST_CASE("kernels whose code is the same but for their names are compiled once"
 TEST_CASE("a program's kernels compile as modules on several threads at once", "[inductor][cpu]") {
   const auto w = at::randn({32, 32}) * 0.2;
   const std::vector<std::function<at::Tensor(const at::Tensor&)>> layers = {
-      [](const at::Tensor& x) { return x.tanh() + 1; }, [](const at::Tensor& x) { return x.sigmoid() * 3; },
-      [](const at::Tensor& x) { return x.relu() - 0.5; }, [](const at::Tensor& x) { return (x * 0.5).exp(); },
-      [](const at::Tensor& x) { return x.abs().sqrt(); }, [](const at::Tensor& x) { return x.sin() + x.cos(); },
-      [](const at::Tensor& x) { return at::gelu(x); }, [](const at::Tensor& x) { return x.softmax(-1); },
+      [](const at::Tensor& x) { return x.tanh() + 1; },    [](const at::Tensor& x) { return x.sigmoid() * 3; },
+      [](const at::Tensor& x) { return x.relu() - 0.5; },  [](const at::Tensor& x) { return (x * 0.5).exp(); },
+      [](const at::Tensor& x) { return x.abs().sqrt(); },  [](const at::Tensor& x) { return x.sin() + x.cos(); },
+      [](const at::Tensor& x) { return at::gelu(x); },     [](const at::Tensor& x) { return x.softmax(-1); },
       [](const at::Tensor& x) { return at::silu(x) * 2; }, [](const at::Tensor& x) { return x.clamp(-1, 1); }};
   auto f = [&](const at::Tensor& x) {
     at::Tensor y = x;
@@ -748,6 +749,32 @@ TEST_CASE("column reductions of different sizes compile once as a function of th
   CHECK(printed.find(kRolledLaneLoop) == std::string::npos);
 }
 
+// In a training step's programs (whose compile the first step waits for) a column reduction of its own
+// prints as a function of its sizes too: its constant form, with unrolled lanes, is the costlier compile.
+TEST_CASE("a lone column reduction of a training program prints as a function of its sizes, with eager's values and gradients",
+          "[inductor][cpu][training]") {
+  auto stats = [](const at::Tensor& x) {
+    const auto [var, mean] = at::var_mean(x, {0});
+    return (var * 0.5 + mean).sum();
+  };
+  const at::Tensor x = at::randn({96, 64}, at::kDouble);
+  jitc::testing::LogCapture logs("schedule");
+  auto compiled = jitc::compile(stats);
+  for (int call = 0; call < 2; ++call) {
+    const at::Tensor leaf = x.clone().requires_grad_(true), eager_leaf = x.clone().requires_grad_(true);
+    const at::Tensor got = compiled(leaf), want = stats(eager_leaf);
+    got.backward();
+    want.backward();
+    CHECK(at::allclose(got, want, 1e-12, 1e-12));
+    CHECK(at::allclose(leaf.grad(), eager_leaf.grad(), 1e-12, 1e-12));
+  }
+  CHECK(compiled.stats().compiles == 1);
+  INFO(logs.text().substr(0, 4000));
+  const auto columns = logs.lines_with("rows_side_by_side");
+  CHECK(columns.size() >= 1);
+  for (const auto& line : columns) CHECK_THAT(line, Catch::Contains("size_parameters"));
+}
+
 // With a symbolic row count the kernels read the graph's symbol, then their own parameters.
 TEST_CASE("column reductions as functions of their sizes read the graph's symbols too", "[inductor][cpu]") {
   auto layers = [](const at::Tensor& a, const at::Tensor& b) {
@@ -812,15 +839,16 @@ TEST_CASE("reductions printed as functions of their sizes match eager layer by l
       std::vector<at::Tensor> layers;
       for (const auto& s : sizes) layers.push_back(at::randn(s).to(dtype));
       layers[1].index_put_({3, 5}, std::numeric_limits<double>::quiet_NaN());
-      auto three = [reduce](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return std::make_tuple(reduce(a), reduce(b), reduce(c)); };
+      auto three = [reduce](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+        return std::make_tuple(reduce(a), reduce(b), reduce(c));
+      };
       auto compiled = jitc::compile(three);
       compiled(layers[0], layers[1], layers[2]);
       const auto got = compiled(layers[0], layers[1], layers[2]);
       const auto want = three(layers[0], layers[1], layers[2]);
       CHECK(compiled.stats().programs_compiled == 1);
-      const std::vector<std::pair<at::Tensor, at::Tensor>> pairs = {{std::get<0>(got), std::get<0>(want)},
-                                                                    {std::get<1>(got), std::get<1>(want)},
-                                                                    {std::get<2>(got), std::get<2>(want)}};
+      const std::vector<std::pair<at::Tensor, at::Tensor>> pairs = {
+          {std::get<0>(got), std::get<0>(want)}, {std::get<1>(got), std::get<1>(want)}, {std::get<2>(got), std::get<2>(want)}};
       for (size_t layer = 0; layer < pairs.size(); ++layer) {
         INFO("layer " << layer);
         const auto& [g, w] = pairs[layer];
@@ -906,11 +934,17 @@ TEST_CASE("pointwise kernels keep the strides of their inner loop as constants",
 TEST_CASE("pointwise kernels printed as functions of their sizes match eager layer by layer", "[inductor][cpu]") {
   using Fn = std::function<at::Tensor(const at::Tensor&)>;
   const std::vector<std::pair<std::string, Fn>> ops = {
-      {"x * 3 + per-channel bias", [](const at::Tensor& x) { return x * 3 + at::arange(x.size(1), x.options()).view({1, -1, 1, 1}); }},
+      {"x * 3 + per-channel bias",
+       [](const at::Tensor& x) {
+         return x * 3 + at::arange(x.size(1), x.options()).view({1, -1, 1, 1});
+       }},
       {"clamp(-0.5, 0.5) * 2", [](const at::Tensor& x) { return x.clamp(-0.5, 0.5) * 2; }},
       {"transpose(1, 3) + 1", [](const at::Tensor& x) { return x.transpose(1, 3) + 1; }},
       {"every other column, exp", [](const at::Tensor& x) { return x.slice(3, 0, c10::nullopt, 2).exp(); }},
-      {"cat with itself halved", [](const at::Tensor& x) { return at::cat({x, x * 0.5}, 1); }},
+      {"cat with itself halved",
+       [](const at::Tensor& x) {
+         return at::cat({x, x * 0.5}, 1);
+       }},
       {"integer floor_divide and remainder",
        [](const at::Tensor& x) {
          const auto i = (x * 10).to(at::kLong);
@@ -936,7 +970,8 @@ TEST_CASE("pointwise kernels printed as functions of their sizes match eager lay
         const auto want = three(layers[0], layers[1], layers[2]);
         CHECK(compiled.stats().programs_compiled == 1);
         CHECK(compiled.stats().eager_fallbacks == 0);
-        const jitc::testing::Tolerance tol = dtype == at::kBFloat16 ? jitc::testing::Tolerance{1e-2, 1e-2} : jitc::testing::Tolerance{1e-6, 1e-6};
+        const jitc::testing::Tolerance tol =
+            dtype == at::kBFloat16 ? jitc::testing::Tolerance{1e-2, 1e-2} : jitc::testing::Tolerance{1e-6, 1e-6};
         CHECK(jitc::testing::difference(std::get<0>(got), std::get<0>(want), tol) == "");
         CHECK(jitc::testing::difference(std::get<1>(got), std::get<1>(want), tol) == "");
         CHECK(jitc::testing::difference(std::get<2>(got), std::get<2>(want), tol) == "");
@@ -982,7 +1017,8 @@ TEST_CASE("values of the inner position are computed once per call and match eag
     auto decoder = [&](const at::Tensor& x, const at::Tensor& skip) {
       return std::make_tuple(normalize(skip), at::cat({at::upsample_nearest2d(normalize(x), {2 * x.size(2), 2 * x.size(3)}), skip}, 1));
     };
-    const jitc::testing::Tolerance tol = dtype == at::kBFloat16 ? jitc::testing::Tolerance{2e-2, 2e-2} : jitc::testing::Tolerance{1e-5, 1e-6};
+    const jitc::testing::Tolerance tol =
+        dtype == at::kBFloat16 ? jitc::testing::Tolerance{2e-2, 2e-2} : jitc::testing::Tolerance{1e-5, 1e-6};
     for (const auto layout : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
       INFO(layout);
       const auto x = at::randn({2, channels, 6, 5}).to(dtype).contiguous(layout);

@@ -217,8 +217,10 @@ std::string without_name(const std::string& ir, const std::string& name) {
 // A kernel's schedules (the heuristic's, or with `tuning` every candidate), and where it may print as a
 // function of its sizes (kernel_parameters.h), that kernel, its IR and its IR with constants (render
 // compares them without the name and emits one of them). It does where another kernel of the program, of other constants, prints the same
-// IR: LLVM compiles one function for a network's layers. A kernel of its own (or of a layer repeated at one shape) keeps its constants, and
-// its code is faster for them (RESULTS.md, session 31).
+// IR: LLVM compiles one function for a network's layers. A kernel of its own (or of a layer repeated at one shape) keeps its constants in
+// an inference program, whose code is up to 15% faster for them (a column reduction, RESULTS.md, session 31); in a training step's
+// programs it prints with symbols too: its constant form is the costlier compile (unrolled lanes), and the step waits for it
+// (MobileNetV2's training programs: a fifth less LLVM time, steps as fast; RESULTS.md, session 42).
 struct Planned {
   std::vector<llvm_ir::CpuSchedule> schedules;
   std::optional<cpu::ParameterizedKernel> generic;
@@ -272,7 +274,7 @@ class CpuBackend final : public Backend {
       const auto& schedules = p.schedules;
       Candidates c;
       // Layers of other constants print alike.
-      c.parameterized = p.generic && constants_of_generic_ir[without_name(p.generic_ir, k->kernel.name)].size() > 1;
+      c.parameterized = p.generic && (options.training || constants_of_generic_ir[without_name(p.generic_ir, k->kernel.name)].size() > 1);
       for (size_t i = 0; i < schedules.size(); ++i) {
         Kernel printed = k->kernel;
         printed.name = candidate_name(k->kernel, i, schedules.size());
