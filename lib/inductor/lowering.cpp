@@ -33,6 +33,7 @@ std::optional<int> LoweringContext::load_view(KernelBuilder& kb, ValueId view, c
 }
 
 int LoweringContext::buffer(KernelBuilder& kb, ValueId v, bool written) {
+  values_read.push_back(v);
   if (!written && loader[v] && stored[v] && group[v] < 0)
     fail(kb, {BuildFailure::Kind::kReadsUnplaced, v, "it reads the buffer of a value no kernel computes yet"}, meta(v).dtype);
   const int b = kb.buffer(fmt::format("buf{}", v), meta(v).dtype, written);
@@ -53,6 +54,7 @@ void LoweringContext::begin_kernel(int group) {
   reduction_loops_of_.clear();
   buffer_values.emplace_back();
   inlined.clear();
+  values_read.clear();
 }
 
 void LoweringContext::begin_attempt() {
@@ -62,6 +64,7 @@ void LoweringContext::begin_attempt() {
   memo_.clear();
   reduction_loops_of_.clear();
   inlined.clear();
+  values_read.clear();
 }
 
 int LoweringContext::memoized(const std::string& key, const Index& index, const std::function<int()>& make) {

@@ -100,7 +100,10 @@ class LoweringContext {
 
   // True if v is read from a buffer in the kernel being built (an input, an extern op's output, or a
   // value an earlier kernel stored).
-  bool is_buffer(graph::ValueId v) const { return !loader[v] || (stored[v] && group[v] != current_group); }
+  bool is_buffer(graph::ValueId v) const {
+    values_read.push_back(v);
+    return !loader[v] || (stored[v] && group[v] != current_group);
+  }
   // Loads a view of a buffer straight from that buffer through the view's own strides, following the
   // chain of lowered views up to the first buffer; nullopt if the chain starts at a computed value.
   std::optional<int> load_view(KernelBuilder& kb, graph::ValueId view, const Index& index);
@@ -120,6 +123,9 @@ class LoweringContext {
   int current_group = -1;
   std::vector<std::vector<graph::ValueId>> buffer_values;  // per kernel being built: buffer -> value
   std::vector<graph::ValueId> inlined;                     // values computed inline by the kernel being built
+  // The values whose scheduling state (loader, stored, group) the kernel being built read: a build is
+  // the same wherever these are in the same state (kernel_builds.h).
+  mutable std::vector<graph::ValueId> values_read;
 
  private:
   const graph::Graph& graph_;

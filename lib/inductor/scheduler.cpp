@@ -6,10 +6,12 @@
 #include "inductor/collapse_dims.h"
 #include "inductor/graph_uses.h"
 #include "inductor/injected_failure.h"
+#include "inductor/kernel_builds.h"
 #include "inductor/kernel_space.h"
 #include "inductor/loop_order.h"
 #include "inductor/shared_chains.h"
 #include "inductor/lowering.h"
+#include "runtime/env.h"
 
 #include <jitc/detail/internal_assert.h>
 #include <fmt/format.h>
@@ -27,12 +29,6 @@ using graph::Node;
 using graph::SymExpr;
 using graph::SymShape;
 using graph::ValueId;
-
-struct Built {
-  Kernel kernel;
-  std::vector<ValueId> buffers;
-  std::vector<ValueId> inlined;
-};
 
 class Scheduler {
  public:
@@ -219,31 +215,23 @@ class Scheduler {
     return sizes == s.value_sizes() || without_ones(sizes) == without_ones(s.outer);
   }
 
-  // The index at which member v is computed and stored: every var (element store), or the outer vars
-  // matched to v's dims of size other than 1 (row store, once per row).
-  Index member_index(KernelBuilder& kb, ValueId v, const Space& s, const std::vector<int>& outer, const std::vector<int>& inner) {
-    const SymShape& sizes = g_.values[v].meta.sizes;
-    Index index;
-    if (sizes == s.value_sizes()) {
-      std::vector<int> vars = outer;
-      vars.insert(vars.end(), inner.begin(), inner.end());
-      index.resize(sizes.size());
-      for (size_t l = 0; l < vars.size(); ++l) {
-        const size_t d = s.dim_of_loop(l);
-        index[d] = sizes[d].is_one() ? kb.index_constant(0) : kb.var(vars[l]);
-      }
-      return index;
+  // An earlier attempt's build where nothing it read changed since (kernel_builds.h; under JITC_STRICT=1
+  // built again and compared), or a new one.
+  BuildResult build(const std::vector<ValueId>& members, const Space& s, int group_id) {
+    if (const BuildResult* earlier = builds_.find(members, s, *ctx_, group_id)) {
+      BuildResult reused = *earlier;
+      if (auto* b = std::get_if<Built>(&reused)) b->kernel.name = kernel_name(b->inlined);  // numbered by its place in this attempt
+      JITC_INTERNAL_ASSERT(!check_reused_builds_ || same_build(reused, build_anew(members, s, group_id)),
+                           "scheduler: a reused build differs");
+      return reused;
     }
-    std::vector<int> rows;
-    for (size_t d = 0; d < s.outer.size(); ++d)
-      if (!s.outer[d].is_one()) rows.push_back(outer[d]);
-    size_t next = 0;
-    for (const auto& e : sizes) index.push_back(e.is_one() ? kb.index_constant(0) : kb.var(rows[next++]));
-    return index;
+    BuildResult made = build_anew(members, s, group_id);
+    builds_.keep(members, s, *ctx_, group_id, made);
+    return made;
   }
 
   // The kernel computing `members` over space s, or why it cannot be built.
-  std::variant<Built, BuildFailure> build(const std::vector<ValueId>& members, const Space& s, int group_id) {
+  BuildResult build_anew(const std::vector<ValueId>& members, const Space& s, int group_id) {
     ctx_->begin_kernel(group_id);
     KernelBuilder kb(fmt::format("{}_{}", prefix_, kernels_.size()));
     std::vector<int> outer, inner;
@@ -257,7 +245,7 @@ class Scheduler {
         ctx_->buffer(kb, v, true);  // still the kernel's output: the program allocates it
         continue;
       }
-      const Index index = member_index(kb, v, s, outer, inner);
+      const Index index = member_index(kb, m.sizes, s, outer, inner);
       const int value = kb.cast(ctx_->at(kb, v, index), compute_type_of(m.dtype));
       kb.store(ctx_->buffer(kb, v, true), kb.linear(index, m.strides), value);
     }
@@ -569,6 +557,8 @@ class Scheduler {
   std::vector<std::string> reason_;
   std::vector<char> stored_;
   std::unique_ptr<LoweringContext> ctx_;
+  KernelBuilds builds_;
+  const bool check_reused_builds_ = runtime::env_strict();
   std::vector<KernelLaunch> kernels_;
   std::vector<Step> steps_;
   std::vector<ValueId> members_;
