@@ -18,8 +18,9 @@ std::vector<graph::ValueId> output_values(const graph::Node& n) {
 
 // A result standing for a traced value that had memory of its own takes that value's storage id (with
 // the values emitted as views of it): views the graph takes of the traced value stay views of it.
+// Only values emitted for this node (from `first_value` on) can hold the new storage id.
 void adopt_storage(graph::Graph& r, const graph::Graph& g, const graph::Node& n, graph::ValueId traced, graph::ValueId result,
-                   int32_t first_emitted) {
+                   int32_t first_emitted, size_t first_value) {
   const int32_t storage = g.values[traced].storage, emitted = r.values[result].storage;
   if (storage < 0 || emitted < first_emitted) return;
   for (const auto& a : n.args) {
@@ -27,8 +28,8 @@ void adopt_storage(graph::Graph& r, const graph::Graph& g, const graph::Node& n,
     for (graph::ValueId v : a.list)
       if (v != graph::kNoValue && g.values[v].storage == storage) return;
   }
-  for (auto& v : r.values)
-    if (v.storage == emitted) v.storage = storage;
+  for (size_t v = first_value; v < r.values.size(); ++v)
+    if (r.values[v].storage == emitted) r.values[v].storage = storage;
 }
 
 }  // namespace
@@ -55,17 +56,20 @@ graph::Graph decompose(const graph::Graph& g, const Decomposer& decomposer) {
   std::iota(replace.begin(), replace.end(), 0);
   std::iota(renamed.begin(), renamed.end(), 0);
   bool changed = false;
+  int32_t next_storage = 0;
+  for (const auto& v : g.values) next_storage = std::max(next_storage, v.storage + 1);
   for (const graph::Node& n : g.nodes) {
     graph::Node mapped = n;
     // A node reading a value written in place by an earlier decomposition stays as it is (the
     // decomposers read the graph as traced).
     const bool reads_renamed = remap_args(mapped, renamed);
     const std::vector<graph::ValueId> outputs = output_values(n);
-    const size_t before = r.nodes.size();
-    Emitter emitter(r, outputs.empty() ? c10::Device(c10::kCPU) : g.values[outputs[0]].meta.device);
-    const int32_t first_emitted = emitter.next_storage();
+    const size_t before = r.nodes.size(), first_value = r.values.size();
+    Emitter emitter(r, outputs.empty() ? c10::Device(c10::kCPU) : g.values[outputs[0]].meta.device, next_storage);
+    const int32_t first_emitted = next_storage;
     const std::vector<graph::ValueId> results =
         outputs.empty() || reads_renamed ? std::vector<graph::ValueId>{} : decomposer(emitter, g, n);
+    next_storage = emitter.next_storage();
     if (results.empty()) {
       JITC_INTERNAL_ASSERT(r.nodes.size() == before, "a decomposer emitted nodes for a node it does not apply to");
       r.nodes.push_back(std::move(mapped));
@@ -78,7 +82,7 @@ graph::Graph decompose(const graph::Graph& g, const Decomposer& decomposer) {
                                r.values[results[k]].meta.dtype == g.values[outputs[k]].meta.dtype,
                            "a decomposition's result differs from the traced op's");
       replace[outputs[k]] = results[k];
-      adopt_storage(r, g, n, outputs[k], results[k], first_emitted);
+      adopt_storage(r, g, n, outputs[k], results[k], first_emitted, first_value);
     }
     for (const auto& [old_value, new_value] : emitter.renames) renamed[old_value] = new_value;
     changed = true;
