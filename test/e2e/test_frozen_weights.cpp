@@ -88,12 +88,15 @@ int calls_of(const std::string& op, const std::function<void()>& f) {
 
 TEST_CASE("convolutions with batch norms folded in match eager", "[frozen]") {
   at::NoGradGuard no_grad;
-  const Shape shapes[] = {{8, 16, 3, 1, 1, 1, false, true}, {16, 16, 3, 2, 16, 1, false, true}, {8, 16, 3, 1, 2, 2, true, true},
-                          {8, 16, 1, 1, 1, 1, true, false}, {4, 8, 5, 2, 1, 1, false, true}};
+  const Shape shapes[] = {{8, 16, 3, 1, 1, 1, false, true},
+                          {16, 16, 3, 2, 16, 1, false, true},
+                          {8, 16, 3, 1, 2, 2, true, true},
+                          {8, 16, 1, 1, 1, 1, true, false},
+                          {4, 8, 5, 2, 1, 1, false, true}};
   for (const Shape& s : shapes)
     for (bool channels_last : {false, true}) {
-      INFO("in " << s.in << " out " << s.out << " kernel " << s.kernel << " stride " << s.stride << " groups " << s.groups
-                 << " dilation " << s.dilation << " conv bias " << s.conv_bias << " affine " << s.affine << " channels-last " << channels_last);
+      INFO("in " << s.in << " out " << s.out << " kernel " << s.kernel << " stride " << s.stride << " groups " << s.groups << " dilation "
+                 << s.dilation << " conv bias " << s.conv_bias << " affine " << s.affine << " channels-last " << channels_last);
       auto net = std::make_shared<ConvBnNet>(s);
       auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
       at::Tensor x = at::randn({2, s.in, 12, 12});
@@ -120,6 +123,10 @@ TEST_CASE("JITC_LAYOUT_OPTIMIZATION=0 leaves convolutions in their traced layout
 }
 
 TEST_CASE("folded and prepacked weights are derived once, and again after a parameter changes in place", "[frozen]") {
+  // Seeded, so that the draw does not depend on what ran before in the process: folding rounds otherwise
+  // than eager's convolution then batch norm, and the allowance (twice eager's error against float64) held
+  // for seeds 0-15 but failed once with the whole binary in one process.
+  at::manual_seed(11);
   at::NoGradGuard no_grad;
   auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, true, true});
   auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
@@ -240,7 +247,8 @@ TEST_CASE("linear layers run on prepacked weights, derived again after an update
     CHECK(calls_of("mkldnn::_reorder_linear_weight", [&] { f(x); }) == 0);
     up->weight.mul_(-2);
     w.add_(1);
-    CHECK(calls_of("mkldnn::_reorder_linear_weight", [&] { CHECK(jitc::testing::difference_from_exact(f(x), forward(x), exact(x)) == ""); }) == 2);
+    CHECK(calls_of("mkldnn::_reorder_linear_weight",
+                   [&] { CHECK(jitc::testing::difference_from_exact(f(x), forward(x), exact(x)) == ""); }) == 2);
     CHECK(f.stats().recompiles == 0);
   }
 }
@@ -284,7 +292,10 @@ TEST_CASE("a linear layer on a non-contiguous input adds its bias in the prepack
     f(x);
     for (int call = 0; call < 2; ++call) CHECK(jitc::testing::difference_from_exact(f(x), forward(x), exact(x)) == "");
     CHECK(calls_of("mkldnn::_linear_pointwise", [&] { f(x); }) == 1);
-    CHECK(f.stats().kernels_compiled == (activation ? 1 : 0));  // no kernel adds the bias
+    // No kernel adds the bias (counted in a profiled call: the program's code may come from a cache).
+    const auto trace = jitc::testing::profile([&] { f(x); });
+    CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n.rfind("jitc_fused_", 0) == 0; }).size() ==
+          (activation ? 1u : 0u));
     head->bias.add_(0.5);  // read at every call
     CHECK(jitc::testing::difference_from_exact(f(x), forward(x), exact(x)) == "");
     CHECK(f.stats().recompiles == 0);
