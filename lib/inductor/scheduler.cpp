@@ -52,6 +52,8 @@ class Scheduler {
     lower_nodes();
     store_values_read_again();
     last_reader_ = last_readers(g_);
+    for (const Node& n : g_.nodes) outputs_.push_back(node_outputs(n));
+    for (const auto& value : g_.values) rows_of_.push_back(without_ones(value.meta.sizes));
     freed_when_dropped_ = freed_when_dropped(g_);
     for (int attempt = 0; attempt < 4 * static_cast<int>(g_.values.size()) + 8; ++attempt) {
       attempt_log_.clear();
@@ -206,13 +208,13 @@ class Scheduler {
   }
 
   // ---- kernels ----------------------------------------------------------------------------------
-  bool compatible(ValueId v, const Space& s) const {
+  // Whether v's elements are the open kernel's points or rows (every flush asks it of the values after it).
+  bool compatible(ValueId v) const {
     if (g_.values[v].meta.device != device_) return false;
     const SymShape& sizes = g_.values[v].meta.sizes;
-    // A kernel over no elements runs no row: a value stored once per row ([1] beside [0]) would never
-    // be written (uninitialized results, garbage written back into arguments).
-    if (has_no_elements(s.value_sizes()) != has_no_elements(sizes)) return false;
-    return sizes == s.value_sizes() || without_ones(sizes) == without_ones(s.outer);
+    // A kernel over no elements runs no row: a value stored per row ([1] beside [0]) would never be written.
+    if (has_no_elements(space_sizes_) != has_no_elements(sizes)) return false;
+    return sizes == space_sizes_ || rows_of_[v] == space_rows_;
   }
 
   // An earlier attempt's build where nothing it read changed since (kernel_builds.h; under JITC_STRICT=1
@@ -327,19 +329,20 @@ class Scheduler {
   void place(ValueId v) {
     if (!members_.empty()) {
       std::string why;
-      if (!compatible(v, space_))
+      if (!compatible(v))
         why = fmt::format("iteration space {} differs from the kernel's {}", graph::to_string(g_.values[v].meta.sizes), space_.text());
       else if (members_.size() >= kMaxFusedValues) why = fmt::format("exceeds max fusion size {}", kMaxFusedValues);
       if (why.empty()) {
         const auto failed = try_join(v);
         if (!failed) {
-          log(fmt::format("fused {} into {} (horizontal: same iteration space {})", describe(v), built_.kernel.name, space_.text()));
+          if (logging())
+            log(fmt::format("fused {} into {} (horizontal: same iteration space {})", describe(v), built_.kernel.name, space_.text()));
           return;
         }
         if (!only_misfit(*failed, v)) return;
         why = failed->why;
       }
-      log(fmt::format("cannot fuse {} into {}: {}", describe(v), built_.kernel.name, why));
+      if (logging()) log(fmt::format("cannot fuse {} into {}: {}", describe(v), built_.kernel.name, why));
       flush();
     }
     start_group(v);
@@ -374,6 +377,8 @@ class Scheduler {
         members_ = {v};
         placed_[v] = 1;
         space_ = spaces[k];
+        space_sizes_ = space_.value_sizes();
+        space_rows_ = without_ones(space_.outer);
         device_ = g_.values[v].meta.device;
         return;
       }
@@ -443,12 +448,13 @@ class Scheduler {
     for (size_t j = static_cast<size_t>(position_); j < g_.nodes.size() && members_.size() < kMaxFusedValues; ++j) {
       if (g_.nodes[j].mutates) return;
       if (extern_[j]) continue;
-      for (ValueId w : node_outputs(g_.nodes[j])) {
-        if (!ctx_->stored[w] || placed_[w] || members_.size() >= kMaxFusedValues || !compatible(w, space_)) continue;
+      for (ValueId w : outputs_[j]) {
+        if (!ctx_->stored[w] || placed_[w] || members_.size() >= kMaxFusedValues || !compatible(w)) continue;
         // One that fails (its node's other results come first, or it reads a value it cannot) keeps its place.
         if (!ready(w) || !shares_a_source(w) || try_join(w)) continue;
-        log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})", describe(w),
-                        built_.kernel.name, space_.text(), position_));
+        if (logging())
+          log(fmt::format("fused {} into {} (horizontal: same iteration space {}, reads the same inputs; moved before node {})",
+                          describe(w), built_.kernel.name, space_.text(), position_));
       }
     }
   }
@@ -457,17 +463,20 @@ class Scheduler {
     if (members_.empty()) return;
     fuse_later_values();
     KernelLaunch launch{std::move(built_.kernel), device_, built_.buffers, members_, ops_of(built_.inlined)};
-    std::vector<std::string> inlined;
-    for (ValueId v : built_.inlined)
-      if (std::find(members_.begin(), members_.end(), v) == members_.end()) inlined.push_back(describe(v));
-    std::vector<std::string> stored;
-    for (ValueId v : members_) stored.push_back(describe(v));
-    log(fmt::format("kernel {} over {}: stores {}; inlines {} (vertical)", launch.kernel.name, space_.text(), fmt::join(stored, ", "),
-                    inlined.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(inlined, ", "))));
+    if (logging()) log_kernel(launch.kernel.name);
     steps_.push_back({Step::Kind::kKernel, static_cast<int>(kernels_.size())});
     kernels_.push_back(std::move(launch));
     members_.clear();
     ++group_id_;
+  }
+
+  void log_kernel(const std::string& name) {
+    std::vector<std::string> inlined, stored;
+    for (ValueId v : built_.inlined)
+      if (std::find(members_.begin(), members_.end(), v) == members_.end()) inlined.push_back(describe(v));
+    for (ValueId v : members_) stored.push_back(describe(v));
+    log(fmt::format("kernel {} over {}: stores {}; inlines {} (vertical)", name, space_.text(), fmt::join(stored, ", "),
+                    inlined.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(inlined, ", "))));
   }
 
   // Whether the open kernel reads a buffer last that nothing before extern node i reads after it: kept open
@@ -512,7 +521,7 @@ class Scheduler {
       const Node& n = g_.nodes[i];
       if (extern_[i]) {
         if (const char* why = reason_to_end_kernel_before(n, i)) {
-          log(fmt::format("kernel {} ends before extern {} ({})", built_.kernel.name, n.name(), why));
+          if (logging()) log(fmt::format("kernel {} ends before extern {} ({})", built_.kernel.name, n.name(), why));
           flush();
         }
         steps_.push_back({Step::Kind::kExtern, static_cast<int>(i)});
@@ -535,14 +544,16 @@ class Scheduler {
     plan.steps = with_releases(g_, steps_, plan.kernels);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (!extern_[i]) continue;
-      log(fmt::format("{} (node {}) is not fused: it runs as an extern ATen call ({})", g_.nodes[i].name(), i, reason_[i]));
+      if (logging()) log(fmt::format("{} (node {}) is not fused: it runs as an extern ATen call ({})", g_.nodes[i].name(), i, reason_[i]));
       if (!is_view_lowering(g_.nodes[i]) && g_.nodes[i].op.operator_name().name != "aten::copy_")
         plan.extern_reasons.push_back(fmt::format("{}: {}", g_.nodes[i].name(), reason_[i]));
     }
     return plan;
   }
 
-  // Messages of the attempt that succeeds, after the decisions that caused restarts.
+  // Messages of the attempt that succeeds, after the decisions that caused restarts; formatted only where
+  // someone reads them (JITC_LOGS=fusion).
+  bool logging() const { return static_cast<bool>(log_); }
   void log(const std::string& message) { attempt_log_.push_back(message); }
   // A decision that changes what the next attempt does: stored values, extern nodes, placement order.
   void decide(const std::string& message) {
@@ -563,6 +574,7 @@ class Scheduler {
   std::vector<Step> steps_;
   std::vector<ValueId> members_;
   Space space_;
+  SymShape space_sizes_, space_rows_;  // space_.value_sizes() and its outer dims other than 1
   c10::Device device_{c10::kCPU};
   Built built_;
   int group_id_ = 0;
@@ -572,8 +584,10 @@ class Scheduler {
   std::vector<char> read_by_a_sibling_;        // results placed before the other results of their node
   std::vector<std::vector<ValueId>> sources_;  // memo of sources()
   std::vector<char> sources_done_;
-  std::vector<int> last_reader_;          // per value (last_readers)
-  std::vector<char> freed_when_dropped_;  // per value (freed_when_dropped)
+  std::vector<SymShape> rows_of_;              // per value: its dims other than 1
+  std::vector<std::vector<ValueId>> outputs_;  // per node (node_outputs): every flush scans the nodes after it
+  std::vector<int> last_reader_;               // per value (last_readers)
+  std::vector<char> freed_when_dropped_;       // per value (freed_when_dropped)
   std::vector<std::string> decisions_, attempt_log_;
 };
 

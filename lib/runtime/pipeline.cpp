@@ -144,8 +144,9 @@ graph::Graph graph_stages(const PipelineRequest& request, CompileTimes& times) {
 
 inductor::Plan schedule_stage(const graph::Graph& g, const PipelineRequest& request, CompileTimes& times) {
   return timed(&times, &CodegenStages::lower_schedule, [&] {
-    inductor::Plan plan =
-        inductor::schedule(g, inductor::kKernelPrefix, [&](const std::string& m) { log(Artifact::kFusion, m, request.compile_id); });
+    std::function<void(const std::string&)> log_fusion;  // empty: the scheduler formats no messages
+    if (log_enabled(Artifact::kFusion)) log_fusion = [&](const std::string& m) { log(Artifact::kFusion, m, request.compile_id); };
+    inductor::Plan plan = inductor::schedule(g, inductor::kKernelPrefix, log_fusion);
     if (const int placed = inductor::store_input_updates_in_place(plan, g); placed > 0)
       log(Artifact::kFusion, fmt::format("{} updates of inputs stored in place by the kernels computing them", placed), request.compile_id);
     plan.independent_runs = inductor::independent_kernel_runs(plan, g);
