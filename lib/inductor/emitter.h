@@ -19,11 +19,8 @@ namespace jitc::inductor {
 // Python, not in LibTorch).
 class Emitter {
  public:
-  Emitter(graph::Graph& g, c10::Device device) : g_(g), device_(device) {
-    for (const auto& v : g.values) next_storage_ = std::max(next_storage_, v.storage + 1);
-  }
-  // With the first storage id no value of g holds yet (decompose keeps it across nodes: scanning the
-  // values for each node made a pass quadratic in the graph's size).
+  // `next_storage`: the first storage id no value of g holds yet (decompose keeps it across nodes: scanning
+  // the values for each node made a pass quadratic in the graph's size).
   Emitter(graph::Graph& g, c10::Device device, int32_t next_storage) : g_(g), device_(device), next_storage_(next_storage) {}
   graph::ValueId call(const char* name, const char* overload, std::vector<graph::Arg> args, c10::ScalarType dtype,
                       std::vector<int64_t> sizes) {

@@ -9,10 +9,6 @@ namespace jitc::inductor {
 
 namespace {
 
-std::string key_of(const std::vector<graph::ValueId>& members, const Space& space) {
-  return fmt::format("{} | {} | {}", fmt::join(members, ","), space.text(), fmt::join(space.dims, ","));
-}
-
 // What a build reads of a value (LoweringContext::is_buffer and buffer): whether it is computed by a
 // loader, stored, and stored by no kernel yet or by the kernel being built.
 uint8_t state_of(const LoweringContext& ctx, graph::ValueId v, int group) {
@@ -22,9 +18,12 @@ uint8_t state_of(const LoweringContext& ctx, graph::ValueId v, int group) {
 
 }  // namespace
 
-const BuildResult* KernelBuilds::find(const std::vector<graph::ValueId>& members, const Space& space, const LoweringContext& ctx,
-                                      int group) const {
-  const auto it = kept_.find(key_of(members, space));
+std::string KernelBuilds::key(const std::vector<graph::ValueId>& members, const Space& space) {
+  return fmt::format("{} | {} | {}", fmt::join(members, ","), space.text(), fmt::join(space.dims, ","));
+}
+
+const BuildResult* KernelBuilds::find(const std::string& key, const LoweringContext& ctx, int group) const {
+  const auto it = kept_.find(key);
   if (it == kept_.end()) return nullptr;
   for (const Kept& k : it->second) {
     bool same = true;
@@ -34,13 +33,12 @@ const BuildResult* KernelBuilds::find(const std::vector<graph::ValueId>& members
   return nullptr;
 }
 
-void KernelBuilds::keep(const std::vector<graph::ValueId>& members, const Space& space, const LoweringContext& ctx, int group,
-                        BuildResult result) {
+void KernelBuilds::keep(const std::string& key, const LoweringContext& ctx, int group, BuildResult result) {
   Kept k{ctx.values_read, {}, std::move(result)};
   std::sort(k.read.begin(), k.read.end());
   k.read.erase(std::unique(k.read.begin(), k.read.end()), k.read.end());
   for (graph::ValueId v : k.read) k.states.push_back(state_of(ctx, v, group));
-  kept_[key_of(members, space)].push_back(std::move(k));
+  kept_[key].push_back(std::move(k));
 }
 
 Index member_index(KernelBuilder& kb, const graph::SymShape& sizes, const Space& space, const std::vector<int>& outer,

@@ -25,11 +25,13 @@ using BuildResult = std::variant<Built, BuildFailure>;
 
 class KernelBuilds {
  public:
-  // An earlier build of `members` over `space` for the kernel group `group` that read every value in the
-  // state it has now, or nullptr.
-  const BuildResult* find(const std::vector<graph::ValueId>& members, const Space& space, const LoweringContext& ctx, int group) const;
+  // What identifies a build besides the state it read: its members and its space.
+  static std::string key(const std::vector<graph::ValueId>& members, const Space& space);
+  // An earlier build of `key` for the kernel group `group` that read every value in the state it has now,
+  // or nullptr.
+  const BuildResult* find(const std::string& key, const LoweringContext& ctx, int group) const;
   // Keeps the build just made, with the state of the values it read (LoweringContext::values_read).
-  void keep(const std::vector<graph::ValueId>& members, const Space& space, const LoweringContext& ctx, int group, BuildResult result);
+  void keep(const std::string& key, const LoweringContext& ctx, int group, BuildResult result);
 
  private:
   struct Kept {

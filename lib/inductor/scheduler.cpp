@@ -217,10 +217,10 @@ class Scheduler {
     return sizes == space_sizes_ || rows_of_[v] == space_rows_;
   }
 
-  // An earlier attempt's build where nothing it read changed since (kernel_builds.h; under JITC_STRICT=1
-  // built again and compared), or a new one.
+  // An earlier attempt's build where nothing it read changed (kernel_builds.h; JITC_STRICT=1 rebuilds it and compares), or a new one.
   BuildResult build(const std::vector<ValueId>& members, const Space& s, int group_id) {
-    if (const BuildResult* earlier = builds_.find(members, s, *ctx_, group_id)) {
+    const std::string key = KernelBuilds::key(members, s);
+    if (const BuildResult* earlier = builds_.find(key, *ctx_, group_id)) {
       BuildResult reused = *earlier;
       if (auto* b = std::get_if<Built>(&reused)) b->kernel.name = kernel_name(b->inlined);  // numbered by its place in this attempt
       JITC_INTERNAL_ASSERT(!check_reused_builds_ || same_build(reused, build_anew(members, s, group_id)),
@@ -228,7 +228,7 @@ class Scheduler {
       return reused;
     }
     BuildResult made = build_anew(members, s, group_id);
-    builds_.keep(members, s, *ctx_, group_id, made);
+    builds_.keep(key, *ctx_, group_id, made);
     return made;
   }
 
