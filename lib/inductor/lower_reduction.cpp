@@ -6,6 +6,7 @@
 #include "inductor/lowering.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -166,6 +167,15 @@ ValueId out_value(const Node& n, size_t k = 0) {
   throw Unsupported(fmt::format("{} has no output {}", n.name(), k));
 }
 
+// The sum of x over r's dims in type t at output element `index`, built once per kernel for each input,
+// dims and type: a training batch norm's mean and both of its variances sum the same rows, each pass one
+// more read of the activation.
+int row_sum(LoweringContext& c, KernelBuilder& kb, ValueId in, const Reduction& r, const Index& index, const Loader& x, ScalarType t) {
+  return c.memoized(fmt::format("sum%{}%{}%{}%{}", in, fmt::join(r.dims, ","), r.keepdim, static_cast<int>(t)), index, [&] {
+    return reduce_at(kb, r, index, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); });
+  });
+}
+
 // A loader for a reduction value: checks alignment, memoizes per kernel, casts to the output type.
 Loader reduction_loader(LoweringContext& c, ValueId owner, std::string tag, std::function<int(KernelBuilder&, const Index&)> compute) {
   const SymShape out_sizes = c.sizes(owner);
@@ -185,8 +195,10 @@ LowerFn simple_reduction(ReduceKind kind, size_t dims_at, size_t keepdim_at, boo
     Reduction r{c.sizes(in), dims_arg(n, dims_at, c.sizes(in).size()), bool_arg(n, keepdim_at, false)};
     const ScalarType acc = kind == ReduceKind::kAny || kind == ReduceKind::kAll ? ScalarType::Bool : accumulate_type(c.meta(out).dtype);
     Loader x = c.input(in);
-    return {reduction_loader(c, out, "red", [=](KernelBuilder& kb, const Index& index) {
-      const int total = reduce_at(kb, r, index, kind, [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), acc); });
+    return {reduction_loader(c, out, "red", [=, &c](KernelBuilder& kb, const Index& index) {
+      const int total = kind == ReduceKind::kSum
+                            ? row_sum(c, kb, in, r, index, x, acc)
+                            : reduce_at(kb, r, index, kind, [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), acc); });
       return mean ? kb.binary(ScalarOp::kDiv, total, count_of(kb, r, acc)) : total;
     })};
   };
@@ -224,19 +236,26 @@ LowerFn arg_extremum(bool max) {
   };
 }
 
+// The sum of squared deviations from the mean m.
+int squared_deviations(KernelBuilder& kb, const Reduction& r, const Index& index, const Loader& x, ScalarType t, int m) {
+  return reduce_at(kb, r, index, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
+    const int d = kb.binary(ScalarOp::kSub, kb.cast(x(kb, i), t), m);
+    return kb.binary(ScalarOp::kMul, d, d);
+  });
+}
+
+// The squared deviations divided by max(n - correction, 0), as ATen divides them.
+int corrected(KernelBuilder& kb, const Reduction& r, ScalarType t, int squares, double correction) {
+  const int divisor =
+      kb.binary(ScalarOp::kMax, kb.binary(ScalarOp::kSub, count_of(kb, r, t), kb.constant(correction, t)), kb.constant(0, t));
+  return kb.binary(ScalarOp::kDiv, squares, divisor);
+}
+
 // Two-pass variance: the mean (given, or computed here), then the mean of squared deviations (as exact
 // as ATen's Welford, without its per-element division).
 int variance(KernelBuilder& kb, const Reduction& r, const Index& index, const Loader& x, ScalarType t, double correction, int* mean) {
-  auto element = [&](KernelBuilder& kb, const Index& i) { return kb.cast(x(kb, i), t); };
-  const int n = count_of(kb, r, t);
   if (*mean < 0) *mean = mean_of(kb, r, index, x, t);
-  const int m = *mean;
-  const int squares = reduce_at(kb, r, index, ReduceKind::kSum, [&](KernelBuilder& kb, const Index& i) {
-    const int d = kb.binary(ScalarOp::kSub, element(kb, i), m);
-    return kb.binary(ScalarOp::kMul, d, d);
-  });
-  const int divisor = kb.binary(ScalarOp::kMax, kb.binary(ScalarOp::kSub, n, kb.constant(correction, t)), kb.constant(0, t));
-  return kb.binary(ScalarOp::kDiv, squares, divisor);
+  return corrected(kb, r, t, squared_deviations(kb, r, index, x, t, *mean), correction);
 }
 
 double correction_arg(const Node& n) {
@@ -272,15 +291,21 @@ LowerFn var_std(bool sqrt, bool with_mean) {
     const ScalarType input = c.meta(in).dtype;
     const bool whole =
         t == ScalarType::Double && single_element(c.sizes(out_value(n, 0))) && (input == ScalarType::Float || input == ScalarType::Double);
+    // Keyed by the input, the dims and the type: the variances of one input (a training batch norm's biased
+    // one for its output and unbiased one for its running variance) and a mean of it in the same type
+    // (simple_reduction) sum its rows once and the squares once in a kernel that computes them all.
+    const std::string rows = fmt::format("{}%{}%{}%{}", in, fmt::join(r.dims, ","), r.keepdim, static_cast<int>(t));
     std::vector<Loader> out = {reduction_loader(c, out_value(n, 0), "var", [=, &c](KernelBuilder& kb, const Index& index) {
-      int mean = whole ? kb.cast(mean_of(kb, r, index, x, input), t)
-                       : c.memoized(fmt::format("vmean%{}", out_value(n, 0)), index, [&] { return mean_of(kb, r, index, x, t); });
-      const int v = variance(kb, r, index, x, t, correction, &mean);
+      const int mean = whole ? kb.cast(mean_of(kb, r, index, x, input), t)
+                             : kb.binary(ScalarOp::kDiv, row_sum(c, kb, in, r, index, x, t), count_of(kb, r, t));
+      const int squares = whole ? squared_deviations(kb, r, index, x, t, mean)
+                                : c.memoized("squares%" + rows, index, [&] { return squared_deviations(kb, r, index, x, t, mean); });
+      const int v = corrected(kb, r, t, squares, correction);
       return sqrt ? kb.unary(ScalarOp::kSqrt, v) : v;
     })};
     if (with_mean)
       out.push_back(reduction_loader(c, out_value(n, 1), "mean", [=, &c](KernelBuilder& kb, const Index& index) {
-        return c.memoized(fmt::format("vmean%{}", out_value(n, 0)), index, [&] { return mean_of(kb, r, index, x, t); });
+        return kb.binary(ScalarOp::kDiv, row_sum(c, kb, in, r, index, x, t), count_of(kb, r, t));
       }));
     return out;
   };

@@ -54,6 +54,23 @@ TEST_CASE("scheduler: a reduction read at every element is stored by a kernel of
   CHECK(layers.plan.extern_reasons.empty());
 }
 
+TEST_CASE("scheduler: a mean and two variances of one input sum its rows once and the squares once", "[scheduler]") {
+  // A training batch norm's statistics: the mean and biased variance for its output, the unbiased variance
+  // for its running variance. Each used to sum the rows again (five passes over x where two serve). On
+  // the CPU (var has no meta kernel) in double: a float variance accumulates in double, its mean in float.
+  const auto s = schedule_of(
+      [](const at::Tensor& x) {
+        const std::vector<int64_t> dims{0, 2, 3};
+        return std::make_tuple(x.mean(dims), at::var(x, dims, /*correction=*/0, false), at::var(x, dims, /*correction=*/1, false));
+      },
+      at::randn({8, 16, 5, 5}, at::kDouble));
+  REQUIRE(s.plan.kernels.size() == 1);
+  const auto& body = s.plan.kernels[0].kernel.body;
+  CHECK(std::count_if(body.begin(), body.end(), [](const jitc::inductor::Expr& e) { return e.op == jitc::inductor::ScalarOp::kReduce; }) ==
+        2);
+  CHECK(s.plan.extern_reasons.empty());
+}
+
 TEST_CASE("scheduler: a value that no kernel can compute runs as an extern call, decided once", "[scheduler]") {
   // Without normalization row kernels (CUDA's capabilities), a softmax over dim 0 reads its statistics
   // at an index no kernel's rows match: it runs as ATen runs it, and the + 1 is a kernel of its own.
