@@ -37,8 +37,8 @@ class Scheduler {
         prefix_(std::move(prefix)),
         log_(log),
         extern_(g.nodes.size(), 0),
-        reason_(g.nodes.size()),
         stored_(g.values.size(), 0),
+        reason_(g.nodes.size()),
         read_by_a_sibling_(g.values.size(), 0) {}
 
   // Lowers every node once; each attempt then places the lowered values into kernels, and ends early
@@ -435,15 +435,16 @@ class Scheduler {
   }
 
   bool shares_a_source(ValueId w) {
+    const std::vector<ValueId>& read = sources(w);
+    auto reads = [&](ValueId s) { return std::binary_search(read.begin(), read.end(), s); };
     for (ValueId m : members_)
-      for (ValueId s : sources(m))
-        if (std::binary_search(sources(w).begin(), sources(w).end(), s)) return true;
+      if (reads(m) || std::any_of(sources(m).begin(), sources(m).end(), reads)) return true;
     return false;
   }
 
-  // Before the kernel is closed: later stored values of its iteration space that read one of its buffers
-  // and need nothing not yet computed join it, up to the first op that writes a tensor
-  // ((x.sin(), x.sum(0), x.cos()): sin and cos share a kernel). One that does not fit keeps its place.
+  // Before the kernel is closed: later stored values of its iteration space that read its buffers or values
+  // (a batch norm's weight gradient of its sums) and need nothing not yet computed join it, up to the first
+  // op that writes a tensor ((x.sin(), x.sum(0), x.cos()) share a kernel). One that does not fit stays.
   void fuse_later_values() {
     for (size_t j = static_cast<size_t>(position_); j < g_.nodes.size() && members_.size() < kMaxFusedValues; ++j) {
       if (g_.nodes[j].mutates) return;
@@ -564,9 +565,8 @@ class Scheduler {
   const graph::Graph& g_;
   std::string prefix_;
   const std::function<void(const std::string&)>& log_;
-  std::vector<char> extern_;
+  std::vector<char> extern_, stored_;
   std::vector<std::string> reason_;
-  std::vector<char> stored_;
   std::unique_ptr<LoweringContext> ctx_;
   KernelBuilds builds_;
   const bool check_reused_builds_ = runtime::env_strict();
@@ -582,7 +582,7 @@ class Scheduler {
   bool decided_ = false;                       // this attempt made a decision: the next one starts over
   std::vector<char> placed_;                   // per stored value: in a kernel already
   std::vector<char> read_by_a_sibling_;        // results placed before the other results of their node
-  std::vector<std::vector<ValueId>> sources_;  // memo of sources()
+  std::vector<std::vector<ValueId>> sources_;  // memo of sources(), filled where sources_done_
   std::vector<char> sources_done_;
   std::vector<SymShape> rows_of_;              // per value: its dims other than 1
   std::vector<std::vector<ValueId>> outputs_;  // per node (node_outputs): every flush scans the nodes after it

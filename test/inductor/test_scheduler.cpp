@@ -71,6 +71,25 @@ TEST_CASE("scheduler: a mean and two variances of one input sum its rows once an
   CHECK(s.plan.extern_reasons.empty());
 }
 
+TEST_CASE("scheduler: values of a kernel's space computed from its results join it (a batch norm's weight gradient)", "[scheduler]") {
+  // A batch norm's backward: the sums over (N, H, W) per channel, the input gradient reading them per
+  // element (a kernel over the elements), then the weight and bias gradients of the sums, which the
+  // sums' kernel computes as its epilogue instead of a kernel of their own after the elements'.
+  const auto s = schedule_of(
+      [](const at::Tensor& x, const at::Tensor& dy, const at::Tensor& mean, const at::Tensor& invstd) {
+        const std::vector<int64_t> dims{0, 2, 3};
+        const at::Tensor centred = x - mean.view({1, -1, 1, 1});
+        const at::Tensor sum_dy = dy.sum(dims), dot = (centred * dy).sum(dims);
+        const at::Tensor dx = (dy - sum_dy.view({1, -1, 1, 1}) / 200 - centred * (invstd * invstd * dot).view({1, -1, 1, 1}) / 200) *
+                              invstd.view({1, -1, 1, 1});
+        return std::make_tuple(dx, dot * invstd, sum_dy * 2);
+      },
+      meta({8, 16, 5, 5}), meta({8, 16, 5, 5}), meta({16}), meta({16}));
+  CHECK(s.plan.kernels.size() == 2);
+  CHECK(s.lines_with("reads the same inputs; moved before node") == 2);
+  CHECK(s.plan.extern_reasons.empty());
+}
+
 TEST_CASE("scheduler: a value that no kernel can compute runs as an extern call, decided once", "[scheduler]") {
   // Without normalization row kernels (CUDA's capabilities), a softmax over dim 0 reads its statistics
   // at an index no kernel's rows match: it runs as ATen runs it, and the + 1 is a kernel of its own.
