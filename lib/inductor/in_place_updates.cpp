@@ -87,6 +87,26 @@ std::vector<bool> feeding(const Kernel& k, int store) {
   return feeds;
 }
 
+// Whether the store writes each element once: its index reads every loop variable whose extent may be
+// more than 1. A value of fewer elements than the kernel's space (a 0-dim counter's increment fused
+// into a pointwise kernel over a layer's channels) is stored once per row or tile; read and written in
+// place, each store would add to the last one's result.
+bool stores_each_element_once(const Kernel& k, int store) {
+  std::vector<uint64_t> vars_read(k.body.size(), 0);
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Expr& e = k.body[i];
+    vars_read[i] = e.op == ScalarOp::kVar ? uint64_t{1} << e.var : 0;
+    for (int operand : {e.a, e.b, e.c})
+      if (operand >= 0) vars_read[i] |= vars_read[operand];
+  }
+  for (size_t v = 0; v < k.vars.size(); ++v) {
+    const Expr& extent = k.body[k.vars[v].extent];
+    const bool one = extent.op == ScalarOp::kConst && extent.ivalue == 1;
+    if (!one && !(vars_read[k.body[store].a] & (uint64_t{1} << v))) return false;
+  }
+  return true;
+}
+
 // The loads of kernel `launch` that read the memory of `held` (the value an input's memory holds), when
 // each reads that value at the element the new value's store writes and feeds that store; nullopt
 // otherwise. A printer emits a store's operands before the store, and every later use of a load reuses
@@ -94,7 +114,7 @@ std::vector<bool> feeding(const Kernel& k, int store) {
 std::optional<std::vector<int>> same_element_loads(const KernelLaunch& launch, const graph::Graph& g, ValueId held, int out) {
   const Kernel& k = launch.kernel;
   const auto store = store_of(k, out);
-  if (k.num_reduction_loops > 0 || !store) return std::nullopt;
+  if (k.num_reduction_loops > 0 || !store || !stores_each_element_once(k, *store)) return std::nullopt;
   const std::vector<bool> feeds = feeding(k, *store);
   const int32_t storage = g.values[held].storage;
   std::vector<int> loads;

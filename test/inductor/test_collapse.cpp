@@ -122,7 +122,9 @@ TEST_CASE("a value stored once per row is not merged through a division", "[indu
   auto g = jitc::graph::reinplace_input_updates(jitc::graph::eliminate_dead_code(*jitc::graph::functionalize(traced.graph, &why)));
   for (auto& v : g.values) v.meta.device = c10::Device(c10::kCUDA, 0);
   auto plan = jitc::inductor::schedule(g, "k", {});
-  REQUIRE(jitc::inductor::store_input_updates_in_place(plan, g) == 2);
+  // The weight's update in place; the bias's, stored once per row and tile, goes through a buffer (read
+  // and written in place, a row split over tiles would update it once per tile: in_place_updates.cpp).
+  REQUIRE(jitc::inductor::store_input_updates_in_place(plan, g) == 1);
   bool row_store = false;
   for (const auto& k : plan.kernels) {
     const auto forms = jitc::inductor::affine_forms(k.kernel);

@@ -504,6 +504,39 @@ TEST_CASE("updates that read their input at other elements or whose input is rea
     CHECK(in_place_outputs(logs) == 0);
   }  // A graph break before the update: a call whose break check fails re-traces from the argument as it
   // was, so the update stays in the epilogue.
+  {
+    // A 0-dim counter's increment fused into a kernel over a larger space is computed per row or tile:
+    // stored in place, each would add to the last one's result (a BatchNorm's num_batches_tracked).
+    jitc::testing::LogCapture logs("schedule");
+    auto count = [](const at::Tensor& counter, const at::Tensor& y) {
+      const at::Tensor out = y * 2;
+      counter.add_(1);
+      return out;
+    };
+    auto counted = jitc::compile(count);
+    at::Tensor counter = at::zeros({}, at::kLong), eager_counter = counter.clone();
+    const at::Tensor y = at::randn({1 << 16});
+    for (int call = 0; call < 3; ++call) {
+      CHECK(at::equal(counted(counter, y), count(eager_counter, y)));
+      CHECK(counter.item<int64_t>() == eager_counter.item<int64_t>());
+    }
+    CHECK(in_place_outputs(logs) == 0);
+    // SGD over a layer's weight [10, 5000] and bias [10] in one kernel: the bias's update is once per row
+    // and tile, and a row is several tiles.
+    auto sgd = [](const at::Tensor& w, const at::Tensor& b, const at::Tensor& gw, const at::Tensor& gb) {
+      w.sub_(gw * 0.1);
+      b.sub_(gb * 0.1);
+    };
+    auto stepped = jitc::compile(sgd);
+    const at::Tensor gw = at::randn({10, 5000}), gb = at::randn({10});
+    at::Tensor w = at::randn({10, 5000}), b = at::randn({10}), eager_w = w.clone(), eager_b = b.clone();
+    for (int call = 0; call < 3; ++call) {
+      stepped(w, b, gw, gb);
+      sgd(eager_w, eager_b, gw, gb);
+      CHECK(at::allclose(w, eager_w, 1e-6, 1e-6));
+      CHECK(at::allclose(b, eager_b, 1e-6, 1e-6));
+    }
+  }
   jitc::testing::LogCapture logs("schedule");
   auto fn = [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& flag) {
     const bool on = flag.item<bool>();
@@ -616,13 +649,21 @@ TEST_CASE("global average pooling and outer products decompose into kernels", "[
     INFO(dtype);
     jitc::testing::check_lowered_parity("pool of a batch", pool, at::randn({4, 16, 7, 9}, dtype));
     jitc::testing::check_lowered_parity(
-        "pool of one image", [](const at::Tensor& x) { return at::adaptive_avg_pool2d(x, {1, 1}) + 1; }, at::randn({8, 5, 5}, dtype));
+        "pool of one image",
+        [](const at::Tensor& x) {
+          return at::adaptive_avg_pool2d(x, {1, 1}) + 1;
+        },
+        at::randn({8, 5, 5}, dtype));
   }
   // Kept as eager's op, and eager's result: a channels-last input (ATen re-strides its pooled result)
   // and other output sizes.
   jitc::testing::check_parity("pool of a channels-last input", pool, at::randn({4, 16, 7, 9}).contiguous(at::MemoryFormat::ChannelsLast));
   jitc::testing::check_parity(
-      "pool to 2x2", [](const at::Tensor& x) { return at::adaptive_avg_pool2d(x, {2, 2}) * 3; }, at::randn({2, 4, 6, 6}));
+      "pool to 2x2",
+      [](const at::Tensor& x) {
+        return at::adaptive_avg_pool2d(x, {2, 2}) * 3;
+      },
+      at::randn({2, 4, 6, 6}));
 
   auto outer = [](const at::Tensor& a, const at::Tensor& b) { return at::outer(a.sin(), b) + 1; };
   jitc::testing::check_lowered_parity("outer", outer, at::randn({33}), at::randn({17}));
@@ -716,7 +757,8 @@ TEST_CASE("embedding_bag whose bags alone are read runs as _embedding_bag_forwar
           compiled(indices, offsets);
           CHECK(jitc::testing::difference(compiled(indices, offsets), bags(indices, offsets), {0, 0}) == "");
           const auto trace = jitc::testing::profile([&] { compiled(indices, offsets); });
-          CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::_embedding_bag_forward_only"; }).size() == 1);
+          CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::_embedding_bag_forward_only"; }).size() ==
+                1);
           CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::_embedding_bag"; }).empty());
         }
   // Where another result is read (the bag sizes), the call stays as eager runs it.
@@ -726,7 +768,8 @@ TEST_CASE("embedding_bag whose bags alone are read runs as _embedding_bag_forwar
   };
   auto compiled = jitc::compile(with_sizes);
   compiled(indices, offsets);
-  CHECK(jitc::testing::difference(compiled(indices, offsets), with_sizes(indices, offsets), jitc::testing::tolerance_for(at::kFloat)) == "");
+  CHECK(jitc::testing::difference(compiled(indices, offsets), with_sizes(indices, offsets), jitc::testing::tolerance_for(at::kFloat)) ==
+        "");
   const auto trace = jitc::testing::profile([&] { compiled(indices, offsets); });
   CHECK(jitc::testing::events_where(*trace, [](const std::string& n) { return n == "aten::_embedding_bag_forward_only"; }).empty());
   // A padding_idx out of range raises eager's error.
