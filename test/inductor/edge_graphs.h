@@ -479,7 +479,10 @@ class Generator : RandomChoices {
 
   void make_inputs() {
     const int n = uniform(1, 3);
-    const Shape base = random_shape();
+    Shape base = random_shape();
+    // Now and then a long last dim: a row of several tiles or threads' chunks, beside which values of
+    // fewer elements (a 0-dim or a broadcast argument updated in place) are computed once per tile.
+    if (!base.empty() && chance(0.05)) base.back() = uniform(3000, 5000);
     for (int i = 0; i < n; ++i) {
       Input in;
       in.dtype = i > 0 && chance(0.4) ? program_.inputs[0].dtype : random_dtype();
