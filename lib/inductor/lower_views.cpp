@@ -462,6 +462,7 @@ void register_factories(Registry& r) {
   r["aten::zeros"] = constant(0.0, 0);
   r["aten::ones"] = constant(1.0, 0);
   r["aten::zeros_like"] = constant(0.0, 0);
+  r["aten::zero"] = constant(0.0, 0);  // zero_ functionalized (an optimizer's zero_grad)
   r["aten::ones_like"] = constant(1.0, 0);
   r["aten::full"] = constant(std::nullopt, 1);
   r["aten::full_like"] = constant(std::nullopt, 1);

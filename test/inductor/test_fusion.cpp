@@ -472,6 +472,24 @@ TEST_CASE("updates of arguments that pointwise kernels compute are stored into t
   CHECK(in_place_outputs(logs) == 7 + 6);
 }
 
+TEST_CASE("zero_ of arguments (an optimizer's zero_grad) is stored by a kernel, not an ATen call", "[inductor][fusion]") {
+  jitc::testing::LogCapture logs("perf_hints");
+  auto zero_grad = [](const at::Tensor& a, const at::Tensor& b) {
+    a.zero_();
+    b.zero_();
+  };
+  auto compiled = jitc::compile(zero_grad);
+  for (int call = 0; call < 2; ++call) {
+    const at::Tensor a = at::randn({64, 33}), b = at::randint(0, 9, {7}, at::kLong);
+    compiled(a, b);
+    CHECK(at::equal(a, at::zeros_like(a)));
+    CHECK(at::equal(b, at::zeros_like(b)));
+  }
+  CHECK(compiled.stats().programs_compiled == 1);
+  CHECK(compiled.stats().kernels_compiled >= 1);
+  CHECK(logs.lines_with("extern").empty());
+}
+
 TEST_CASE("updates that read their input at other elements or whose input is read again before the write-back go through a buffer",
           "[inductor][fusion]") {
   using Fn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
