@@ -33,7 +33,7 @@ struct RenormedEmbedding : torch::nn::Module {
   at::Tensor forward(const at::Tensor& tokens) { return at::matmul(embedding(tokens).sum(1), projection); }
 };
 
-inline void check_parameter_first_read_without_grad(at::Device device) {
+inline void check_parameter_first_read_without_grad(at::Device device, const jitc::Options& options = {}) {
   at::manual_seed(6);
   auto data = [device] {
     return std::make_pair(at::randint(12, {4, 3}, at::TensorOptions(device).dtype(at::kLong)),
@@ -43,7 +43,8 @@ inline void check_parameter_first_read_without_grad(at::Device device) {
     return at::mse_loss(m.forward(tokens), target);
   };
   auto model = std::make_shared<RenormedEmbedding>(device);
-  auto compiled = jitc::compile([&](const at::Tensor& tokens, const at::Tensor& target) { return loss_of(*model, tokens, target); });
+  auto compiled =
+      jitc::compile([&](const at::Tensor& tokens, const at::Tensor& target) { return loss_of(*model, tokens, target); }, options);
   const auto [tokens, target] = data();
   CHECK(compiled(tokens, target).requires_grad());
   train_side_by_side(std::make_shared<RenormedEmbedding>(device), std::make_shared<RenormedEmbedding>(device), data, loss_of, 4, 1e-9);
@@ -53,7 +54,7 @@ inline void check_parameter_first_read_without_grad(at::Device device) {
 // results that require grad in eager. An inference trace cannot give them a gradient: the function runs
 // eagerly, with eager's results and gradients (before the fix an argument's case returned a result
 // without one).
-inline void check_grad_mode_turned_on_inside(at::Device device) {
+inline void check_grad_mode_turned_on_inside(at::Device device, const jitc::Options& options = {}) {
   at::manual_seed(8);
   const auto f64 = at::TensorOptions(device).dtype(at::kDouble);
   const at::Tensor w = at::randn({4}, f64);  // only the argument requires grad
@@ -61,7 +62,7 @@ inline void check_grad_mode_turned_on_inside(at::Device device) {
     at::AutoGradMode enable(true);
     return (x * x * w).sum();
   };
-  auto compiled = jitc::compile(body);
+  auto compiled = jitc::compile(body, options);
   for (int call = 0; call < 3; ++call) {
     INFO("call " << call);
     const at::Tensor x = at::randn({4}, f64).requires_grad_(true);
@@ -82,13 +83,13 @@ inline void check_grad_mode_turned_on_inside(at::Device device) {
 // in place by the caller afterwards: eager allows it, and autograd forbids it on a view a custom Function
 // returned, so the compiled function returns the buffer and takes the view after it. Where the write
 // changes a value the backward needs (exp's result), the backward raises as eager's does.
-inline void check_view_outputs_written_after_the_call(at::Device device) {
+inline void check_view_outputs_written_after_the_call(at::Device device, const jitc::Options& options = {}) {
   at::manual_seed(9);
   const auto f64 = at::TensorOptions(device).dtype(at::kDouble);
   auto transposed = [](const at::Tensor& x, const at::Tensor&) { return (x * 2).t(); };
   auto sliced = [](const at::Tensor& x, const at::Tensor& y) { return (x.exp() * y).narrow(1, 1, 2); };
   for (const auto& body : {std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>(transposed), {sliced}}) {
-    auto compiled = jitc::compile(body);
+    auto compiled = jitc::compile(body, options);
     for (int call = 0; call < 3; ++call) {
       INFO("call " << call);
       const at::Tensor x = at::randn({3, 4}, f64).requires_grad_(true), y = at::randn({3, 4}, f64);
@@ -104,7 +105,7 @@ inline void check_view_outputs_written_after_the_call(at::Device device) {
     CHECK(compiled.stats().compiles == 1);
   }
   auto saved_result = [](const at::Tensor& x) { return x.exp().t(); };
-  auto compiled = jitc::compile(saved_result);
+  auto compiled = jitc::compile(saved_result, options);
   for (int call = 0; call < 3; ++call) {
     INFO("call " << call);
     const at::Tensor x = at::randn({3, 4}, f64).requires_grad_(true);
@@ -123,7 +124,7 @@ inline void check_view_outputs_written_after_the_call(at::Device device) {
 // equals eager's, also when the optimizer is later stepped outside the compiled function, and its state
 // serializes.
 template <class Optimizer, class Options>
-void check_compiled_optimizer_step(const char* name, const Options& options, at::Device device) {
+void check_compiled_optimizer_step(const char* name, const Options& options, at::Device device, const jitc::Options& compile_options) {
   INFO(name);
   at::manual_seed(10);
   torch::nn::Linear eager_model(4, 2), model(4, 2);
@@ -135,7 +136,7 @@ void check_compiled_optimizer_step(const char* name, const Options& options, at:
     model->bias.copy_(eager_model->bias);
   }
   Optimizer eager_optimizer(eager_model->parameters(), options), optimizer(model->parameters(), options);
-  auto step = jitc::compile([&] { optimizer.step(); });
+  auto step = jitc::compile([&] { optimizer.step(); }, compile_options);
   for (int call = 0; call < 5; ++call) {
     INFO("step " << call);
     const at::Tensor x = at::randn({8, 4}, at::TensorOptions(device));
@@ -156,15 +157,31 @@ void check_compiled_optimizer_step(const char* name, const Options& options, at:
   CHECK(checkpoint.str().size() > 0);
 }
 
-inline void check_compiled_torch_optim_steps(at::Device device) {
+inline void check_compiled_torch_optim_steps(at::Device device, const jitc::Options& options = {}) {
   LogCapture logs;
   check_compiled_optimizer_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01),
-                                                   device);
-  check_compiled_optimizer_step<torch::optim::Adam>("Adam", torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.01), device);
-  check_compiled_optimizer_step<torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(0.01), device);
-  check_compiled_optimizer_step<torch::optim::RMSprop>("RMSprop", torch::optim::RMSpropOptions(0.01).momentum(0.5).centered(true), device);
-  check_compiled_optimizer_step<torch::optim::Adagrad>("Adagrad", torch::optim::AdagradOptions(0.1).lr_decay(0.5), device);
+                                                   device, options);
+  check_compiled_optimizer_step<torch::optim::Adam>("Adam", torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.01), device,
+                                                    options);
+  check_compiled_optimizer_step<torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(0.01), device, options);
+  check_compiled_optimizer_step<torch::optim::RMSprop>("RMSprop", torch::optim::RMSpropOptions(0.01).momentum(0.5).centered(true), device,
+                                                       options);
+  check_compiled_optimizer_step<torch::optim::Adagrad>("Adagrad", torch::optim::AdagradOptions(0.1).lr_decay(0.5), device, options);
   CHECK(logs.contains("keeps tensors it computed beyond the call"));
+}
+
+// The four checks above in the modes other than the default (reduce-overhead and max-autotune share the
+// CUDA-graph path; their eager fallbacks and kept tensors must behave as the default mode's).
+inline void check_call_semantics_in_every_mode(at::Device device) {
+  for (const jitc::Mode mode : {jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
+    INFO("mode " << jitc::to_string(mode));
+    jitc::Options options;
+    options.mode = mode;
+    check_parameter_first_read_without_grad(device, options);
+    check_grad_mode_turned_on_inside(device, options);
+    check_view_outputs_written_after_the_call(device, options);
+    check_compiled_torch_optim_steps(device, options);
+  }
 }
 
 }  // namespace jitc::testing

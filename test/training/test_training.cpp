@@ -706,3 +706,8 @@ TEST_CASE("outputs that are views of values computed inside the call can be writ
 TEST_CASE("torch::optim steps called through a compiled function follow eager's, and their state stays usable", "[training]") {
   check_compiled_torch_optim_steps(at::kCPU);
 }
+
+TEST_CASE("a parameter first read without grad, grad mode turned on inside, view outputs and torch::optim steps hold in every mode",
+          "[training]") {
+  check_call_semantics_in_every_mode(at::kCPU);
+}

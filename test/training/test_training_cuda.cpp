@@ -140,3 +140,11 @@ TEST_CASE("CUDA training: torch::optim steps called through a compiled function 
   if (!have_gpu()) return;
   check_compiled_torch_optim_steps(at::kCUDA);
 }
+
+TEST_CASE(
+    "CUDA training: a parameter first read without grad, grad mode turned on inside, view outputs and torch::optim steps hold in "
+    "every mode",
+    "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_call_semantics_in_every_mode(at::kCUDA);
+}
