@@ -65,15 +65,10 @@ TEST_CASE("CUDA: reductions and normalizations match eager", "[cuda]") {
     for (const auto& [name, op] : jitc::testing::reduction_ops())
       check_parity(std::string(name) + " tall " + c10::toString(dtype), op, cuda_sample({2500, 3, 37}, dtype, 7));
   const auto x = at::randn({64, 768}, at::kCUDA), w = at::randn({768}, at::kCUDA), b = at::randn({768}, at::kCUDA);
-  check_parity_reducing(
-      "layer_norm", 768, [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {768}, w, b); }, x, w,
-      b);
-  check_parity_reducing(
-      "rms_norm", 768, [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {768}, w, 1e-6); }, x, w);
-  check_parity_reducing(
-      "layer_norm half", 768, [](const at::Tensor& x) { return at::layer_norm(x, {768}); }, x.to(at::kHalf));
-  check_parity_reducing(
-      "softmax bf16", 768, [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
+  check_parity_reducing("layer_norm", 768, [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) { return at::layer_norm(x, {768}, w, b); }, x, w, b);
+  check_parity_reducing("rms_norm", 768, [](const at::Tensor& x, const at::Tensor& w) { return at::rms_norm(x, {768}, w, 1e-6); }, x, w);
+  check_parity_reducing("layer_norm half", 768, [](const at::Tensor& x) { return at::layer_norm(x, {768}); }, x.to(at::kHalf));
+  check_parity_reducing("softmax bf16", 768, [](const at::Tensor& x) { return at::softmax(x, -1); }, x.to(at::kBFloat16));
 }
 
 // Persistent rows move groups of 16 bytes when a group's addresses are aligned and element by element
@@ -136,13 +131,11 @@ TEST_CASE("CUDA: pointwise kernels that load all of a thread's groups first matc
     const auto x = cuda_sample({rows, 1024 + 512}, at::kFloat, 41), bias = cuda_sample({1024 + 512}, at::kFloat, 42);
     check_parity(fmt::format("gelu of {} rows of 1536 plus a broadcast bias", rows), gelu_bias, x, bias);
   }
-  check_parity(
-      "sin + cos of 3 x 2560", [](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); }, cuda_sample({3, 2560}, at::kFloat, 43));
+  check_parity("sin + cos of 3 x 2560", [](const at::Tensor& x) { return (x.sin() + x.cos()).relu(); },
+               cuda_sample({3, 2560}, at::kFloat, 43));
   const auto base = cuda_sample({64, 1029}, at::kFloat, 44);
-  check_parity(
-      "a column slice at offset 1", [](const at::Tensor& x) { return x.narrow(1, 1, 1028) * 3 + 1; }, base);
-  check_parity(
-      "rows of 1029", [](const at::Tensor& x) { return x * 3 + 1; }, base);
+  check_parity("a column slice at offset 1", [](const at::Tensor& x) { return x.narrow(1, 1, 1028) * 3 + 1; }, base);
+  check_parity("rows of 1029", [](const at::Tensor& x) { return x * 3 + 1; }, base);
 }
 
 // Long bodies take narrower vector groups (kMaxUnrolledGroupExprs): 4 and 2 halves or bfloat16s per
@@ -206,35 +199,22 @@ TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[c
   // filled), slices of 20000 reduced elements; mean's division and any's bools after the slices combine.
   for (auto dtype : {at::kFloat, at::kHalf, at::kDouble}) {
     const auto tall = long_rows({20000, 300}, dtype, 10);
-    check_parity(
-        std::string("column mean + amax ") + c10::toString(dtype), [](const at::Tensor& x) { return x.mean(0) + x.amax(0); }, tall);
-    check_parity(
-        std::string("column any ") + c10::toString(dtype), [](const at::Tensor& x) { return (x > 1.49).any(0); }, tall);
+    check_parity(std::string("column mean + amax ") + c10::toString(dtype), [](const at::Tensor& x) { return x.mean(0) + x.amax(0); }, tall);
+    check_parity(std::string("column any ") + c10::toString(dtype), [](const at::Tensor& x) { return (x > 1.49).any(0); }, tall);
   }
-  check_parity(
-      "sum + argmax + amin", [](const at::Tensor& x) { return x.sum() + x.argmax() + x.amin(); }, at::randn({3000, 1000}, at::kCUDA));
-  check_parity(
-      "mean of squares", [](const at::Tensor& x) { return (x * x).mean(); }, at::randn({4096, 1024}, at::kCUDA));
+  check_parity("sum + argmax + amin", [](const at::Tensor& x) { return x.sum() + x.argmax() + x.amin(); }, at::randn({3000, 1000}, at::kCUDA));
+  check_parity("mean of squares", [](const at::Tensor& x) { return (x * x).mean(); }, at::randn({4096, 1024}, at::kCUDA));
   // Variances split over blocks (Welford partials): values far from zero, a whole tensor, var_mean.
   const auto offset = at::randn({1 << 21}, at::kCUDA) + 1000;
-  check_parity(
-      "var of values near 1000", [](const at::Tensor& x) { return x.var(); }, offset);
+  check_parity("var of values near 1000", [](const at::Tensor& x) { return x.var(); }, offset);
   // A thread's shifted sums (shifted_add) take its first value as the shift: some of them outliers here.
   const at::Tensor outliers = offset.clone();
   outliers.slice(0, 0, outliers.size(0), 2048).fill_(1e4);
-  check_parity(
-      "var of values near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers);
-  check_parity(
-      "var of doubles near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers.to(at::kDouble));
-  check_parity(
-      "std of a whole matrix", [](const at::Tensor& x) { return x.std(); }, at::randn({2048, 1024}, at::kCUDA));
-  check_parity(
-      "var_mean of long rows",
-      [](const at::Tensor& x) {
-        auto [v, m] = at::var_mean(x, {1}, 0);
-        return v * 10 + m;
-      },
-      at::randn({3, 100003}, at::kCUDA) * 3 + 1);
+  check_parity("var of values near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers);
+  check_parity("var of doubles near 1000 with outliers", [](const at::Tensor& x) { return x.var(); }, outliers.to(at::kDouble));
+  check_parity("std of a whole matrix", [](const at::Tensor& x) { return x.std(); }, at::randn({2048, 1024}, at::kCUDA));
+  check_parity("var_mean of long rows", [](const at::Tensor& x) { auto [v, m] = at::var_mean(x, {1}, 0); return v * 10 + m; },
+               at::randn({3, 100003}, at::kCUDA) * 3 + 1);
 }
 
 TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
@@ -247,12 +227,7 @@ TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
     check_parity(std::string(name) + " transposed", op, a, wide.t());
     check_parity(std::string(name) + " sliced", op, at::randn({90, 110}, at::kCUDA).slice(0, 10, 70).slice(1, 2, 102, 2), a);
   }
-  check_parity(
-      "cat pad",
-      [](const at::Tensor& x) {
-        return at::constant_pad_nd(at::cat({x, x.exp()}, 1), {1, 2});
-      },
-      a);
+  check_parity("cat pad", [](const at::Tensor& x) { return at::constant_pad_nd(at::cat({x, x.exp()}, 1), {1, 2}); }, a);
 }
 
 // A BatchNorm's step: its counter incremented, its running statistics updated. A 0-dim update fused into a
@@ -326,9 +301,8 @@ TEST_CASE("CUDA: reductions over a dynamic dim split over blocks at every size",
   };
   const std::function<at::Tensor(const at::Tensor&)> column_sums = [](const at::Tensor& x) { return x.sum(0) + x.amax(0); };
   for (auto dtype : {at::kFloat, at::kBFloat16}) {
-    for (const auto& [fn, inner, sizes] :
-         {std::make_tuple(statistics, std::vector<int64_t>{16, 32, 32}, std::vector<int64_t>{2, 4, 7, 64, 300}),
-          std::make_tuple(column_sums, std::vector<int64_t>{300}, std::vector<int64_t>{2, 4, 9, 5000, 40000})}) {
+    for (const auto& [fn, inner, sizes] : {std::make_tuple(statistics, std::vector<int64_t>{16, 32, 32}, std::vector<int64_t>{2, 4, 7, 64, 300}),
+                                           std::make_tuple(column_sums, std::vector<int64_t>{300}, std::vector<int64_t>{2, 4, 9, 5000, 40000})}) {
       jitc::testing::LogCapture logs("schedule");
       auto f = jitc::compile(fn);
       auto sample = [&, &inner = inner](int64_t batch, int seed) {
@@ -480,8 +454,7 @@ TEST_CASE("CUDA: random graphs of pointwise reduction and view ops match eager",
   }
   using namespace jitc::testing::random_graphs;
   const auto [first, end] = seed_range(kRandomSeeds);
-  for (uint32_t seed = first; seed < end; ++seed)
-    check_compiled_vs_eager(generate(seed, Normalizations::kLastDim), at::Device(at::kCUDA, 0));
+  for (uint32_t seed = first; seed < end; ++seed) check_compiled_vs_eager(generate(seed, Normalizations::kLastDim), at::Device(at::kCUDA, 0));
   // With in-place writes into the programs' own values (slice_scatter and select_scatter kernels).
   for (uint32_t seed = first; seed < end; ++seed)
     check_compiled_vs_eager(generate(seed, Normalizations::kLastDim, InPlace::kIntermediates), at::Device(at::kCUDA, 0));
@@ -493,8 +466,7 @@ TEST_CASE("CUDA: group_norm is lowered: a statistics kernel, then the output's",
     return;
   }
   auto fn = [](const at::Tensor& x, const at::Tensor& g, const at::Tensor& b) { return at::group_norm(x, 4, g, b) + x; };
-  const auto img = cuda_sample({4, 32, 16, 16}, at::kFloat, 40), gamma = cuda_sample({32}, at::kFloat, 41),
-             beta = cuda_sample({32}, at::kFloat, 42);
+  const auto img = cuda_sample({4, 32, 16, 16}, at::kFloat, 40), gamma = cuda_sample({32}, at::kFloat, 41), beta = cuda_sample({32}, at::kFloat, 42);
   for (auto dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
     const std::string type = c10::toString(dtype);
     jitc::testing::LogCapture logs("perf_hints,fusion");

@@ -70,8 +70,7 @@ inline jitc::Stats check_gradients(const Program& p, at::Device device) {
     want = loss_and_gradients(loss_of, values);
   } catch (const std::exception& e) {  // a value autograd saved, written in place afterwards: raise as eager does
     const std::string text = e.what();
-    for (int call = 0; call < 2; ++call)
-      CHECK_THROWS_WITH(loss_and_gradients(compiled, values), Catch::Contains(text.substr(0, text.find('['))));
+    for (int call = 0; call < 2; ++call) CHECK_THROWS_WITH(loss_and_gradients(compiled, values), Catch::Contains(text.substr(0, text.find('['))));
     return compiled.stats();
   }
   for (int call = 0; call < 2; ++call) {  // the trace, then the compiled forward and backward

@@ -30,10 +30,8 @@ TEST_CASE("random graphs of pointwise reduction and view ops: compiled gradients
     for (uint32_t seed : kRegressionSeeds) check_gradients(generate(seed, Normalizations::kAnyDims), at::kCPU);
 }
 
-TEST_CASE("random graphs with in-place writes into their own values: compiled gradients equal eager's, or both raise",
-          "[training][random]") {
+TEST_CASE("random graphs with in-place writes into their own values: compiled gradients equal eager's, or both raise", "[training][random]") {
   using namespace jitc::testing::random_training;
   const auto [first, end] = jitc::testing::random_graphs::seed_range(kSeeds / 2);
-  for (uint32_t seed = first; seed < end; ++seed)
-    check_gradients(generate(seed, Normalizations::kAnyDims, InPlace::kIntermediates), at::kCPU);
+  for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kAnyDims, InPlace::kIntermediates), at::kCPU);
 }
