@@ -160,7 +160,19 @@ at::Tensor TraceSession::wrap_argument(const at::Tensor& real, int leaf, std::st
   // for (an argument's own history, if any, stays outside: the compiled function's node links to it).
   if (real.requires_grad()) tracer.unsafeGetTensorImpl()->set_requires_grad(true);
   input_positions_.emplace(tracer.unsafeGetTensorImpl(), static_cast<int>(graph_.inputs.size() - 1));
+  if (real.requires_grad() && real.is_leaf() && real.grad().defined()) stand_in_for_grad(real, tracer);
   return tracer;
+}
+
+// An argument's .grad() is autograd's field, not an op: the graph cannot take it as an input. The
+// stand-in gets a gradient that is defined where eager's is (without one, a callable testing
+// grad().defined() traced the other branch and its compiled step skipped every update) and whose every
+// use ends the trace with the reason. A training trace's backward (backward_trace.cpp) takes each leaf's
+// gradient at its AccumulateGrad node and never accumulates into this one.
+void TraceSession::stand_in_for_grad(const at::Tensor& real, at::Tensor& tracer) {
+  at::Tensor grad = make_tracer(real.grad(), graph::kNoValue, id_);
+  argument_grads_.emplace(grad.unsafeGetTensorImpl(), graph_.inputs.back().name);
+  tracer.mutable_grad() = grad;
 }
 
 at::Tensor TraceSession::wrap_tangent(const at::Tensor& output_shadow, size_t index, size_t* position) {
@@ -249,6 +261,15 @@ graph::ValueId TraceSession::value_of(const at::Tensor& t) {
     // call made without grad): eager's result would require grad, the inference trace's cannot.
     if (!training_ && t.requires_grad() && at::GradMode::is_enabled())
       throw TraceFailure(TraceFailure::Kind::kGradRequired, "an argument requires grad while grad mode is on");
+    if (tracer->value() == graph::kNoValue) {
+      const auto name = argument_grads_.find(tracer);
+      throw TraceFailure(
+          TraceFailure::Kind::kUntraceable,
+          fmt::format("the callable uses {}.grad(), the gradient of a tensor passed as an argument, which cannot be an input "
+                      "of the graph; capture the parameters instead (a lambda holding them or the module) or pass the "
+                      "gradients as arguments",
+                      name == argument_grads_.end() ? "an argument's" : name->second));
+    }
     return tracer->value();
   }
   return captured_value(t);

@@ -78,6 +78,7 @@ class TraceSession {
 
  private:
   graph::ValueId value_of(const at::Tensor& t);
+  void stand_in_for_grad(const at::Tensor& real, at::Tensor& tracer);
   graph::ValueId captured_value(const at::Tensor& real);
   graph::ValueId define(const at::Tensor& real, int32_t producer);
   int32_t storage_id(const at::Tensor& real);
@@ -98,8 +99,9 @@ class TraceSession {
   // (captured tensor, its metadata when first seen); weak: finish() tells tensors only the trace holds by
   // their use count
   std::vector<std::pair<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, at::Tensor>> captured_as_seen_;
-  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;        // input position -> copy made when first seen
-  std::unordered_map<const c10::TensorImpl*, int> input_positions_;  // stand-ins and captured tensors
+  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;               // input position -> copy made when first seen
+  std::unordered_map<const c10::TensorImpl*, int> input_positions_;         // stand-ins and captured tensors
+  std::unordered_map<const c10::TensorImpl*, std::string> argument_grads_;  // stand-ins of arguments' .grad()
   std::unordered_map<const c10::StorageImpl*, int32_t> storage_ids_;
   std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storage_owners_;   // keep addresses unique
   std::unordered_map<int32_t, std::vector<at::Tensor>> inputs_by_storage_;  // arguments and captured
