@@ -43,6 +43,9 @@ struct Target {
   // A pointwise kernel's inner dim shorter than this merges outer dims into it even where some access then
   // reads the merged position through a division (collapse_dims.h): short tiles cost a CUDA block each.
   int64_t divides_inner_dims_below = 0;
+  // Reductions of a row over the same space that do not read each other share one loop
+  // (merge_reduction_loops.h); its code generator prints a loop holding several reductions.
+  bool merges_reduction_loops = false;
   // A normalization over dims that are not innermost gets a row kernel whose element loop runs over the
   // reduced dims (CPU); otherwise it is left to the generic reductions.
   bool normalization_row_kernels = false;

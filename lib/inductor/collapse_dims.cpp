@@ -153,33 +153,6 @@ class DivisionMerge {
   std::vector<int> flat_, split_;  // per old expression: its new index where outer and inner read flat / split
 };
 
-// Drops the expressions nothing stored, checked or sized reads (a merge by division leaves a flat and a split
-// copy of index arithmetic where one of them is read): the CUDA printer sizes vector groups by the element
-// expressions it prints.
-void remove_dead_expressions(Kernel& k) {
-  std::vector<bool> live(k.body.size(), false);
-  for (const LoopVar& v : k.vars) live[v.extent] = true;
-  for (size_t i = k.body.size(); i-- > 0;) {
-    const Expr& e = k.body[i];
-    live[i] = live[i] || e.op == ScalarOp::kStore || e.op == ScalarOp::kCheck || e.op == ScalarOp::kReduce;
-    if (!live[i]) continue;
-    for (int operand : {e.a, e.b, e.c})
-      if (operand >= 0) live[operand] = true;
-  }
-  std::vector<int> index(k.body.size(), -1);
-  std::vector<Expr> kept;
-  for (size_t i = 0; i < k.body.size(); ++i) {
-    if (!live[i]) continue;
-    Expr e = k.body[i];
-    for (int* operand : {&e.a, &e.b, &e.c})
-      if (*operand >= 0) *operand = index[*operand];
-    index[i] = static_cast<int>(kept.size());
-    kept.push_back(e);
-  }
-  k.body = std::move(kept);
-  for (LoopVar& v : k.vars) v.extent = index[v.extent];
-}
-
 }  // namespace
 
 void collapse_inner_dims(Kernel& k, int64_t divide_below) {
@@ -196,6 +169,8 @@ void collapse_inner_dims(Kernel& k, int64_t divide_below) {
     if (!mergeable(k, o, u, *inner_extent)) {
       if (*inner_extent >= divide_below || !stores_run_over_both(k, o, u, *inner_extent)) return;
       DivisionMerge(k, o, u, *inner_extent).run(*outer_extent);
+      // The merge leaves a flat and a split copy of index arithmetic where one of them is read, and the
+      // CUDA printer sizes vector groups by the element expressions it prints.
       remove_dead_expressions(k);
       continue;
     }

@@ -161,6 +161,12 @@ inline bool has_checks(const Kernel& kernel) {
   return false;
 }
 
+// Drops the expressions nothing stored, checked, reduced or sized reads (kernel_cleanup.cpp).
+void remove_dead_expressions(Kernel& kernel);
+// Points every reader of an expression equal to an earlier one (same operation, operands and constants;
+// stores excepted) at the earlier one, as the builder interns; the copies are left dead.
+void share_equal_expressions(Kernel& kernel);
+
 // Readable text of a kernel (JITC_LOGS=output_code, golden tests, cache keys).
 std::string to_text(const Kernel& kernel);  // kernel_text.cpp
 

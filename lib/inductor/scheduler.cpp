@@ -9,6 +9,7 @@
 #include "inductor/kernel_builds.h"
 #include "inductor/kernel_space.h"
 #include "inductor/loop_order.h"
+#include "inductor/merge_reduction_loops.h"
 #include "inductor/shared_chains.h"
 #include "inductor/lowering.h"
 #include "runtime/env.h"
@@ -24,9 +25,7 @@ namespace jitc::inductor {
 
 namespace {
 
-using c10::ScalarType;
 using graph::Node;
-using graph::SymExpr;
 using graph::SymShape;
 using graph::ValueId;
 
@@ -252,12 +251,12 @@ class Scheduler {
       kb.store(ctx_->buffer(kb, v, true), kb.linear(index, m.strides), value);
     }
     if (ctx_->failure) return *ctx_->failure;
-    bool reduces = false;
-    for (const auto& e : kb.kernel().body) reduces |= e.op == ScalarOp::kReduce;
-    if (!reduces && s.inner.size() == 1) kb.set_tile(kTile);
+    if (s.inner.size() == 1 && kb.kernel().num_reduction_loops == 0) kb.set_tile(kTile);
     Built b{kb.take(), ctx_->buffer_values.back(), ctx_->inlined};
-    if (!members.empty() && target_of(members[0]).orders_loops_as_stored) order_loops_as_stored(b.kernel);
-    collapse_inner_dims(b.kernel, members.empty() ? 0 : target_of(members[0]).divides_inner_dims_below);
+    const Target* target = members.empty() ? nullptr : &target_of(members[0]);
+    if (target && target->orders_loops_as_stored) order_loops_as_stored(b.kernel);
+    collapse_inner_dims(b.kernel, target ? target->divides_inner_dims_below : 0);
+    if (target && target->merges_reduction_loops) merge_reduction_loops(b.kernel);
     b.kernel.name = kernel_name(b.inlined);
     return b;
   }

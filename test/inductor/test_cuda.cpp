@@ -217,6 +217,51 @@ TEST_CASE("CUDA: reductions of few long rows split over blocks match eager", "[c
                at::randn({3, 100003}, at::kCUDA) * 3 + 1);
 }
 
+// Reductions of one space that do not read each other fold in one loop (merge_reduction_loops.h): a batch
+// norm's backward sums per channel (a block per channel, slices of a channel over blocks in vector groups,
+// channels side by side in channels-last, a ragged shape), a layer norm's backward sums per row
+// (persistent rows, looped rows, rows split over blocks), sums beside extrema and an argmax (which keeps
+// its own loop), and the batch norm's sums over a dynamic batch.
+TEST_CASE("CUDA: reductions sharing a loop match eager", "[cuda]") {
+  if (!have_gpu()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  const auto channel_sums = [](const at::Tensor& x, const at::Tensor& dy, const at::Tensor& mean) {
+    const at::Tensor masked = at::threshold_backward(dy, x, 0);
+    return at::cat({masked.sum({0, 2, 3}), ((x - mean.view({1, -1, 1, 1})) * masked).sum({0, 2, 3})});
+  };
+  for (auto dtype : {at::kFloat, at::kBFloat16})
+    for (const auto& [shape, layout] : {std::make_pair(std::vector<int64_t>{4, 16, 10, 10}, at::MemoryFormat::Contiguous),
+                                        std::make_pair(std::vector<int64_t>{32, 4, 64, 64}, at::MemoryFormat::Contiguous),
+                                        std::make_pair(std::vector<int64_t>{8, 16, 32, 32}, at::MemoryFormat::ChannelsLast),
+                                        std::make_pair(std::vector<int64_t>{3, 5, 7, 9}, at::MemoryFormat::Contiguous)}) {
+      const at::Tensor x = cuda_sample(shape, dtype, 21).contiguous(layout), dy = cuda_sample(shape, dtype, 22).contiguous(layout);
+      const at::Tensor mean = cuda_sample({shape[1]}, dtype, 23);
+      check_parity_reducing(fmt::format("channel sums {} {} {}", shape[0], shape[1], c10::toString(dtype)), x.numel() / shape[1], channel_sums, x,
+                            dy, mean);
+    }
+  const auto row_sums = [](const at::Tensor& x, const at::Tensor& dy, const at::Tensor& w) {
+    const at::Tensor g = dy * w;
+    return at::cat({g.sum(-1), (g * x).sum(-1)});
+  };
+  for (const auto& rows : {std::vector<int64_t>{64, 768}, std::vector<int64_t>{64, 5000}, std::vector<int64_t>{2, 100003}}) {
+    const at::Tensor x = cuda_sample(rows, at::kFloat, 24), dy = cuda_sample(rows, at::kFloat, 25), w = cuda_sample({rows[1]}, at::kFloat, 26);
+    check_parity_reducing(fmt::format("row sums {}", rows[1]), rows[1], row_sums, x, dy, w);
+  }
+  const auto mixed = [](const at::Tensor& x) { return x.sum(-1) + x.amax(-1) + (x * x).amin(-1) + x.argmax(-1); };
+  for (const auto& rows : {std::vector<int64_t>{64, 768}, std::vector<int64_t>{4, 5000}})
+    check_parity_reducing(fmt::format("sums, extrema and argmax {}", rows[1]), rows[1], mixed, cuda_sample(rows, at::kFloat, 27));
+  auto compiled = jitc::compile(channel_sums);
+  for (int64_t batch : {3, 5, 7, 64}) {
+    INFO("dynamic batch " << batch);
+    const at::Tensor x = cuda_sample({batch, 16, 8, 8}, at::kFloat, 28), dy = cuda_sample({batch, 16, 8, 8}, at::kFloat, 29);
+    const at::Tensor mean = cuda_sample({16}, at::kFloat, 30);
+    CHECK(jitc::testing::difference(compiled(x, dy, mean), channel_sums(x, dy, mean), jitc::testing::reduction_tolerance(at::kFloat, batch * 64)) ==
+          "");
+  }
+}
+
 TEST_CASE("CUDA: views, broadcasts and non-contiguous inputs", "[cuda]") {
   if (!have_gpu()) {
     WARN("no CUDA device: skipped");

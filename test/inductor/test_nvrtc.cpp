@@ -6,6 +6,7 @@
 #include "inductor/cuda/codegen.h"
 #include "inductor/scheduler.h"
 #include "inductor/cuda/jit.h"
+#include "inductor/random_graphs.h"
 #include "support/scoped_env.h"
 #include "support/trace_of.h"
 
@@ -46,6 +47,13 @@ const std::vector<std::pair<const char*, Fn>>& graphs() {
       {"argmax", [](const at::Tensor& a, const at::Tensor&) { return a.argmax(-1) + std::get<1>(a.min(-1)); }},
       {"prod any", [](const at::Tensor& a, const at::Tensor&) { return (a * 0.1 + 1).prod(-1) + (a > 0).any(-1); }},
       {"logsumexp", [](const at::Tensor& a, const at::Tensor&) { return a.logsumexp({-1}); }},
+      {"softmax plus row sum", [](const at::Tensor& a, const at::Tensor&) { return at::softmax(a * 0.125, -1) + a.sum(-1, true); }},
+      {"sums of row values",  // reductions over no dims, of values computed after the row's first reduction
+       [](const at::Tensor& a, const at::Tensor& b) {
+         const auto s = a.abs().sum().sqrt();
+         return (s.tanh() * b.select(0, 0).select(0, 0)).sum() + (s * b.select(0, 0).select(0, 1)).sum();
+       }},
+      {"var_mean", [](const at::Tensor& a, const at::Tensor& b) { auto [v, m] = at::var_mean(a, {1}, 0); return v * 10 + m + b.sum(-1); }},
       {"views", [](const at::Tensor& a, const at::Tensor& b) { return (a.t().contiguous() + 1).view({-1}) + b.t().reshape({-1}); }},
       {"cat pad",
        [](const at::Tensor& a, const at::Tensor& b) {
@@ -63,6 +71,13 @@ std::string all_variants(const jitc::inductor::Kernel& kernel, bool index32) {
         kernel, index32, config,
         kernel.name + "_t" + std::to_string(config.threads) + "_" + std::to_string(config.tile) + "_c" + std::to_string(config.columns));
   return source;
+}
+
+// The graph as if traced on a CUDA device: the scheduler then follows the CUDA backend's Target (reduction
+// loops merged, merge_reduction_loops.h) rather than the CPU's.
+jitc::graph::Graph on_cuda(jitc::graph::Graph g) {
+  for (auto& v : g.values) v.meta.device = c10::Device(c10::kCUDA, 0);
+  return g;
 }
 
 std::string broken_source() {
@@ -94,7 +109,8 @@ class ScopedDebugDir {
 }  // namespace
 
 // Compiles every autotune variant of the kernels of graph `fn` on inputs of this shape and dtype (with
-// 64- and 32-bit indices); returns the kernels, or -1 when eager rejects the dtype.
+// 64- and 32-bit indices), scheduled for the CPU's target and for the CUDA one; returns the kernels, or -1
+// when eager rejects the dtype.
 int check_kernels_compile(const char* name, const Fn& fn, const std::vector<int64_t>& shape, c10::ScalarType dtype,
                           std::vector<jitc::inductor::Kernel>* kernels_out = nullptr) {
   const auto a = (at::randn(shape) * 3).to(dtype), b = (at::randn(shape) * 3).to(dtype);
@@ -106,7 +122,8 @@ int check_kernels_compile(const char* name, const Fn& fn, const std::vector<int6
   auto f = fn;
   auto outcome = jitc::testing::trace_of(f, a, b);
   const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(outcome.graph));
-  const auto plan = jitc::inductor::schedule(g, "k", {});
+  auto plan = jitc::inductor::schedule(g, "k", {});
+  for (auto& k : jitc::inductor::schedule(on_cuda(g), "cuda", {}).kernels) plan.kernels.push_back(std::move(k));
   for (bool index32 : {false, true}) {
     std::string source = jitc::inductor::cuda_prelude();
     for (const auto& k : plan.kernels) source += all_variants(k.kernel, index32);
@@ -170,7 +187,7 @@ TEST_CASE("column reductions of tall inputs print as split kernels that NVRTC co
     CHECK(config.columns == jitc::inductor::column_split_width(k));
     CHECK(config.columns * jitc::inductor::column_width(k) > 0);
   }
-  CHECK(split == 4);  // one per dtype
+  CHECK(split == 8);  // one per dtype and target
 }
 
 // Reductions over a dim of symbolic size (a batch norm's statistics over a dynamic batch, column sums over
@@ -491,4 +508,75 @@ TEST_CASE("a graph's CUDA functions bundled into fewer NVRTC programs compile wi
     CHECK(separate[i].name == functions[i].name);
     CHECK(separate[i].source == prelude + functions[i].source);
   }
+}
+
+namespace {
+
+int reductions_in(const jitc::inductor::Kernel& k) {
+  return static_cast<int>(
+      std::count_if(k.body.begin(), k.body.end(), [](const jitc::inductor::Expr& e) { return e.op == jitc::inductor::ScalarOp::kReduce; }));
+}
+
+}  // namespace
+
+// A batch norm's backward sums dy and (x - mean) * dy per channel (dy through a ReLU's mask here). On the
+// CUDA target one loop folds both, so the activation, the mask and dy are read once, at every layout: a
+// block per channel, a channel's slices over blocks (the partial pass, in vector groups of contiguous
+// floats), channels side by side (channels-last). The CPU target keeps a loop per reduction.
+TEST_CASE("independent reductions of one space share a loop on the CUDA target", "[inductor][nvrtc]") {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
+    WARN("libnvrtc not found: skipped");
+    return;
+  }
+  const auto backward_sums = [](const at::Tensor& x, const at::Tensor& dy) {
+    const auto mean = x.select(0, 0).select(1, 0).select(1, 0).view({1, -1, 1, 1});
+    const auto masked = at::threshold_backward(dy, x, 0);
+    return masked.sum({0, 2, 3}) + ((x - mean) * masked).sum({0, 2, 3});
+  };
+  for (const auto& [shape, layout] : {std::make_pair(std::vector<int64_t>{8, 16, 10, 10}, at::MemoryFormat::Contiguous),
+                                      std::make_pair(std::vector<int64_t>{32, 4, 64, 64}, at::MemoryFormat::Contiguous),
+                                      std::make_pair(std::vector<int64_t>{8, 16, 32, 32}, at::MemoryFormat::ChannelsLast)})
+    for (auto dtype : {at::kFloat, at::kBFloat16}) {
+      INFO(shape[0] << "x" << shape[1] << "x" << shape[2] << " " << c10::toString(dtype) << " " << layout);
+      const auto x = at::randn(shape).to(dtype).contiguous(layout), dy = at::randn(shape).to(dtype).contiguous(layout);
+      auto f = backward_sums;
+      const auto g = jitc::graph::eliminate_common_subexpressions(jitc::graph::eliminate_dead_code(jitc::testing::trace_of(f, x, dy).graph));
+      const auto on_cpu = jitc::inductor::schedule(g, "k", {}), cuda = jitc::inductor::schedule(on_cuda(g), "k", {});
+      REQUIRE(on_cpu.kernels.size() == 1);
+      REQUIRE(cuda.kernels.size() == 1);
+      const auto& kernel = cuda.kernels[0].kernel;
+      CHECK(reductions_in(kernel) == 2);
+      INFO(jitc::inductor::to_text(kernel));
+      CHECK(kernel.num_reduction_loops == 1);
+      CHECK(on_cpu.kernels[0].kernel.num_reduction_loops == 2);
+      for (bool index32 : {false, true})
+        CHECK_NOTHROW(jitc::inductor::cuda::nvrtc_compile(jitc::inductor::cuda_prelude() + all_variants(kernel, index32), "test", "sm_90", false));
+    }
+}
+
+// The random differential test's programs (random_graphs.h) scheduled for the CUDA target print as CUDA C
+// that NVRTC compiles: reductions in every arrangement the generator makes share loops where they can
+// (test_cuda's "[random]" runs them on a GPU). JITC_RANDOM_SEEDS=<n> compiles more.
+TEST_CASE("random graphs scheduled for the CUDA target print as CUDA C that NVRTC compiles", "[inductor][nvrtc]") {
+  if (!jitc::inductor::cuda::nvrtc_available()) {
+    WARN("libnvrtc not found: skipped");
+    return;
+  }
+  using namespace jitc::testing::random_graphs;
+  const auto [first, end] = seed_range(60);
+  int merged = 0;
+  for (uint32_t seed = first; seed < end; ++seed)
+    for (auto normalizations : {Normalizations::kLastDim, Normalizations::kAnyDims}) {
+      const Program program = generate(seed, normalizations);
+      INFO(to_string(program));
+      auto f = [&program](const std::vector<at::Tensor>& xs) { return interpret(program, xs); };
+      const auto g = jitc::graph::eliminate_dead_code(jitc::testing::trace_of(f, input_data(program)).graph);
+      std::string source = jitc::inductor::cuda_prelude();
+      for (const auto& k : jitc::inductor::schedule(on_cuda(g), "k", {}).kernels) {
+        source += jitc::inductor::emit_cuda(k.kernel, seed % 2 == 0);
+        merged += reductions_in(k.kernel) > k.kernel.num_reduction_loops;
+      }
+      CHECK_NOTHROW(jitc::inductor::cuda::nvrtc_compile(source, "random", "sm_90", false));
+    }
+  CHECK(merged > 0);
 }

@@ -358,6 +358,7 @@ class CudaBackend final : public Backend {
                  .nvtx_ranges = true,
                  .orders_loops_as_stored = true,
                  .divides_inner_dims_below = kTile,
+                 .merges_reduction_loops = true,
                  .normalization_row_kernels = false,
                  .symbolic_backward_decomposes_batch_norms = true,
                  .compile_stage = &CodegenStages::nvrtc};

@@ -315,64 +315,100 @@ void Printer::element_body() {
     if (placement_.scope[i] == Scope::kElement) emit(static_cast<int>(i));
 }
 
+// A reduction loop, with every reduction that runs over it (merge_reduction_loops.h) folded in one pass:
+// each has its accumulator, and each then combines the block's (or writes the slice's) result.
 void Printer::reduction(int r) {
-  if (welford_squares_.count(r)) return;  // printed with its sum, by welford_reduction
+  if (emitted_[r] || welford_squares_.count(r)) return;  // printed with its loop, or with its sum (welford_reduction)
   for (const auto& [squares, sum] : welford_squares_)
     if (sum == r) return welford_reduction(sum, squares);
-  const Expr& e = k_.body[r];
-  const ScalarType vt = k_.body[e.a].dtype;
-  // bools reduce as ints: shuffles move 32-bit words
-  const std::string ty = vt == ScalarType::Bool ? "int" : c_type(vt);
-  const bool arg = e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin;
-  const std::string acc = fresh("acc"), pos = fresh("pos");
-  line(fmt::format("{} {} = {};", ty, acc, identity(e.reduce, vt)));
-  if (arg) line(fmt::format("long long {} = (long long)1 << 62;", pos));
-  auto fold = [&](const std::string& v, const std::string& at) {  // acc (, pos) := acc combined with v (at position at)
-    if (arg)
-      line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", ty, e.reduce == ReduceKind::kArgMax, v, at, acc,
-                       pos, acc, v, pos, at));
-    else line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", ty, acc, v, acc, combiner(e.reduce)));
-  };
+  std::vector<Accumulator> accumulators;
+  for (int x : reductions_of_loop(r)) accumulators.push_back(open_accumulator(x));
   auto saved = emitted_;
   if (phase_ == Phase::kFinal) {
-    combine_partials(r, ty, fold);
+    combine_partials(r, accumulators[0].type, [&](const std::string& v, const std::string& at) { fold(accumulators[0], v, at); });
   } else {
-    const auto vars = k_.loop_vars(e.loop);
+    const int last = accumulators.back().r;
+    const auto vars = k_.loop_vars(k_.body[r].loop);
     std::string lo, hi;
-    if (phase_ == Phase::kPartial) plan_partial_groups(r, vars);
+    if (phase_ == Phase::kPartial) plan_partial_groups(last, vars);
     if (phase_ == Phase::kPartial) std::tie(lo, hi) = slice_bounds(vars);
-    block_loop(e.loop, vars, lo, hi, [&] {
-      emit_reduction_operand(r);
-      fold(name(e.a), arg ? name(e.b) : "");
+    block_loop(k_.body[r].loop, vars, lo, hi, [&] {
+      emit_reduction_operand(last);
+      for (const Accumulator& a : accumulators) fold(a, operand(k_.body[a.r].a), a.arg ? operand(k_.body[a.r].b) : "");
     });
   }
   emitted_ = std::move(saved);
-  // Side by side, a row's threads are every columns-th thread: combined through shared memory only.
-  const std::string scope = config_.columns > 0 ? "column" : "block";
-  const std::string types = config_.columns > 0 ? fmt::format("{}, {}", config_.columns, ty) : ty;
-  const std::string slot = phase_ == Phase::kWhole ? "" : partial_slot(r);
-  if (arg) {
-    const std::string winner = phase_ == Phase::kPartial ? fresh("winner") : "";
-    if (!winner.empty()) line(fmt::format("{} {};", ty, winner));
-    line(fmt::format("const long long {} = {}_arg_reduce<{}>({}, {}, {}{});", name(r), scope, types, e.reduce == ReduceKind::kArgMax, acc,
-                     pos, winner.empty() ? "" : ", &" + winner));
-    if (!winner.empty())
-      line(fmt::format("if (threadIdx.x == 0) {{ *({}*)(workspace + {}) = {}; workspace[{} + {}] = {}; }}", ty, slot, winner,
-                       positions_offset(), slot, name(r)));
-  } else {
-    const std::string combined = fresh("combined");
-    line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", ty, combined, scope, types, acc,
-                     ty, ty, combiner(e.reduce), identity(e.reduce, vt)));
-    line(fmt::format("const {} {} = ({}){};", c_type(e.dtype), name(r), c_type(e.dtype), combined));
-    if (phase_ == Phase::kPartial) line(fmt::format("{}*({}*)(workspace + {}) = {};", row_writer(), ty, slot, combined));
-  }
-  emitted_[r] = true;
+  for (const Accumulator& a : accumulators) close_accumulator(a);
 }
 
-// What reduction r's loop computes per position before folding it in: its operand and what that needs.
+// A reduction's operand inside its loop: a row value that a later reduction of the loop folds (its loop
+// reads no loop variable) is not printed yet where the loop starts; a reduction's result is.
+std::string Printer::operand(int e) { return k_.body[e].op == ScalarOp::kReduce ? name(e) : emit(e); }
+
+// Reduction r and the later ones of its loop that are not printed yet, but for a variance's sums (the final
+// pass: r alone, each combines its own partial results).
+std::vector<int> Printer::reductions_of_loop(int r) const {
+  std::vector<int> out{r};
+  if (phase_ == Phase::kFinal) return out;
+  std::set<int> welford;
+  for (const auto& [squares, sum] : welford_squares_) welford.insert({squares, sum});
+  for (size_t i = r + 1; i < k_.body.size(); ++i)
+    if (k_.body[i].op == ScalarOp::kReduce && k_.body[i].loop == k_.body[r].loop && !emitted_[i] && !welford.count(static_cast<int>(i)))
+      out.push_back(static_cast<int>(i));
+  return out;
+}
+
+Printer::Accumulator Printer::open_accumulator(int r) {
+  const Expr& e = k_.body[r];
+  const ScalarType vt = k_.body[e.a].dtype;
+  // bools reduce as ints: shuffles move 32-bit words
+  Accumulator a{r, vt == ScalarType::Bool ? "int" : c_type(vt), fresh("acc"), fresh("pos"),
+                e.reduce == ReduceKind::kArgMax || e.reduce == ReduceKind::kArgMin};
+  line(fmt::format("{} {} = {};", a.type, a.acc, identity(e.reduce, vt)));
+  if (a.arg) line(fmt::format("long long {} = (long long)1 << 62;", a.pos));
+  return a;
+}
+
+// a's accumulator (and position) := itself combined with v (at position `at`).
+void Printer::fold(const Accumulator& a, const std::string& v, const std::string& at) {
+  const Expr& e = k_.body[a.r];
+  if (a.arg)
+    line(fmt::format("if (arg_better<{}>({}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", a.type, e.reduce == ReduceKind::kArgMax, v, at,
+                     a.acc, a.pos, a.acc, v, a.pos, at));
+  else line(fmt::format("{{ const {} a = {}, b = {}; {} = {}; }}", a.type, a.acc, v, a.acc, combiner(e.reduce)));
+}
+
+// The block's (or a row's threads') result of a's accumulator; the partial pass writes it to the workspace.
+void Printer::close_accumulator(const Accumulator& a) {
+  const Expr& e = k_.body[a.r];
+  const ScalarType vt = k_.body[e.a].dtype;
+  // Side by side, a row's threads are every columns-th thread: combined through shared memory only.
+  const std::string scope = config_.columns > 0 ? "column" : "block";
+  const std::string types = config_.columns > 0 ? fmt::format("{}, {}", config_.columns, a.type) : a.type;
+  const std::string slot = phase_ == Phase::kWhole ? "" : partial_slot(a.r);
+  if (a.arg) {
+    const std::string winner = phase_ == Phase::kPartial ? fresh("winner") : "";
+    if (!winner.empty()) line(fmt::format("{} {};", a.type, winner));
+    line(fmt::format("const long long {} = {}_arg_reduce<{}>({}, {}, {}{});", name(a.r), scope, types, e.reduce == ReduceKind::kArgMax,
+                     a.acc, a.pos, winner.empty() ? "" : ", &" + winner));
+    if (!winner.empty())
+      line(fmt::format("if (threadIdx.x == 0) {{ *({}*)(workspace + {}) = {}; workspace[{} + {}] = {}; }}", a.type, slot, winner,
+                       positions_offset(), slot, name(a.r)));
+  } else {
+    const std::string combined = fresh("combined");
+    line(fmt::format("const {} {} = {}_reduce<{}>({}, [](const {} a, const {} b) {{ return {}; }}, {});", a.type, combined, scope, types,
+                     a.acc, a.type, a.type, combiner(e.reduce), identity(e.reduce, vt)));
+    line(fmt::format("const {} {} = ({}){};", c_type(e.dtype), name(a.r), c_type(e.dtype), combined));
+    if (phase_ == Phase::kPartial) line(fmt::format("{}*({}*)(workspace + {}) = {};", row_writer(), a.type, slot, combined));
+  }
+  emitted_[a.r] = true;
+}
+
+// What reduction r's loop computes per position before folding it in: its operand and what that needs
+// (with the operands of the loop's earlier reductions).
 void Printer::emit_reduction_operand(int r) {
   for (int i = 0; i < r; ++i)
-    if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == k_.body[r].loop) emit(i);
+    if (placement_.scope[i] == Scope::kReduction && placement_.loop[i] == k_.body[r].loop && k_.body[i].op != ScalarOp::kReduce) emit(i);
 }
 
 std::string Printer::emit(int i) {

@@ -58,7 +58,18 @@ class Printer {
   void declare_register_arrays();
   void element_loop(const std::string& column_tile);
   void element_body();
+  // One reduction's accumulator (and an arg reduction's position) while its loop is printed.
+  struct Accumulator {
+    int r;
+    std::string type, acc, pos;
+    bool arg;
+  };
   void reduction(int r);
+  std::vector<int> reductions_of_loop(int r) const;
+  std::string operand(int e);
+  Accumulator open_accumulator(int r);
+  void fold(const Accumulator& a, const std::string& v, const std::string& at);
+  void close_accumulator(const Accumulator& a);
   void emit_reduction_operand(int r);
   std::string emit(int i);
   void expr(int i, const Expr& e);
