@@ -4,6 +4,7 @@
 #include "graph/passes.h"
 #include "graph/written_inputs.h"
 #include "runtime/engine.h"
+#include "runtime/argument_grads.h"
 #include "runtime/global_state.h"
 #include "runtime/module_state.h"
 #include "runtime/env.h"
@@ -59,6 +60,10 @@ std::vector<std::string> Engine::leaf_names(c10::ArrayRef<Leaf> leaves) const {
   std::vector<std::string> names;
   int list_arg = -1, element = 0;
   for (const auto& leaf : leaves) {
+    if (runtime::is_argument_grad(leaf)) {
+      names.push_back(names[leaf.i] + ".grad()");
+      continue;
+    }
     const auto a = static_cast<size_t>(leaf.argument);
     std::string base = a < options_.arg_names.size() ? options_.arg_names[a] : fmt::format("args[{}]", a);
     if (leaf.kind == Leaf::Kind::kListSize) {
@@ -362,6 +367,10 @@ bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>
   } catch (const tracer::TraceFailure& f) {
     if (f.kind() == tracer::TraceFailure::Kind::kFullGraph) throw FullGraphError(f.what());
     compile.unlock();
+    if (f.kind() == tracer::TraceFailure::Kind::kArgumentGrad && !reads_argument_grads_.exchange(true)) {
+      eager = dispatch(leaves);  // again, with the arguments' gradients as leaves of their own
+      return false;
+    }
     eager = after_trace_failure(leaves, f, f.kind() == tracer::TraceFailure::Kind::kTrainingUnsupported);
     return false;
   } catch (const FullGraphError&) {

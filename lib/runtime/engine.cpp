@@ -1,4 +1,6 @@
 #include "runtime/engine.h"
+
+#include "runtime/argument_grads.h"
 #include "runtime/global_state.h"
 
 #include "graph/written_inputs.h"
@@ -93,8 +95,14 @@ void Engine::validate_options() const {
 
 ResultLeaves Engine::call(c10::ArrayRef<Leaf> leaves) {
   calls_.fetch_add(1, std::memory_order_relaxed);
+  return dispatch(leaves);
+}
+
+ResultLeaves Engine::dispatch(c10::ArrayRef<Leaf> leaves) {
   if (tracer::is_tracing()) return invoker_(leaves);  // called inside another trace: inline
   if (runtime::env_disabled() || eager_only_.load(std::memory_order_relaxed)) return run_eager(leaves);
+  Leaves with_grads;
+  if (reads_argument_grads_.load(std::memory_order_relaxed)) leaves = runtime::with_argument_grads(leaves, with_grads);
   if (auto why = eager_reason(leaves)) {
     warn_eager(*why);
     return run_eager(leaves);

@@ -91,6 +91,8 @@ class Engine {
   void start_background_build(const runtime::Entry& entry);
   void build_in_background(const runtime::Entry& entry);  // on the build's thread: build_once, errors warned
   std::shared_ptr<const runtime::Program> build_program(const runtime::Entry& entry);
+  // A call after its count: through the entries, compiling on a miss, or eagerly.
+  ResultLeaves dispatch(c10::ArrayRef<Leaf> leaves);
   ResultLeaves run_eager(c10::ArrayRef<Leaf> leaves);
 
   // ---- miss path (compile.cpp) ----
@@ -154,8 +156,9 @@ class Engine {
   Stats compile_stats_;  // compiles, recompiles, reasons, breaks, compile time
 
   std::atomic<bool> eager_only_{false};
-  std::atomic<bool> grad_blocked_{false};  // a training trace failed: calls in grad mode run eagerly
-  std::string training_failure_;           // why (under stats_mutex_)
+  std::atomic<bool> grad_blocked_{false};          // a training trace failed: calls in grad mode run eagerly
+  std::atomic<bool> reads_argument_grads_{false};  // calls pass their arguments' gradients (argument_grads.h)
+  std::string training_failure_;                   // why (under stats_mutex_)
   std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
   std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0}, programs_from_cache_{0};
   runtime::CudaGraphCounters cuda_graph_counters_;

@@ -28,10 +28,13 @@ void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, tor
 }
 
 // Stand-ins for the tensor leaves; the same tensor object passed twice gets the same stand-in, so code
-// comparing identities (a.is_same(b)) sees what eager sees.
+// comparing identities (a.is_same(b)) sees what eager sees. An argument's gradient passed as a leaf of its
+// own (runtime/argument_grads.h) becomes its owner's stand-in's gradient. `grads`: each stand-in's gradient
+// when the callable starts, which it must leave in place.
 struct StandIns {
   std::vector<at::Tensor> tracers;
   std::vector<detail::Leaf> leaves;
+  std::vector<std::pair<size_t, c10::TensorImpl*>> grads;  // leaf, its stand-in's gradient
 };
 
 StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& names) {
@@ -45,8 +48,22 @@ StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leave
     auto [it, added] = seen.emplace(real.unsafeGetTensorImpl(), s.tracers.size());
     if (added) s.tracers.push_back(session.wrap_argument(real, static_cast<int>(i), names[i]));
     s.leaves[i].tensor = &s.tracers[it->second];
+    if (leaves[i].argument < 0) const_cast<at::Tensor*>(s.leaves[leaves[i].i].tensor)->mutable_grad() = s.tracers[it->second];
   }
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].kind == detail::Leaf::Kind::kTensor) s.grads.emplace_back(i, s.leaves[i].tensor->grad().unsafeGetTensorImpl());
   return s;
+}
+
+// An argument's gradient that the callable replaced or reset (mutable_grad(), a zero_grad setting it to
+// none): eager changes the caller's tensor's field; a replay of the graph would not.
+void check_grads_kept(const StandIns& s, const std::vector<std::string>& names) {
+  for (const auto& [leaf, grad] : s.grads)
+    if (s.leaves[leaf].tensor->grad().unsafeGetTensorImpl() != grad)
+      throw TraceFailure(TraceFailure::Kind::kUntraceable,
+                         fmt::format("the callable replaces or resets {}.grad() (mutable_grad() or a zero_grad that sets it to "
+                                     "none), which a compiled replay would not do; zero it in place (grad().zero_()) instead",
+                                     names[leaf]));
 }
 
 // Tracer tensors have no data: C++ code that reads or writes a tensor's memory itself (data_ptr,
@@ -139,6 +156,7 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
     c10::impl::IncludeDispatchKeyGuard mode(kTracerKey);
     try {
       outcome.result = invoker(stand_ins.leaves);
+      check_grads_kept(stand_ins, leaf_names);
       if (session.restore_replaced_captures()) throw TraceFailure(TraceFailure::Kind::kUntraceable, kReplacedData);
       if (training) outcome.backward = record_backward(session, outcome.result);
       for (auto& leaf : outcome.result)

@@ -167,8 +167,9 @@ at::Tensor TraceSession::wrap_argument(const at::Tensor& real, int leaf, std::st
 // An argument's .grad() is autograd's field, not an op: the graph cannot take it as an input. The
 // stand-in gets a gradient that is defined where eager's is (without one, a callable testing
 // grad().defined() traced the other branch and its compiled step skipped every update) and whose every
-// use ends the trace with the reason. A training trace's backward (backward_trace.cpp) takes each leaf's
-// gradient at its AccumulateGrad node and never accumulates into this one.
+// use ends the trace with the reason (kArgumentGrad: the engine then traces again with the gradients as
+// leaves, whose stand-ins replace this one). A training trace's backward (backward_trace.cpp) takes each
+// leaf's gradient at its AccumulateGrad node and never accumulates into this one.
 void TraceSession::stand_in_for_grad(const at::Tensor& real, at::Tensor& tracer) {
   at::Tensor grad = make_tracer(real.grad(), graph::kNoValue, id_);
   argument_grads_.emplace(grad.unsafeGetTensorImpl(), graph_.inputs.back().name);
@@ -264,7 +265,7 @@ graph::ValueId TraceSession::value_of(const at::Tensor& t) {
     if (tracer->value() == graph::kNoValue) {
       const auto name = argument_grads_.find(tracer);
       throw TraceFailure(
-          TraceFailure::Kind::kUntraceable,
+          TraceFailure::Kind::kArgumentGrad,
           fmt::format("the callable uses {}.grad(), the gradient of a tensor passed as an argument, which cannot be an input "
                       "of the graph; capture the parameters instead (a lambda holding them or the module) or pass the "
                       "gradients as arguments",

@@ -26,7 +26,9 @@ class TraceFailure : public std::exception {
  public:
   // kGradRequired: an inference trace met a captured tensor requiring grad (trace() then traces for
   // training). kTrainingUnsupported: a training trace met what jitc cannot differentiate yet.
-  enum class Kind { kUntraceable, kGradRequired, kTrainingUnsupported, kFullGraph, kEscapedTracer };
+  // kArgumentGrad: the callable read an argument's .grad() (the engine then passes the arguments'
+  // gradients as leaves of their own, runtime/argument_grads.h, and traces again).
+  enum class Kind { kUntraceable, kGradRequired, kTrainingUnsupported, kFullGraph, kEscapedTracer, kArgumentGrad };
   TraceFailure(Kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
   Kind kind() const { return kind_; }
   const char* what() const noexcept override { return message_.c_str(); }

@@ -1,7 +1,8 @@
 // Checks of what a call in grad mode means beyond its values, shared by the CPU tests (test_training.cpp)
 // and their CUDA twins (test_training_cuda.cpp): a parameter first read without grad, grad mode turned
-// on inside a call made without it, outputs that are views written in place afterwards, and torch::optim
-// steps called through a compiled function (their state kept beyond the call).
+// on inside a call made without it, outputs that are views written in place afterwards, torch::optim
+// steps called through a compiled function (their state kept beyond the call), and steps that read or
+// reset their arguments' .grad().
 #pragma once
 #include "support/log_capture.h"
 #include "training/training_support.h"
@@ -172,6 +173,79 @@ inline void check_compiled_torch_optim_steps(at::Device device, const jitc::Opti
 
 // The four checks above in the modes other than the default (reduce-overhead and max-autotune share the
 // CUDA-graph path; their eager fallbacks and kept tensors must behave as the default mode's).
+// A step written over argument lists that reads each parameter's .grad() (autograd's field, not an op).
+// Before session 43 the stand-ins had no gradient and `if (p.grad().defined())` compiled a step that
+// skipped every update; then such steps ran eagerly. Now the first trace meets the read and the engine
+// traces again with the arguments' gradients as leaves of their own (runtime/argument_grads.h): the step
+// compiles, called in grad mode or under a NoGradGuard, with eager's parameters and gradients call after
+// call: gradients accumulated in place between calls, zeroed in place inside the step (the caller's
+// gradients see it), one reset to none between calls (another argument structure: compiled again).
+inline void check_step_reading_argument_grads(at::Device device, const jitc::Options& options = {}) {
+  auto step = [](const std::vector<at::Tensor>& params) {
+    at::NoGradGuard no_grad;
+    for (const auto& p : params)
+      if (p.grad().defined()) {
+        p.sub_(p.grad() * 0.1);
+        p.grad().zero_();
+      }
+  };
+  for (const bool outer_no_grad : {false, true}) {
+    INFO((outer_no_grad ? "called under a NoGradGuard" : "called in grad mode"));
+    LogCapture logs;
+    auto compiled = jitc::compile(step, options);
+    std::vector<at::Tensor> params{at::randn({4, 3}, device).requires_grad_(), at::randn({3}, device).requires_grad_()}, eager;
+    for (const auto& p : params) eager.push_back(p.detach().clone().requires_grad_());
+    for (int call = 0; call < 5; ++call) {
+      INFO("call " << call);
+      (params[0].sum() * 2 + params[1].pow(2).sum()).backward();
+      (eager[0].sum() * 2 + eager[1].pow(2).sum()).backward();
+      if (call == 3) params[1].mutable_grad() = at::Tensor(), eager[1].mutable_grad() = at::Tensor();
+      if (outer_no_grad) {
+        at::NoGradGuard no_grad;
+        compiled(params);
+      } else {
+        compiled(params);
+      }
+      step(eager);
+      for (size_t k = 0; k < params.size(); ++k) {
+        CHECK(at::equal(params[k], eager[k]));
+        REQUIRE(params[k].grad().defined() == eager[k].grad().defined());
+        if (eager[k].grad().defined()) CHECK(at::equal(params[k].grad(), eager[k].grad()));
+      }
+    }
+    CHECK(compiled.stats().compiles == 2);  // both gradients, then the first one alone
+    CHECK(compiled.stats().hits == 3);
+    CHECK(compiled.stats().eager_fallbacks == 0);
+    CHECK(!logs.contains("runs eagerly"));
+  }
+}
+
+// Replacing or resetting an argument's gradient inside the callable changes the caller's tensor's field,
+// which a compiled replay would not: the call runs eagerly, with the reason.
+inline void check_step_resetting_argument_grads(at::Device device, const jitc::Options& options = {}) {
+  auto step = [](const std::vector<at::Tensor>& params) {
+    at::NoGradGuard no_grad;
+    for (const auto& p : params)
+      if (p.grad().defined()) {
+        p.sub_(p.grad() * 0.1);
+        p.mutable_grad() = at::Tensor();
+      }
+  };
+  LogCapture logs;
+  auto compiled = jitc::compile(step, options);
+  std::vector<at::Tensor> params{at::randn({4, 3}, device).requires_grad_()}, eager{params[0].detach().clone().requires_grad_()};
+  for (int call = 0; call < 3; ++call) {
+    params[0].sum().backward();
+    eager[0].sum().backward();
+    compiled(params);
+    step(eager);
+    CHECK(at::equal(params[0], eager[0]));
+    CHECK(!params[0].grad().defined());
+  }
+  CHECK(logs.contains("replaces or resets args[0][0].grad()"));
+  CHECK(compiled.stats().programs_compiled == 0);
+}
+
 inline void check_call_semantics_in_every_mode(at::Device device) {
   for (const jitc::Mode mode : {jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
     INFO("mode " << jitc::to_string(mode));
@@ -181,6 +255,8 @@ inline void check_call_semantics_in_every_mode(at::Device device) {
     check_grad_mode_turned_on_inside(device, options);
     check_view_outputs_written_after_the_call(device, options);
     check_compiled_torch_optim_steps(device, options);
+    check_step_reading_argument_grads(device, options);
+    check_step_resetting_argument_grads(device, options);
   }
 }
 

@@ -707,38 +707,12 @@ TEST_CASE("torch::optim steps called through a compiled function follow eager's,
   check_compiled_torch_optim_steps(at::kCPU);
 }
 
-// A step written over argument lists that reads each parameter's .grad() (autograd's field, not an op: it
-// cannot be an input of the graph). Before, the stand-ins had no gradient: `if (p.grad().defined())` traced
-// the other branch and the compiled step skipped every update. Now the trace ends with the reason and the
-// step runs eagerly, with eager's results, whether called in grad mode or under a NoGradGuard.
-TEST_CASE("a step that reads .grad() of its tensor arguments runs eagerly with eager's updates and says why", "[training]") {
-  auto step = [](const std::vector<at::Tensor>& params) {
-    at::NoGradGuard no_grad;
-    for (const auto& p : params)
-      if (p.grad().defined()) p.sub_(p.grad() * 0.1);
-  };
-  for (const bool outer_no_grad : {false, true}) {
-    INFO((outer_no_grad ? "called under a NoGradGuard" : "called in grad mode"));
-    LogCapture logs;
-    auto compiled = jitc::compile(step);
-    std::vector<at::Tensor> params{at::randn({4, 3}).requires_grad_(), at::randn({3}).requires_grad_()}, eager;
-    for (const auto& p : params) eager.push_back(p.detach().clone().requires_grad_());
-    for (int call = 0; call < 3; ++call) {
-      (params[0].sum() * 2 + params[1].pow(2).sum()).backward();
-      (eager[0].sum() * 2 + eager[1].pow(2).sum()).backward();
-      if (outer_no_grad) {
-        at::NoGradGuard no_grad;
-        compiled(params);
-      } else {
-        compiled(params);
-      }
-      step(eager);
-      CHECK(at::equal(params[0], eager[0]));
-      CHECK(at::equal(params[1], eager[1]));
-    }
-    CHECK(logs.contains("args[0][0].grad(), the gradient of a tensor passed as an argument"));
-    CHECK(compiled.stats().programs_compiled == 0);
-  }
+TEST_CASE("a step that reads .grad() of its tensor arguments compiles with eager's updates", "[training]") {
+  check_step_reading_argument_grads(at::kCPU);
+}
+
+TEST_CASE("a step that resets its arguments' gradients to none runs eagerly and says why", "[training]") {
+  check_step_resetting_argument_grads(at::kCPU);
 }
 
 TEST_CASE("a parameter first read without grad, grad mode turned on inside, view outputs and torch::optim steps hold in every mode",

@@ -141,6 +141,13 @@ TEST_CASE("CUDA training: torch::optim steps called through a compiled function 
   check_compiled_torch_optim_steps(at::kCUDA);
 }
 
+
+TEST_CASE("CUDA training: a step that reads .grad() of its tensor arguments compiles with eager's updates", "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_step_reading_argument_grads(at::kCUDA);
+  check_step_resetting_argument_grads(at::kCUDA);
+}
+
 TEST_CASE(
     "CUDA training: a parameter first read without grad, grad mode turned on inside, view outputs and torch::optim steps hold in "
     "every mode",
