@@ -55,15 +55,19 @@ StandIns make_stand_ins(TraceSession& session, c10::ArrayRef<detail::Leaf> leave
   return s;
 }
 
+std::string grad_replaced(const std::string& name) {
+  return fmt::format(
+      "the callable replaces or resets {}.grad() (mutable_grad() or a zero_grad that sets it to none), which a "
+      "compiled replay would not do; zero it in place (grad().zero_(), zero_grad(false)) instead",
+      name);
+}
+
 // An argument's gradient that the callable replaced or reset (mutable_grad(), a zero_grad setting it to
 // none): eager changes the caller's tensor's field; a replay of the graph would not.
 void check_grads_kept(const StandIns& s, const std::vector<std::string>& names) {
   for (const auto& [leaf, grad] : s.grads)
     if (s.leaves[leaf].tensor->grad().unsafeGetTensorImpl() != grad)
-      throw TraceFailure(TraceFailure::Kind::kUntraceable,
-                         fmt::format("the callable replaces or resets {}.grad() (mutable_grad() or a zero_grad that sets it to "
-                                     "none), which a compiled replay would not do; zero it in place (grad().zero_()) instead",
-                                     names[leaf]));
+      throw TraceFailure(TraceFailure::Kind::kUntraceable, grad_replaced(names[leaf]));
 }
 
 // Tracer tensors have no data: C++ code that reads or writes a tensor's memory itself (data_ptr,
@@ -89,6 +93,7 @@ constexpr const char* kReplacedData =
 // is the cause of whatever failed after it (a stand-in inside a parameter): it is put back and named.
 [[noreturn]] void rethrow_as_failure(TraceSession& session) {
   session.restore_mutated_inputs();
+  session.restore_replaced_captured_grads();
   if (session.restore_replaced_captures()) throw TraceFailure(TraceFailure::Kind::kUntraceable, kReplacedData);
   try {
     throw;
@@ -157,6 +162,8 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
     try {
       outcome.result = invoker(stand_ins.leaves);
       check_grads_kept(stand_ins, leaf_names);
+      if (const std::string name = session.restore_replaced_captured_grads(); !name.empty())
+        throw TraceFailure(TraceFailure::Kind::kUntraceable, grad_replaced(name));
       if (session.restore_replaced_captures()) throw TraceFailure(TraceFailure::Kind::kUntraceable, kReplacedData);
       if (training) outcome.backward = record_backward(session, outcome.result);
       for (auto& leaf : outcome.result)

@@ -221,6 +221,9 @@ graph::ValueId TraceSession::captured_value(const at::Tensor& real) {
   const c10::TensorImpl* impl = real.unsafeGetTensorImpl();
   captured_as_seen_.emplace_back(c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(real.getIntrusivePtr()),
                                  at::Tensor(impl->shallow_copy_and_detach(impl->version_counter(), true)));
+  if (real.requires_grad())
+    captured_grads_.push_back(
+        {c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(real.getIntrusivePtr()), real.grad(), in.name});
   graph_.inputs.push_back(std::move(in));
   captured_current_.emplace(real.unsafeGetTensorImpl(), v);
   input_positions_.emplace(real.unsafeGetTensorImpl(), static_cast<int>(graph_.inputs.size() - 1));
@@ -251,6 +254,20 @@ bool TraceSession::restore_replaced_captures() {
     replaced = true;
   }
   return replaced;
+}
+
+std::string TraceSession::restore_replaced_captured_grads() {
+  std::string first;
+  for (auto& [weak, grad, name] : captured_grads_) {
+    const auto impl = weak.lock();
+    if (!impl) continue;
+    at::Tensor tensor(impl);
+    if (tensor.grad().unsafeGetTensorImpl() == grad.unsafeGetTensorImpl()) continue;
+    tensor.mutable_grad() = grad;
+    if (first.empty()) first = name;
+  }
+  captured_grads_.clear();
+  return first;
 }
 
 graph::ValueId TraceSession::value_of(const at::Tensor& t) {

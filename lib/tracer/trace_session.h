@@ -52,6 +52,10 @@ class TraceSession {
   // Puts back the metadata of captured tensors whose data the callable replaced (Tensor::set_data, which
   // Module::to calls and the dispatcher does not see: the tensor would keep a stand-in's). Whether any was.
   bool restore_replaced_captures();
+  // Puts back the gradients of captured tensors that the callable replaced or reset (a module's zero_grad
+  // setting them to none: autograd's field, which no replay would change) and drops the references kept
+  // for that; the first such tensor's name, or "".
+  std::string restore_replaced_captured_grads();
   uint64_t id() const { return id_; }
 
   at::Tensor wrap_argument(const at::Tensor& real, int leaf, std::string name);
@@ -101,7 +105,13 @@ class TraceSession {
   // (captured tensor, its metadata when first seen); weak: finish() tells tensors only the trace holds by
   // their use count
   std::vector<std::pair<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>, at::Tensor>> captured_as_seen_;
-  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;               // input position -> copy made when first seen
+  std::unordered_map<size_t, at::Tensor> borrowed_snapshots_;  // input position -> copy made when first seen
+  struct CapturedGrad {  // a captured tensor requiring grad, its gradient when first seen, its input's name
+    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> tensor;
+    at::Tensor grad;
+    std::string name;
+  };
+  std::vector<CapturedGrad> captured_grads_;
   std::unordered_map<const c10::TensorImpl*, int> input_positions_;         // stand-ins and captured tensors
   std::unordered_map<const c10::TensorImpl*, std::string> argument_grads_;  // stand-ins of arguments' .grad()
   std::unordered_map<const c10::StorageImpl*, int32_t> storage_ids_;

@@ -220,8 +220,8 @@ inline void check_step_reading_argument_grads(at::Device device, const jitc::Opt
   }
 }
 
-// Replacing or resetting an argument's gradient inside the callable changes the caller's tensor's field,
-// which a compiled replay would not: the call runs eagerly, with the reason.
+// Replacing or resetting an argument's or a captured parameter's gradient inside the callable changes the
+// caller's tensor's field, which a compiled replay would not: the call runs eagerly, with the reason.
 inline void check_step_resetting_argument_grads(at::Device device, const jitc::Options& options = {}) {
   auto step = [](const std::vector<at::Tensor>& params) {
     at::NoGradGuard no_grad;
@@ -244,6 +244,34 @@ inline void check_step_resetting_argument_grads(at::Device device, const jitc::O
   }
   CHECK(logs.contains("replaces or resets args[0][0].grad()"));
   CHECK(compiled.stats().programs_compiled == 0);
+  // The same through captured parameters: a module's zero_grad sets their gradients to none (before the
+  // fix the reset happened in the trace only, and compiled calls left the gradients defined).
+  torch::nn::Linear layer(4, 3), eager_layer(4, 3);
+  layer->to(device);
+  eager_layer->to(device);
+  {
+    at::NoGradGuard no_grad;
+    eager_layer->weight.copy_(layer->weight);
+    eager_layer->bias.copy_(layer->bias);
+  }
+  auto sgd = [](torch::nn::Linear& l) {
+    at::NoGradGuard no_grad;
+    for (auto& p : l->parameters()) p.sub_(p.grad() * 0.1);
+    l->zero_grad();
+  };
+  auto compiled_sgd = jitc::compile([&] { sgd(layer); }, options);
+  const at::Tensor x = at::randn({5, 4}, device);
+  for (int call = 0; call < 3; ++call) {
+    layer(x).sum().backward();
+    eager_layer(x).sum().backward();
+    compiled_sgd();
+    sgd(eager_layer);
+    CHECK(at::equal(layer->weight, eager_layer->weight));
+    CHECK(!layer->weight.grad().defined());
+    CHECK(!layer->bias.grad().defined());
+  }
+  CHECK(logs.contains("replaces or resets captured["));
+  CHECK(compiled_sgd.stats().programs_compiled == 0);
 }
 
 inline void check_call_semantics_in_every_mode(at::Device device) {
