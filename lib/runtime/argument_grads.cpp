@@ -11,12 +11,9 @@ bool has_leaf_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(
 }  // namespace
 
 c10::ArrayRef<detail::Leaf> with_argument_grads(c10::ArrayRef<detail::Leaf> leaves, detail::Leaves& storage) {
-  bool any = false;
-  for (const auto& leaf : leaves) any = any || (leaf.kind == detail::Leaf::Kind::kTensor && has_leaf_grad(*leaf.tensor));
-  if (!any) return leaves;
-  storage.assign(leaves.begin(), leaves.end());
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (leaves[i].kind != detail::Leaf::Kind::kTensor || !has_leaf_grad(*leaves[i].tensor)) continue;
+    if (storage.empty()) storage.assign(leaves.begin(), leaves.end());
     detail::Leaf grad;
     grad.kind = detail::Leaf::Kind::kTensor;
     grad.argument = -1;
@@ -24,7 +21,7 @@ c10::ArrayRef<detail::Leaf> with_argument_grads(c10::ArrayRef<detail::Leaf> leav
     grad.i = static_cast<int64_t>(i);
     storage.push_back(grad);
   }
-  return storage;
+  return storage.empty() ? leaves : c10::ArrayRef<detail::Leaf>(storage);
 }
 
 }  // namespace jitc::runtime

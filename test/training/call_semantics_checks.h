@@ -16,6 +16,7 @@
 #include <torch/serialize.h>
 
 #include <sstream>
+#include <utility>
 
 namespace jitc::testing {
 
@@ -118,6 +119,17 @@ inline void check_view_outputs_written_after_the_call(at::Device device, const j
   }
 }
 
+// Two Linear layers on `device` with the same weights: one for eager, one for the compiled function.
+inline std::pair<torch::nn::Linear, torch::nn::Linear> twin_linears(int64_t in, int64_t out, at::Device device) {
+  torch::nn::Linear first(in, out), second(in, out);
+  first->to(device);
+  second->to(device);
+  at::NoGradGuard no_grad;
+  second->weight.copy_(first->weight);
+  second->bias.copy_(first->bias);
+  return {first, second};
+}
+
 // torch::optim's optimizers create their state on the first step and keep it (momentum and moment
 // buffers) in C++: a compiled step's trace made them from stand-ins, and every later step failed on them
 // ("called on a tensor created while jitc traced"). The trace is now that call's execution, the function
@@ -128,14 +140,7 @@ template <class Optimizer, class Options>
 void check_compiled_optimizer_step(const char* name, const Options& options, at::Device device, const jitc::Options& compile_options) {
   INFO(name);
   at::manual_seed(10);
-  torch::nn::Linear eager_model(4, 2), model(4, 2);
-  eager_model->to(device);
-  model->to(device);
-  {
-    at::NoGradGuard no_grad;
-    model->weight.copy_(eager_model->weight);
-    model->bias.copy_(eager_model->bias);
-  }
+  auto [eager_model, model] = twin_linears(4, 2, device);
   Optimizer eager_optimizer(eager_model->parameters(), options), optimizer(model->parameters(), options);
   auto step = jitc::compile([&] { optimizer.step(); }, compile_options);
   for (int call = 0; call < 5; ++call) {
@@ -246,14 +251,7 @@ inline void check_step_resetting_argument_grads(at::Device device, const jitc::O
   CHECK(compiled.stats().programs_compiled == 0);
   // The same through captured parameters: a module's zero_grad sets their gradients to none (before the
   // fix the reset happened in the trace only, and compiled calls left the gradients defined).
-  torch::nn::Linear layer(4, 3), eager_layer(4, 3);
-  layer->to(device);
-  eager_layer->to(device);
-  {
-    at::NoGradGuard no_grad;
-    eager_layer->weight.copy_(layer->weight);
-    eager_layer->bias.copy_(layer->bias);
-  }
+  auto [layer, eager_layer] = twin_linears(4, 3, device);
   auto sgd = [](torch::nn::Linear& l) {
     at::NoGradGuard no_grad;
     for (auto& p : l->parameters()) p.sub_(p.grad() * 0.1);
