@@ -2,6 +2,7 @@
 // version), and separate processes sharing it (a warm process generates no code; concurrent writers).
 #include "cache/disk_cache.h"
 #include "cache/sha256.h"
+#include "inductor/cpu/jit.h"
 #include "support/scoped_env.h"
 
 #include <catch2/catch.hpp>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -424,4 +426,23 @@ TEST_CASE("writers killed at random points leave no temporaries after the next s
   INFO(after);
   CHECK(after.find("ok=1") != std::string::npos);
   CHECK(after.find("jitc:") == std::string::npos);
+}
+
+// Each test case runs in a process of its own, so the JIT is set up here, by whichever thread asks first.
+// The other used to see libmvec not loaded yet and key its entries apart ("vector library none"): two
+// functions building at once in one process missed each other's cache entries in the next process.
+TEST_CASE("threads asking for the CPU code generator's identity while the JIT sets up get the same one", "[cache]") {
+  std::string identities[2];
+  std::atomic<int> ready{0};
+  auto ask = [&](int i) {
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    identities[i] = jitc::inductor::cpu::cpu_codegen_identity();
+  };
+  std::thread first(ask, 0), second(ask, 1);
+  first.join();
+  second.join();
+  CHECK(identities[0] == identities[1]);
+  CHECK(identities[0] == jitc::inductor::cpu::cpu_codegen_identity());
 }

@@ -338,9 +338,12 @@ std::unique_ptr<CpuModule> load_cpu_objects(const std::vector<std::string>& obje
 
 bool cpu_jit_available() { return true; }
 
+// The vector library as the JIT's set-up chose it (and loaded it), not whether libmvec is loaded now:
+// a build on another thread asking during that set-up saw "none", and its entries were keyed apart.
 std::string cpu_codegen_identity() {
+  const Jit& jit = Jit::get();
   return fmt::format("llvm {} | {} | vector library {}", LLVM_VERSION_STRING, cpu_target_description(),
-                     dlopen("libmvec.so.1", RTLD_NOW | RTLD_NOLOAD) ? "libmvec" : "none");
+                     jit.vector_math.isa != 0 ? "libmvec" : "none");
 }
 
 std::string cpu_target_description() {
