@@ -12,6 +12,7 @@
 int main(int argc, char* argv[]) {
   setenv("JITC_STRICT", "1", /*overwrite=*/0);  // as test_main.cpp
   setenv("JITC_COMPILE_IN_BACKGROUND", "0", /*overwrite=*/0);  // as test_main.cpp
+  setenv("JITC_BUILD_AT_TRACE", "0", /*overwrite=*/0);
   const int result = Catch::Session().run(argc, argv);
   std::fflush(nullptr);
   std::_Exit(result);

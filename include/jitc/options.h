@@ -34,8 +34,8 @@ struct Options {
   std::vector<std::string> arg_names;  // names of the arguments in guards and logs; default args[i]
   std::vector<DimMark> dim_marks;
   // A graph's kernels compile on a thread of their own while its calls run through eager replay (the
-  // first hit starts the build; a later call switches to the program once it is ready): no call waits for
-  // code generation. Off: the first hit builds the program and runs it (benchmarks timing that call).
+  // trace starts the build; a later call switches to the program once it is ready): no call waits for
+  // code generation. Off: the first hit waits for the program and runs it (benchmarks timing that call).
   // JITC_COMPILE_IN_BACKGROUND=1/0 overrides it. Modes kDefault and kReduceOverhead (the max-autotune
   // modes time kernels while they build: they build on the call). exit() waits for the builds running.
   bool compile_in_background = true;

@@ -143,8 +143,22 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
     if (!entry.program_requested.exchange(true)) start_background_build(entry);
     return nullptr;
   }
-  build_once(entry);
+  build_once(entry);  // waits for a build started at the trace
   return entry.program.get();
+}
+
+// A build starts as soon as its entry is installed, on a thread of its own, rather than at the entry's
+// first hit: the rest of the call that traced it (a training step's eager backward and optimizer, the
+// traces of other compiled functions) runs meanwhile, and the builds of a step's functions overlap. The
+// first hit then waits for it (calls wait for builds) or finds it done (builds in the background). This
+// is when torch.compile compiles a frame: at its first call. Modes as for builds in the background:
+// max-autotune times kernels while it builds, which a busy caller would mislead. An entry superseded
+// by a symbolic one before its kernels are scheduled stops there (Entry::superseded).
+void Engine::request_build(const runtime::Entry& entry) {
+  if (options_.backend != Backend::kInductor) return;
+  if (options_.mode != Mode::kDefault && options_.mode != Mode::kReduceOverhead) return;
+  if (!runtime::env_build_at_trace()) return;
+  if (!entry.program_requested.exchange(true)) start_background_build(entry);
 }
 
 // Where the calls go on through eager replay while the program builds: modes default and reduce-overhead
@@ -253,6 +267,8 @@ std::shared_ptr<const runtime::Program> Engine::build_program(const runtime::Ent
     compile_stats_.codegen_seconds += seconds;
     runtime::add(compile_stats_.codegen_stages, times.stages);
     return program;
+  } catch (const runtime::BuildSuperseded&) {
+    return nullptr;  // never run: nothing to warn about
   } catch (const std::exception& e) {
     runtime::rethrow_if_strict(e);
     runtime::warn(

@@ -279,7 +279,8 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   return e;
 }
 
-void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates) {
+Engine::EntryPtr Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves,
+                                 const std::vector<uint64_t>& candidates) {
   std::unique_lock lock(entries_mutex_);
   for (size_t i = entries_.size(); i-- > 0;) {
     auto symbolic = generalized(entries_[i], entry, leaves, candidates);
@@ -300,13 +301,15 @@ void Engine::install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> 
                                                               symbolic->guards.symbol_sources[sym.symbol],
                                                               sym.kind == Leaf::Kind::kDouble ? "a double argument" : "an int argument"));
     log_entry(*symbolic);
+    runtime::supersede(*entries_[i]);
     entries_[i] = std::move(symbolic);
     most_recent_.store(i);
-    return;
+    return entries_[i];
   }
   log_entry(*entry);
   entries_.push_back(std::move(entry));
   most_recent_.store(entries_.size() - 1);
+  return entries_.back();
 }
 
 void Engine::log_entry(const runtime::Entry& e) const {
@@ -396,7 +399,7 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
     if (entry->backward) entry->backward->entry->compile_number = number;
     entry->breaks = outcome.breaks;
     entry->trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    install(std::move(entry), leaves, candidates);
+    request_build(*install(std::move(entry), leaves, candidates));
   } catch (const std::exception& e) {
     runtime::rethrow_if_strict(e);
     eager_only_ = true;

@@ -89,6 +89,7 @@ class Engine {
   void build_once(const runtime::Entry& entry);
   bool builds_in_background() const;
   void start_background_build(const runtime::Entry& entry);
+  void request_build(const runtime::Entry& entry);        // at install: the build starts before the first hit
   void build_in_background(const runtime::Entry& entry);  // on the build's thread: build_once, errors warned
   std::shared_ptr<const runtime::Program> build_program(const runtime::Entry& entry);
   // A call after its count: through the entries, compiling on a miss, or eagerly.
@@ -130,7 +131,9 @@ class Engine {
                                                                     const graph::SymbolValues& values) const;
   std::shared_ptr<runtime::Entry> generalized(const EntryPtr& partner, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves,
                                               const std::vector<uint64_t>& candidates);
-  void install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
+  // Installs `entry`, or the symbolic entry it generalizes to with an installed one (superseding that);
+  // returns the entry installed.
+  EntryPtr install(std::shared_ptr<runtime::Entry> entry, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
   void log_entry(const runtime::Entry& entry) const;
   std::string compile_id(int compile_number) const;
   std::pair<int64_t, int64_t> mark_range(c10::ArrayRef<Leaf> leaves, size_t leaf, int dim) const;

@@ -99,15 +99,26 @@ struct Entry : std::enable_shared_from_this<Entry> {
   std::shared_ptr<const Entry> first, second;
   graph::SymbolValues symbol_values;  // each symbol's size in `first` and in `second`
   mutable SizeLedger sizes;
-  // backend=inductor: the compiled program, built on the entry's first hit (null: eager replay). Static
-  // entries replaced by a symbolic one and traces that only check sizes never compile kernels.
+  // backend=inductor: the compiled program, built from the trace on (Engine::request_build) or at the
+  // entry's first hit (max-autotune), null where it failed: eager replay. Traces that only check sizes
+  // never compile kernels; a static entry replaced by a symbolic one stops building (`superseded`).
   mutable std::once_flag program_once;
   mutable std::shared_ptr<const Program> program;
   mutable std::atomic<bool> program_built{false};      // set after program_once ran: hits skip call_once
   mutable std::atomic<bool> program_requested{false};  // a build in the background was started
+  // Replaced by a symbolic entry: a build started at its trace (Engine::request_build) stops before its
+  // kernels compile. Such an entry is not run again, but by a call that found it just before (through
+  // eager replay if its build stopped). A reset or destroyed function's builds complete (and are cached).
+  mutable std::atomic<bool> superseded{false};
   // mode=reduce-overhead: the program's CUDA graphs (null in other modes or without a program).
   mutable std::shared_ptr<CudaGraphs> cuda_graphs;
 };
+
+// Marks the entry and its backward superseded (Entry::superseded).
+inline void supersede(const Entry& entry) {
+  entry.superseded.store(true, std::memory_order_relaxed);
+  if (entry.backward) entry.backward->entry->superseded.store(true, std::memory_order_relaxed);
+}
 
 // The entry's captured tensors, locked for one call (null where a tensor was freed), in guard order.
 struct CapturedTensors {

@@ -96,6 +96,8 @@ std::optional<bool> env_compile_in_background() {
   return env_bool("JITC_COMPILE_IN_BACKGROUND", false);
 }
 
+bool env_build_at_trace() { return env_bool("JITC_BUILD_AT_TRACE", true); }
+
 bool env_strict() { return env_bool("JITC_STRICT", false); }
 
 cache::DiskCache::Config env_disk_cache() {

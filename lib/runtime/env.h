@@ -23,6 +23,10 @@ bool env_layout_optimization();
 // JITC_COMPILE_IN_BACKGROUND=1 / =0 overrides Options::compile_in_background (on by default); unset:
 // the option decides. Read per call until a graph's program is built.
 std::optional<bool> env_compile_in_background();
+// JITC_BUILD_AT_TRACE=0 starts a graph's build at its first hit instead of at its trace (Engine::request_build):
+// a static entry that a size change replaces then never builds, which the test suite's counts of compiled
+// programs rely on. Read per trace.
+bool env_build_at_trace();
 bool env_strict();  // JITC_STRICT=1: bugs reach the caller (runtime/strict.h)
 // The disk cache's directory (JITC_CACHE_DIR, else $XDG_CACHE_HOME/jitc or ~/.cache/jitc), whether it is
 // on (JITC_DISABLE_CACHE) and its size bound (JITC_CACHE_MAX_BYTES).

@@ -208,6 +208,11 @@ void build_unit(ProgramCode& code, ProgramCode::Unit& unit, const inductor::Rend
   unit.loaded = timed(times, &CodegenStages::load, [&] { return backend.load(*unit.binary, kernels, options); });
 }
 
+// An entry superseded while its build ran (a build started at its trace): stop before the costly stages.
+void stop_if_superseded(const Entry& entry) {
+  if (entry.superseded.load(std::memory_order_relaxed)) throw BuildSuperseded{};
+}
+
 }  // namespace
 
 std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, const std::string& name, bool want_assembly, bool index32,
@@ -226,6 +231,7 @@ std::shared_ptr<const ProgramCode> ProgramCode::compile(inductor::Plan plan, con
 
 PipelineResult run_pipeline(const PipelineRequest& request, CompileTimes& times) {
   PipelineResult out;
+  stop_if_superseded(*request.entry);
   out.graph = graph_stages(request, times);
   const graph::Graph& g = out.graph;
   const Entry& entry = *request.entry;
@@ -240,7 +246,9 @@ PipelineResult run_pipeline(const PipelineRequest& request, CompileTimes& times)
     out.source = cached.source;
     return out;
   }
+  stop_if_superseded(entry);
   inductor::Plan plan = schedule_stage(g, request, times);
+  stop_if_superseded(entry);
   out.code = ProgramCode::compile(std::move(plan), request.name, request.want_assembly, fits_32_bits(g), tuning ? &*tuning : nullptr,
                                   &times, is_training(entry));
   keep_code(cached, g, out.code, request.name, tuning.has_value(), request.compile_id);

@@ -26,8 +26,13 @@ struct PipelineResult {
   CodeSource source = CodeSource::kCompiled;
 };
 
+// Thrown by run_pipeline when the entry was superseded (Entry::superseded) before its kernels were
+// scheduled or compiled: nothing failed, and nothing is reported.
+struct BuildSuperseded {};
+
 // Runs every stage; `times` receives each stage's time. Throws what a stage throws (UnsupportedError,
-// CompileError, InternalError): the caller turns it into an eager fallback.
+// CompileError, InternalError): the caller turns it into an eager fallback; BuildSuperseded where the
+// entry was superseded between stages.
 PipelineResult run_pipeline(const PipelineRequest& request, CompileTimes& times);
 
 }  // namespace jitc::runtime

@@ -1,6 +1,6 @@
 // Programs built in the background (the default, Options::compile_in_background; the rest of the suite
-// runs with JITC_COMPILE_IN_BACKGROUND=0): a graph's first hit starts its build on a thread of its own
-// and runs through eager replay, as every call does until the program is ready; then calls switch to it.
+// runs with JITC_COMPILE_IN_BACKGROUND=0): a graph's build starts on a thread of its own when it is traced,
+// and its hits run through eager replay until the program is ready; then calls switch to it.
 // Every call's result is eager's, inference and training, from several threads; a function destroyed or
 // reset while its build runs waits for it.
 #include "support/background_builds.h"
@@ -26,13 +26,12 @@ using jitc::testing::layers;
 
 TEST_CASE("a program builds in the background while calls run through eager replay, then calls switch to it", "[background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  jitc::testing::ScopedEnv at_trace("JITC_BUILD_AT_TRACE", "1");  // the defaults
   const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
   auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
-  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), {0, 0}) == "");  // traced, run eagerly
-  // The first hit starts the build and returns eager replay's result (eager's ops, the same bits).
-  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), {0, 0}) == "");
-  CHECK(compiled.stats().programs_compiled == 0);
-  // Until the program is ready (a call may find it ready between the check and the call: the tolerance).
+  CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), {0, 0}) == "");  // traced (the build starts), run eagerly
+  // Until the program is ready, eager replay's result (eager's ops, the same bits); a call may find it
+  // ready between the check and the call: the tolerance.
   const int replayed = calls_until_built(
       compiled, [&] { CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == ""); });
   CHECK(replayed > 0);
@@ -44,6 +43,7 @@ TEST_CASE("a program builds in the background while calls run through eager repl
 
 TEST_CASE("calls from several threads while a program builds in the background all get eager's result", "[background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  jitc::testing::ScopedEnv at_trace("JITC_BUILD_AT_TRACE", "1");  // the defaults
   const auto w = at::randn({32, 32}) * 0.2;
   auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
   compiled(at::randn({64, 32}), w);
@@ -62,11 +62,12 @@ TEST_CASE("calls from several threads while a program builds in the background a
 
 TEST_CASE("a compiled function destroyed or reset while its program builds waits for the build", "[background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  jitc::testing::ScopedEnv at_trace("JITC_BUILD_AT_TRACE", "1");  // the defaults
   const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
   for (int round = 0; round < 3; ++round) {
     auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
-    compiled(x, w);
-    compiled(x, w);  // starts the build; the function goes out of scope while it runs
+    compiled(x, w);  // starts the build
+    compiled(x, w);  // the function goes out of scope while the build runs
   }
   auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
   compiled(x, w);
@@ -78,6 +79,7 @@ TEST_CASE("a compiled function destroyed or reset while its program builds waits
 
 TEST_CASE("training steps run through eager replay while the forward and backward programs build", "[background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  jitc::testing::ScopedEnv at_trace("JITC_BUILD_AT_TRACE", "1");  // the defaults
   jitc::testing::check_training_steps_while_building(at::kCPU);
 }
 
@@ -114,12 +116,58 @@ TEST_CASE("background builds are on by default in the default mode, the option t
 
 TEST_CASE("wait_for_compiles returns when the programs building in the background are ready", "[background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
+  jitc::testing::ScopedEnv at_trace("JITC_BUILD_AT_TRACE", "1");  // the defaults
   const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
   auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); });
   compiled.wait_for_compiles();  // nothing building: returns at once
+  compiled(x, w);  // the trace starts the build
   compiled(x, w);
-  compiled(x, w);  // the first hit starts the build
   compiled.wait_for_compiles();
   CHECK(compiled.stats().programs_compiled == 1);
   CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == "");
+}
+
+// The build starts when the graph is traced (as torch.compile compiles a frame at its first call), not at
+// its first hit: whatever the caller does next overlaps it (a training step's eager backward and
+// optimizer, the traces of other compiled functions). max-autotune times kernels while it builds, which a
+// busy caller would mislead: it builds at the first hit. A training entry builds its forward and backward.
+TEST_CASE("a program's build starts when its graph is traced, before its first hit", "[background]") {
+  const auto x = at::randn({64, 32}), w = at::randn({32, 32}) * 0.2;
+  auto check_mode = [&](jitc::Mode mode, bool at_trace_on) {
+    jitc::Options options;
+    options.mode = mode;
+    auto compiled = jitc::compile([](const at::Tensor& x, const at::Tensor& w) { return layers(x, w); }, options);
+    compiled(x, w);
+    compiled.wait_for_compiles();
+    const bool built = at_trace_on && (mode == jitc::Mode::kDefault || mode == jitc::Mode::kReduceOverhead);
+    CHECK(compiled.stats().programs_compiled == (built ? 1 : 0));
+    compiled(x, w);
+    compiled.wait_for_compiles();
+    CHECK(compiled.stats().programs_compiled == 1);
+    CHECK(jitc::testing::difference(compiled(x, w), layers(x, w), jitc::testing::reduction_tolerance(at::kFloat, 32)) == "");
+    CHECK(compiled.stats().hits == 2);
+  };
+  for (const char* at_trace_on : {"1", "0"}) {  // 0: at the first hit (the suite's default)
+    jitc::testing::ScopedEnv at_trace("JITC_BUILD_AT_TRACE", at_trace_on);
+    for (const char* background : {"0", "1"}) {
+      jitc::testing::ScopedEnv env("JITC_COMPILE_IN_BACKGROUND", background);
+      for (const jitc::Mode mode : {jitc::Mode::kDefault, jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
+        INFO("JITC_BUILD_AT_TRACE " << at_trace_on << ", background " << background << ", mode " << jitc::to_string(mode));
+        check_mode(mode, at_trace_on[0] == '1');
+      }
+    }
+  }
+  jitc::testing::ScopedEnv at_trace("JITC_BUILD_AT_TRACE", "1");
+  const auto w1 = (at::randn({32, 16}) * 0.2).requires_grad_();
+  auto loss_of = [&](const at::Tensor& x) { return at::tanh(at::mm(x, w1)).pow(2).mean(); };
+  auto compiled = jitc::compile(loss_of);
+  compiled(x).backward();  // traced with its backward, run eagerly
+  compiled.wait_for_compiles();
+  CHECK(compiled.stats().programs_compiled == 2);  // the forward's and the backward's
+  const at::Tensor eager_grad = w1.grad().clone();
+  w1.mutable_grad().zero_();
+  compiled(x).backward();
+  CHECK(jitc::testing::difference(w1.grad(), eager_grad, jitc::testing::reduction_tolerance(at::kFloat, 64)) == "");
+  CHECK(compiled.stats().hits == 1);
+  CHECK(compiled.stats().eager_fallbacks == 0);
 }
