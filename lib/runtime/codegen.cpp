@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <system_error>
 #include <thread>
 
 namespace jitc::detail {
@@ -175,19 +176,27 @@ void Engine::start_background_build(const runtime::Entry& entry) {
     std::lock_guard<std::mutex> lock(background_mutex_);
     ++background_builds_;
   }
-  // The build holds the entry (a symbolic entry may replace it in the meantime) and ATen's thread-local
-  // state (grad mode, dispatch keys), as at::launch passes it on; the engine outlives the build: reset()
-  // and the destructor wait for it.
-  runtime::start_background_thread([this, held = entry.shared_from_this(), state = at::ThreadLocalState()]() mutable {
-    {
-      at::ThreadLocalStateGuard guard(state);
-      build_in_background(*held);
-      held.reset();  // before the count drops: the engine may go then, and what the entry's program holds with it
-    }
+  auto finished = [this] {
     std::lock_guard<std::mutex> lock(background_mutex_);
     --background_builds_;
     background_done_.notify_all();
-  });
+  };
+  // The build holds the entry (a symbolic entry may replace it in the meantime) and ATen's thread-local
+  // state (grad mode, dispatch keys), as at::launch passes it on; the engine outlives the build: reset()
+  // and the destructor wait for it.
+  try {
+    runtime::start_background_thread([this, finished, held = entry.shared_from_this(), state = at::ThreadLocalState()]() mutable {
+      {
+        at::ThreadLocalStateGuard guard(state);
+        build_in_background(*held);
+        held.reset();  // before the count drops: the engine may go then, and what the entry's program holds with it
+      }
+      finished();
+    });
+  } catch (const std::system_error&) {  // no thread to spare: a later call asks again, or builds it itself
+    finished();
+    entry.program_requested.store(false);
+  }
 }
 
 void Engine::build_in_background(const runtime::Entry& entry) {
