@@ -3,9 +3,11 @@
 // and its hits run through eager replay until the program is ready; then calls switch to it.
 // Every call's result is eager's, inference and training, from several threads; a function destroyed or
 // reset while its build runs waits for it.
+#include "runtime/pipeline.h"
 #include "support/background_builds.h"
 #include "support/parity.h"
 #include "support/scoped_env.h"
+#include "support/trace_of.h"
 
 #include <jitc/jitc.h>
 
@@ -170,4 +172,17 @@ TEST_CASE("a program's build starts when its graph is traced, before its first h
   CHECK(jitc::testing::difference(w1.grad(), eager_grad, jitc::testing::reduction_tolerance(at::kFloat, 64)) == "");
   CHECK(compiled.stats().hits == 1);
   CHECK(compiled.stats().eager_fallbacks == 0);
+}
+
+// A static entry that a symbolic one replaces while its build (started at its trace) runs: the pipeline
+// stops before scheduling its kernels, and nothing is reported (build_program returns no program).
+TEST_CASE("a superseded entry's build stops before its kernels are scheduled", "[background]") {
+  auto fn = [](const at::Tensor& x) { return (x * 2).sin().sum(0); };
+  auto entry = std::make_shared<jitc::runtime::Entry>();
+  entry->graph = jitc::testing::trace_of(fn, at::randn({8, 16})).graph;
+  const jitc::runtime::PipelineRequest request{.entry = entry.get(), .name = "superseded_0", .compile_id = "0/0"};
+  jitc::runtime::CompileTimes times;
+  CHECK(jitc::runtime::run_pipeline(request, times).code != nullptr);
+  jitc::runtime::supersede(*entry);
+  CHECK_THROWS_AS(jitc::runtime::run_pipeline(request, times), jitc::runtime::BuildSuperseded);
 }
