@@ -23,7 +23,8 @@
 //    12. tune                       Backend::tune            mode=max-autotune, then load again
 //   13. keep                        program_cache.h          memory and disk
 //
-// Each stage's time goes to CompileTimes (JITC_LOGS=compile_times, Stats::codegen_stages).
+// An entry superseded by a symbolic one while its build runs stops before stages 1, 8 and 9
+// (BuildSuperseded). Each stage's time goes to CompileTimes (JITC_LOGS=compile_times, Stats::codegen_stages).
 #include "runtime/pipeline.h"
 
 #include "graph/functionalize.h"
