@@ -131,6 +131,10 @@ void derive_weights(const runtime::Entry& entry, const runtime::Program& program
   }
 }
 
+// Modes whose builds may run while calls go on: not max-autotune, which times kernels while it builds
+// (a busy machine would mislead it).
+bool builds_off_the_call(Mode mode) { return mode == Mode::kDefault || mode == Mode::kReduceOverhead; }
+
 // torch.compile's modes that use cudagraph trees.
 bool uses_cuda_graphs(Mode mode) { return mode == Mode::kReduceOverhead || mode == Mode::kMaxAutotune; }
 
@@ -157,7 +161,7 @@ const runtime::Program* Engine::program_for(const runtime::Entry& entry) {
 // by a symbolic one before its kernels are scheduled stops there (Entry::superseded).
 void Engine::request_build(const runtime::Entry& entry) {
   if (options_.backend != Backend::kInductor) return;
-  if (options_.mode != Mode::kDefault && options_.mode != Mode::kReduceOverhead) return;
+  if (!builds_off_the_call(options_.mode)) return;
   if (!runtime::env_build_at_trace()) return;
   if (!entry.program_requested.exchange(true)) start_background_build(entry);
 }
@@ -168,7 +172,7 @@ void Engine::request_build(const runtime::Entry& entry) {
 // permitting. A training entry's backward builds with its forward.
 bool Engine::builds_in_background() const {
   if (!runtime::env_compile_in_background().value_or(options_.compile_in_background)) return false;
-  return options_.mode == Mode::kDefault || options_.mode == Mode::kReduceOverhead;
+  return builds_off_the_call(options_.mode);
 }
 
 void Engine::start_background_build(const runtime::Entry& entry) {
