@@ -89,6 +89,44 @@ bool break_holds(const graph::Graph& g, const graph::Node& node, const torch::ji
   return true;
 }
 
+// A 4-D tensor's memory format where its strides say one and only one.
+enum class Layout { kOther, kContiguous, kChannelsLast };
+
+Layout layout_of(const c10::IValue& v) {
+  if (!v.isTensor()) return Layout::kOther;
+  const at::Tensor& t = v.toTensor();
+  if (!t.defined() || t.dim() != 4) return Layout::kOther;
+  const bool plain = t.is_contiguous(), channels_last = t.is_contiguous(at::MemoryFormat::ChannelsLast);
+  if (plain == channels_last) return Layout::kOther;
+  return plain ? Layout::kContiguous : Layout::kChannelsLast;
+}
+
+// Convolutions read each operand in its own layout (a weight stays in its own): their operands may differ.
+bool reads_any_layouts(const graph::Node& node) {
+  const std::string& name = node.op.operator_name().name;
+  return name.find("conv") != std::string::npos || name.rfind("mkldnn::", 0) == 0;
+}
+
+// ATen kernels reading several 4-D operands may assume that they share one memory format: the CPU's
+// native_group_norm_backward reads dY in X's layout and returns wrong gradients otherwise (ATen 2.11).
+// Eager's layouts agree there; jitc's layout passes (inductor/channels_last.h) may make them differ (a
+// saved activation channels-last, a gradient computed contiguous), so such an op gets every 4-D operand
+// in the first one's layout. Values are unchanged: only a copy's layout.
+void agree_on_layout(const graph::Node& node, torch::jit::Stack& stack, size_t first) {
+  Layout target = Layout::kOther;
+  bool mixed = false;
+  for (size_t i = first; i < stack.size(); ++i) {
+    const Layout l = layout_of(stack[i]);
+    if (l == Layout::kOther) continue;
+    if (target == Layout::kOther) target = l;
+    mixed = mixed || l != target;
+  }
+  if (!mixed || reads_any_layouts(node)) return;
+  const auto format = target == Layout::kChannelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  for (size_t i = first; i < stack.size(); ++i)
+    if (layout_of(stack[i]) != Layout::kOther) stack[i] = stack[i].toTensor().contiguous(format);
+}
+
 }  // namespace
 
 namespace {
@@ -118,7 +156,9 @@ thread_local torch::jit::Stack StackLease::shared_;
 bool replay_node(const graph::Graph& g, const graph::Node& node, const ReplayInputs& in, std::string* why) {
   StackLease lease;
   torch::jit::Stack& stack = lease.get();
+  const size_t first = stack.size();
   push_args(node, in, stack);
+  agree_on_layout(node, stack, first);
   node.op.callBoxed(stack);
   take_outputs(node, stack, *in.values);
   return !node.checked() || break_holds(g, node, stack, *in.values, in.symbols, why);
