@@ -107,11 +107,16 @@ bool reads_any_layouts(const graph::Node& node) {
   return name.find("conv") != std::string::npos || name.rfind("mkldnn::", 0) == 0;
 }
 
-// ATen kernels reading several 4-D operands may assume that they share one memory format: the CPU's
-// native_group_norm_backward reads dY in X's layout and returns wrong gradients otherwise (ATen 2.11).
-// Eager's layouts agree there; jitc's layout passes (inductor/channels_last.h) may make them differ (a
-// saved activation channels-last, a gradient computed contiguous), so such an op gets every 4-D operand
-// in the first one's layout. Values are unchanged: only a copy's layout.
+// ATen kernels that reject channels-last operands eager never gives them: nll_loss2d_backward allocates
+// its result in self's layout and then requires it contiguous ("grad_input must be contiguous", ATen 2.11).
+bool reads_contiguous_only(const graph::Node& node) { return node.op.operator_name().name == "aten::nll_loss2d_backward"; }
+
+// jitc's layout passes (inductor/channels_last.h) may give an extern op 4-D operands in layouts eager
+// would not (a saved activation channels-last, a gradient computed contiguous), and ATen kernels assume
+// what eager gives them: the CPU's native_group_norm_backward reads dY in X's layout and returns wrong
+// gradients where they differ; nll_loss2d_backward raises on a channels-last self. Such an op gets its 4-D
+// operands in one layout: contiguous for the ops above, else the first operand's. Values are unchanged,
+// only copies' layouts.
 void agree_on_layout(const graph::Node& node, torch::jit::Stack& stack, size_t first) {
   Layout target = Layout::kOther;
   bool mixed = false;
@@ -121,6 +126,7 @@ void agree_on_layout(const graph::Node& node, torch::jit::Stack& stack, size_t f
     if (target == Layout::kOther) target = l;
     mixed = mixed || l != target;
   }
+  if (target == Layout::kChannelsLast && reads_contiguous_only(node)) target = Layout::kContiguous, mixed = true;
   if (!mixed || reads_any_layouts(node)) return;
   const auto format = target == Layout::kChannelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
   for (size_t i = first; i < stack.size(); ++i)
@@ -220,6 +226,7 @@ bool replay(const graph::Graph& g, const ReplayInputs& in, std::string* why) {
   std::vector<at::Tensor>& values = *in.values;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!replay_node(g, g.nodes[i], in, why)) return false;
+    if (in.traced_layouts) restride_outputs(g, g.nodes[i], values, in.symbols);
     for (const auto& a : g.nodes[i].args) {
       if (a.kind == graph::Arg::Kind::kValue && last[a.value] == static_cast<int32_t>(i)) values[a.value].reset();
       for (graph::ValueId v : a.list)

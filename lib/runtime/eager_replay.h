@@ -15,6 +15,10 @@ namespace jitc::runtime {
 struct ReplayInputs {
   std::vector<at::Tensor>* values;  // scratch, one slot per graph value; input slots filled by the caller
   const int64_t* symbols;           // bound symbolic sizes
+  // replay: each op's fresh results copied to their traced layouts where the op chose another. A backward
+  // graph's saved inputs may arrive channels-last (inductor/channels_last.h) while its values were traced
+  // contiguous: ATen's results would follow the inputs' layout, and a view of them could then fail.
+  bool traced_layouts = false;
 };
 
 // Runs every node. Returns false when a graph-break check fails (a data-dependent result differs from

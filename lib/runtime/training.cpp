@@ -127,7 +127,7 @@ void run_backward_graph(const Entry& backward, const Program* program, std::vect
   std::string why;
   bool completed = false;
   try {
-    completed = program ? program->run(values, symbols, &why) : replay(backward.graph, {&values, symbols}, &why);
+    completed = program ? program->run(values, symbols, &why) : replay(backward.graph, {&values, symbols, /*traced_layouts=*/true}, &why);
   } catch (const ChecksFailed& failed) {
     throw c10::Error(
         fmt::format("jitc: a run-time check of kernel {} of a compiled backward failed: an index out of range or an integer "

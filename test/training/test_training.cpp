@@ -19,6 +19,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/instancenorm.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/rnn.h>
@@ -262,6 +263,54 @@ TEST_CASE("a group norm reading a channels-last saved activation trains as in ea
     at::manual_seed(3);
     train_side_by_side(std::make_shared<GroupNormCnn>(), std::make_shared<GroupNormCnn>(), data, loss_of, 5, 1e-4);
     CHECK(logs.contains("saved values ("));
+    CHECK(!logs.contains("(0 channels-last)"));
+  }
+}
+
+// A small UNet for segmentation (a skip joined by cat, batch and instance norms, 2-D dropout, nearest
+// upsampling, a per-pixel cross-entropy): channels-last in training, where ATen's nll_loss2d_backward
+// raised "grad_input must be contiguous" on the channels-last log-probabilities, and where the backward
+// graph's eager replay (its program still building) failed in a view of a result ATen had computed
+// channels-last, although the graph traced it contiguous.
+struct SegmentationNet : torch::nn::Module {
+  SegmentationNet()
+      : enc1(register_module("enc1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)))),
+        bn1(register_module("bn1", torch::nn::BatchNorm2d(8))),
+        enc2(register_module("enc2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 16, 3).padding(1)))),
+        bn2(register_module("bn2", torch::nn::BatchNorm2d(16))),
+        dec(register_module("dec", torch::nn::Conv2d(torch::nn::Conv2dOptions(24, 8, 3).padding(1)))),
+        norm(register_module("norm", torch::nn::InstanceNorm2d(torch::nn::InstanceNorm2dOptions(8).affine(true)))),
+        head(register_module("head", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 2, 1)))),
+        drop(register_module("drop", torch::nn::Dropout2d(0.2))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    const at::Tensor skip = at::relu(bn1->forward(enc1->forward(x)));
+    const at::Tensor deep = drop->forward(at::relu(bn2->forward(enc2->forward(at::max_pool2d(skip, {2, 2})))));
+    const at::Tensor up = at::upsample_nearest2d(deep, std::nullopt, std::vector<double>{2.0, 2.0});
+    return head->forward(at::leaky_relu(norm->forward(dec->forward(at::cat({up, skip}, 1)))));
+  }
+  torch::nn::Conv2d enc1;
+  torch::nn::BatchNorm2d bn1;
+  torch::nn::Conv2d enc2;
+  torch::nn::BatchNorm2d bn2;
+  torch::nn::Conv2d dec;
+  torch::nn::InstanceNorm2d norm;
+  torch::nn::Conv2d head;
+  torch::nn::Dropout2d drop;
+};
+
+TEST_CASE("a segmentation net with a per-pixel cross-entropy trains channels-last as in eager", "[training]") {
+  if (!at::hasMKLDNN()) {
+    WARN("no oneDNN: skipped");
+    return;
+  }
+  auto data = [] { return std::pair{at::randn({2, 3, 16, 16}), at::randint(0, 2, {2, 16, 16}, at::kLong)}; };
+  auto loss_of = [](SegmentationNet& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
+  for (const char* background : {"0", "1"}) {
+    INFO("JITC_COMPILE_IN_BACKGROUND=" << background);
+    jitc::testing::ScopedEnv env("JITC_COMPILE_IN_BACKGROUND", background);
+    jitc::testing::LogCapture logs("aot_graphs");
+    at::manual_seed(4);
+    train_side_by_side(std::make_shared<SegmentationNet>(), std::make_shared<SegmentationNet>(), data, loss_of, 5, 1e-4);
     CHECK(!logs.contains("(0 channels-last)"));
   }
 }
