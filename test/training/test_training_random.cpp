@@ -1,6 +1,7 @@
 // A random differential test of compiled training on the CPU (training/random_training.h).
 // JITC_RANDOM_SEEDS=<n> / JITC_RANDOM_SEED=<s> as for the inference fuzzer.
 #include "support/log_capture.h"
+#include "training/random_cnn.h"
 #include "training/random_training.h"
 
 #include <cstdlib>
@@ -34,4 +35,12 @@ TEST_CASE("random graphs with in-place writes into their own values: compiled gr
   using namespace jitc::testing::random_training;
   const auto [first, end] = jitc::testing::random_graphs::seed_range(kSeeds / 2);
   for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kAnyDims, InPlace::kIntermediates), at::kCPU);
+}
+
+// Random convolutional networks (training/random_cnn.h), trained channels-last where their activations
+// outweigh their weights. A few seeds in CI (each compiles a forward and a backward); JITC_RANDOM_SEEDS=<n>
+// runs more.
+TEST_CASE("random convolutional networks train compiled as in eager", "[training][random]") {
+  const auto [first, end] = jitc::testing::random_graphs::seed_range(6);
+  for (uint32_t seed = first; seed < end; ++seed) jitc::testing::random_cnn::check_training(seed);
 }
