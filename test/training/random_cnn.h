@@ -6,6 +6,7 @@
 // where jitc's layouts meet ATen's kernels, which the hand-written models of the suite did not cover
 // (a group norm's and a per-pixel loss's backward were found by such models).
 #pragma once
+#include "support/scoped_env.h"
 #include "training/training_support.h"
 
 #include <torch/nn/modules/conv.h>
@@ -51,11 +52,11 @@ struct RandomCnn : torch::nn::Module {
   }
 
   // A batch and its target, of the sizes this network's head produces.
-  std::pair<at::Tensor, at::Tensor> batch(int64_t n) const {
-    const at::Tensor x = at::randn({n, 3, kSide, kSide});
-    if (head == Head::kClassify) return {x, at::randint(0, 5, {n}, at::kLong)};
-    if (head == Head::kSegment) return {x, at::randint(0, 3, {n, side, side}, at::kLong)};
-    return {x, at::randn({n, 3, side, side})};
+  std::pair<at::Tensor, at::Tensor> batch(int64_t n, c10::Device device) const {
+    const at::Tensor x = at::randn({n, 3, kSide, kSide}, device);
+    if (head == Head::kClassify) return {x, at::randint(0, 5, {n}, at::TensorOptions(device).dtype(at::kLong))};
+    if (head == Head::kSegment) return {x, at::randint(0, 3, {n, side, side}, at::TensorOptions(device).dtype(at::kLong))};
+    return {x, at::randn({n, 3, side, side}, device)};
   }
 
   static constexpr int64_t kSide = 16;
@@ -161,12 +162,16 @@ struct RandomCnn : torch::nn::Module {
 };
 
 // Trains two copies of seed's network side by side for three SGD steps, one through a compiled loss: the
-// losses, parameters and buffers agree at every step (train_side_by_side).
-inline void check_training(uint32_t seed) {
+// losses, parameters and buffers agree at every step (train_side_by_side). Odd seeds build in the
+// background, so that their first steps replay the forward and backward graphs eagerly.
+inline void check_training(uint32_t seed, c10::Device device) {
   INFO("random CNN seed " << seed << " (JITC_RANDOM_SEED=" << seed << " reruns it)");
+  ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", seed % 2 ? "1" : "0");
   at::manual_seed(seed);
   auto eager_model = std::make_shared<RandomCnn>(seed), model = std::make_shared<RandomCnn>(seed);
-  auto data = [&] { return eager_model->batch(3); };
+  eager_model->to(device);
+  model->to(device);
+  auto data = [&] { return eager_model->batch(3, device); };
   auto loss_of = [](RandomCnn& m, const at::Tensor& x, const at::Tensor& y) { return m.loss(x, y); };
   train_side_by_side(eager_model, model, data, loss_of, 3, 1e-4);
 }

@@ -2,6 +2,7 @@
 // and training loops against eager on the same device, float64 where the comparison must be tight and
 // bfloat16 where the dtype's own rounding is the point.
 #include "training/call_semantics_checks.h"
+#include "training/random_cnn.h"
 #include "training/random_training.h"
 #include "training/training_support.h"
 
@@ -89,6 +90,14 @@ TEST_CASE("CUDA training: random graphs of pointwise reduction and view ops, com
   for (uint32_t seed = first; seed < end; ++seed) check_gradients(generate(seed, Normalizations::kLastDim), at::kCUDA);
   for (uint32_t seed = first; seed < end; ++seed)
     check_gradients(generate(seed, Normalizations::kLastDim, InPlace::kIntermediates), at::kCUDA);
+}
+
+// Random convolutional networks (random_cnn.h) in float32 on the GPU: the CUDA lowering of their norms,
+// pools, upsampling and losses, and ATen's CUDA kernels where they stay extern.
+TEST_CASE("CUDA training: random convolutional networks train compiled as in eager", "[cuda][training][random]") {
+  if (!have_gpu()) return;
+  const auto [first, end] = jitc::testing::random_graphs::seed_range(60);
+  for (uint32_t seed = first; seed < end; ++seed) jitc::testing::random_cnn::check_training(seed, at::kCUDA);
 }
 
 // Dropout (native_dropout) and RReLU (rrelu_with_noise's functional twin) draw on the GPU what eager

@@ -42,5 +42,5 @@ TEST_CASE("random graphs with in-place writes into their own values: compiled gr
 // runs more.
 TEST_CASE("random convolutional networks train compiled as in eager", "[training][random]") {
   const auto [first, end] = jitc::testing::random_graphs::seed_range(6);
-  for (uint32_t seed = first; seed < end; ++seed) jitc::testing::random_cnn::check_training(seed);
+  for (uint32_t seed = first; seed < end; ++seed) jitc::testing::random_cnn::check_training(seed, at::kCPU);
 }
