@@ -176,4 +176,31 @@ inline void check_training(uint32_t seed, c10::Device device) {
   train_side_by_side(eager_model, model, data, loss_of, 3, 1e-4);
 }
 
+// The same network compiled for inference: in eval mode (batch norms folded into prepacked convolutions,
+// frozen_weights.h) and in train mode under NoGradGuard (running statistics updated in place), over
+// changing batch sizes (a static entry, then a symbolic one): outputs and buffers equal eager's.
+inline void check_inference(uint32_t seed, c10::Device device, bool train) {
+  INFO("random CNN seed " << seed << (train ? ", train mode" : ", eval mode") << " (JITC_RANDOM_SEED=" << seed << " reruns it)");
+  at::manual_seed(seed);
+  auto eager_model = std::make_shared<RandomCnn>(seed), model = std::make_shared<RandomCnn>(seed);
+  copy_state(*eager_model, *model);
+  eager_model->to(device);
+  model->to(device);
+  eager_model->train(train);
+  model->train(train);
+  torch::NoGradGuard no_grad;
+  auto compiled = jitc::compile([&](const at::Tensor& x) { return model->forward(x); });
+  for (int64_t n : {2, 3, 4, 3}) {
+    INFO("batch " << n);
+    const at::Tensor x = eager_model->batch(n, device).first;
+    at::manual_seed(n);
+    const at::Tensor want = eager_model->forward(x);
+    at::manual_seed(n);
+    const at::Tensor got = compiled(x);
+    CHECK(at::allclose(got, want, 1e-4, 1e-5));
+    CHECK(max_buffer_difference(*model, *eager_model) < 1e-5);
+  }
+  CHECK(compiled.stats().eager_fallbacks == 0);
+}
+
 }  // namespace jitc::testing::random_cnn

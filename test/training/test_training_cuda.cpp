@@ -94,10 +94,12 @@ TEST_CASE("CUDA training: random graphs of pointwise reduction and view ops, com
 
 // Random convolutional networks (random_cnn.h) in float32 on the GPU: the CUDA lowering of their norms,
 // pools, upsampling and losses, and ATen's CUDA kernels where they stay extern.
-TEST_CASE("CUDA training: random convolutional networks train compiled as in eager", "[cuda][training][random]") {
+TEST_CASE("CUDA training: random convolutional networks train and infer compiled as in eager", "[cuda][training][random]") {
   if (!have_gpu()) return;
   const auto [first, end] = jitc::testing::random_graphs::seed_range(60);
   for (uint32_t seed = first; seed < end; ++seed) jitc::testing::random_cnn::check_training(seed, at::kCUDA);
+  for (uint32_t seed = first; seed < end; ++seed)
+    for (bool train : {false, true}) jitc::testing::random_cnn::check_inference(seed, at::kCUDA, train);
 }
 
 // Dropout (native_dropout) and RReLU (rrelu_with_noise's functional twin) draw on the GPU what eager

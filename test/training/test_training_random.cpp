@@ -44,3 +44,9 @@ TEST_CASE("random convolutional networks train compiled as in eager", "[training
   const auto [first, end] = jitc::testing::random_graphs::seed_range(6);
   for (uint32_t seed = first; seed < end; ++seed) jitc::testing::random_cnn::check_training(seed, at::kCPU);
 }
+
+TEST_CASE("random convolutional networks compiled for inference match eager in eval and train mode", "[training][random]") {
+  const auto [first, end] = jitc::testing::random_graphs::seed_range(6);
+  for (uint32_t seed = first; seed < end; ++seed)
+    for (bool train : {false, true}) jitc::testing::random_cnn::check_inference(seed, at::kCPU, train);
+}
