@@ -233,6 +233,22 @@ TEST_CASE("a depthwise CNN in float32 trains channels-last as in eager", "[train
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
+// Trains two copies of Model side by side (train_side_by_side, five steps), with builds on the first hit and
+// in the background (the backward then first runs as an eager replay of its graph), checking that the
+// training graphs saved channels-last values: the layouts these models are about.
+template <class Model, class Data, class Loss>
+void train_channels_last_both_ways(Data data, Loss loss_of, uint64_t seed) {
+  for (const char* background : {"0", "1"}) {
+    INFO("JITC_COMPILE_IN_BACKGROUND=" << background);
+    jitc::testing::ScopedEnv env("JITC_COMPILE_IN_BACKGROUND", background);
+    jitc::testing::LogCapture logs("aot_graphs");
+    at::manual_seed(seed);
+    train_side_by_side(std::make_shared<Model>(), std::make_shared<Model>(), data, loss_of, 5, 1e-4);
+    CHECK(logs.contains("saved values ("));
+    CHECK(!logs.contains("(0 channels-last)"));
+  }
+}
+
 // A strided convolution, a group norm, SiLU and a transposed convolution (a diffusion or GAN block): the
 // group norm's backward runs through ATen, which reads its gradient in the saved activation's layout. The
 // activation is saved channels-last and the gradient (the loss's) computed contiguous; the extern call
@@ -256,15 +272,7 @@ TEST_CASE("a group norm reading a channels-last saved activation trains as in ea
   }
   auto data = [] { return std::pair{at::randn({4, 3, 16, 16}), at::randn({4, 3, 16, 16})}; };
   auto loss_of = [](GroupNormCnn& m, const at::Tensor& x, const at::Tensor& y) { return at::mse_loss(m.forward(x), y); };
-  for (const char* background : {"0", "1"}) {
-    INFO("JITC_COMPILE_IN_BACKGROUND=" << background);
-    jitc::testing::ScopedEnv env("JITC_COMPILE_IN_BACKGROUND", background);
-    jitc::testing::LogCapture logs("aot_graphs");
-    at::manual_seed(3);
-    train_side_by_side(std::make_shared<GroupNormCnn>(), std::make_shared<GroupNormCnn>(), data, loss_of, 5, 1e-4);
-    CHECK(logs.contains("saved values ("));
-    CHECK(!logs.contains("(0 channels-last)"));
-  }
+  train_channels_last_both_ways<GroupNormCnn>(data, loss_of, 3);
 }
 
 // A small UNet for segmentation (a skip joined by cat, batch and instance norms, 2-D dropout, nearest
@@ -305,14 +313,7 @@ TEST_CASE("a segmentation net with a per-pixel cross-entropy trains channels-las
   }
   auto data = [] { return std::pair{at::randn({2, 3, 16, 16}), at::randint(0, 2, {2, 16, 16}, at::kLong)}; };
   auto loss_of = [](SegmentationNet& m, const at::Tensor& x, const at::Tensor& y) { return at::cross_entropy_loss(m.forward(x), y); };
-  for (const char* background : {"0", "1"}) {
-    INFO("JITC_COMPILE_IN_BACKGROUND=" << background);
-    jitc::testing::ScopedEnv env("JITC_COMPILE_IN_BACKGROUND", background);
-    jitc::testing::LogCapture logs("aot_graphs");
-    at::manual_seed(4);
-    train_side_by_side(std::make_shared<SegmentationNet>(), std::make_shared<SegmentationNet>(), data, loss_of, 5, 1e-4);
-    CHECK(!logs.contains("(0 channels-last)"));
-  }
+  train_channels_last_both_ways<SegmentationNet>(data, loss_of, 4);
 }
 
 // A saved value or an extern's result in another layout than its meta's is copied to it; one whose strides
