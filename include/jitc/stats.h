@@ -24,7 +24,11 @@ struct Stats {
   int64_t compiles = 0;     // traces that produced an entry (the first one included)
   int64_t recompiles = 0;   // compiles after the first
   int64_t size_checks = 0;  // traces that confirmed a symbolic entry for new sizes (no new entry)
-  // Every call is exactly one of: a hit, a compile, a size check, or an eager fallback.
+  // The first hit of an entry that updates captured tensors in place (an optimizer step, running
+  // statistics) traces the call again: the entry stays only if the graph is the same, so that a C++ value
+  // the trace read and the guards cannot see (an optimizer's step count) is not frozen into it.
+  int64_t first_hit_checks = 0;
+  // Every call is exactly one of: a hit, a compile, a size check, a first-hit check, or an eager fallback.
   int64_t eager_fallbacks = 0;                 // calls that ran the callable eagerly
   int64_t graph_breaks = 0;                    // breaks seen while tracing
   int64_t entries = 0;                         // live cache entries

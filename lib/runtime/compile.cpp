@@ -45,6 +45,11 @@ std::vector<size_t> inputs_written_before_last_break(const graph::Graph& g) {
   return last_break < 0 ? std::vector<size_t>{} : graph::inputs_written_before(g, static_cast<size_t>(last_break));
 }
 
+bool writes_captured(const graph::Graph& g) {
+  const auto written = graph::inputs_written_before(g, g.nodes.size());
+  return std::any_of(written.begin(), written.end(), [&](size_t p) { return g.inputs[p].kind == graph::InputKind::kCaptured; });
+}
+
 bool draws_before_last_break(const graph::Graph& g) {
   bool draws = false;
   for (const auto& n : g.nodes) {
@@ -185,6 +190,7 @@ std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::Arr
                                 ? std::vector<int64_t>(leaf.tensor->sizes().begin(), leaf.tensor->sizes().end())
                                 : std::vector<int64_t>{});
   e->backup_inputs = inputs_written_before_last_break(e->graph);
+  e->checks_first_hit = e->graph.num_symbols == 0 && writes_captured(e->graph);
   e->draws_before_break = draws_before_last_break(e->graph);
   return e;
 }
@@ -349,12 +355,7 @@ ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::
   // An exception of the callable's own propagates from here, as in eager, and blocks nothing.
   ResultLeaves out = run_eager(leaves);
   if (training) {  // inference calls may still compile
-    {
-      std::lock_guard<std::mutex> lock(stats_mutex_);
-      training_failure_ = runtime::error_text(failure);
-    }
-    grad_blocked_ = true;
-    warn_eager({grad_blocked_reason(), true});
+    block_after(runtime::error_text(failure), true);
     return out;
   }
   eager_only_ = true;
@@ -384,10 +385,36 @@ bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>
     return false;
   }
   if (outcome.unreplayable.empty()) return true;
-  eager_only_ = true;
-  runtime::warn(fmt::format("jitc: '{}' runs eagerly from now on: {}", name_, outcome.unreplayable));
+  eager_calls_.fetch_add(1, std::memory_order_relaxed);  // its trace was its execution; no entry
+  after_unreplayable_trace(outcome);
   eager = std::move(outcome.result);
   return false;
+}
+
+void Engine::after_unreplayable_trace(const tracer::TraceOutcome& outcome) {
+  if (outcome.first_call_only && !retraced_unreplayable_.exchange(true)) {
+    runtime::warn(
+        fmt::format("jitc: '{}' ran this call as traced ({}); the next call traces it again, as the state it "
+                    "created now exists",
+                    name_, outcome.unreplayable));
+    return;
+  }
+  block_after(outcome.unreplayable, outcome.training);
+}
+
+// Calls run eagerly from now on; after a training trace only those in grad mode.
+void Engine::block_after(const std::string& reason, bool training) {
+  if (training) {
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      training_failure_ = reason;
+    }
+    grad_blocked_ = true;
+    warn_eager({grad_blocked_reason(), true});
+    return;
+  }
+  eager_only_ = true;
+  runtime::warn(fmt::format("jitc: '{}' runs eagerly from now on: {}", name_, reason));
 }
 
 void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates, int number,
@@ -419,6 +446,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
     hits_.fetch_add(1, std::memory_order_relaxed);
     return hit;
   }
+  if (unchecked.first_hit) return check_first_hit(unchecked.first_hit, leaves, compile);
   if (!unchecked.candidates.empty()) return check_sizes_and_run(unchecked, leaves, compile);
   auto reasons = failure_reasons(leaves, marks);
   if (!again.empty() || !break_failure.empty()) reasons.insert(reasons.begin(), again.empty() ? break_failure : again);
@@ -463,18 +491,6 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
 
 namespace {
 
-bool same_backward(const runtime::Entry& a, const runtime::Entry& b) {
-  if (!a.backward || !b.backward) return !a.backward && !b.backward;
-  return a.backward->same_layout(*b.backward) && graph::to_text(a.backward->entry->graph) == graph::to_text(b.backward->entry->graph);
-}
-
-bool same_program(const runtime::Entry& a, const runtime::Entry& b) {
-  if (graph::to_text(a.graph) != graph::to_text(b.graph) || a.result.size() != b.result.size() || !same_backward(a, b)) return false;
-  for (size_t k = 0; k < a.result.size(); ++k)
-    if (a.result[k].kind != b.result[k].kind || a.result[k].i != b.result[k].i || a.result[k].d != b.result[k].d) return false;
-  return true;
-}
-
 std::string sizes_text(const std::vector<int64_t>& symbols, const graph::SymbolValues& values) {
   std::string s;
   for (size_t k = 0; k < symbols.size(); ++k) s += fmt::format("{}s{}={}", k ? ", " : "", k, number_text(symbols[k], values.is_real(k)));
@@ -488,7 +504,7 @@ bool Engine::follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10:
   for (const auto& origin : {symbolic.first, symbolic.second}) {
     if (!origin) continue;
     auto again = generalized(origin, fresh, leaves, candidates);
-    if (again && same_program(*again, symbolic)) return true;
+    if (again && runtime::same_program(*again, symbolic)) return true;
   }
   return false;
 }

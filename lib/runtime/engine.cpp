@@ -205,6 +205,10 @@ bool Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std:
     size_t index = 0;
     EntryPtr entry = find_entry(leaves, marks, symbols, skip, &index, unchecked, captured);
     if (!entry) return false;
+    if (entry->checks_first_hit && !entry->first_hit_checked.load(std::memory_order_acquire)) {
+      if (unchecked) unchecked->first_hit = entry;  // under the compile lock: check_first_hit
+      return false;
+    }
     if (run_entry(*entry, captured, leaves, symbols, failure, out)) return true;
     if (index >= 64) return false;
     skip |= 1ull << index;  // a graph break gave another value: another entry may hold it
@@ -291,6 +295,7 @@ Stats Engine::stats() const {
   s.calls = calls_.load();
   s.hits = hits_.load();
   s.eager_fallbacks = eager_calls_.load();
+  s.first_hit_checks = first_hit_checks_.load();
   s.kernels_compiled = kernels_compiled_.load();
   s.programs_compiled = programs_compiled_.load();
   s.programs_from_cache = programs_from_cache_.load();
@@ -315,7 +320,8 @@ void Engine::reset() {
   }
   history_.clear();
   next_compile_number_ = 0;
-  calls_ = hits_ = eager_calls_ = 0;
+  calls_ = hits_ = eager_calls_ = first_hit_checks_ = 0;
+  retraced_unreplayable_ = false;
   kernels_compiled_ = programs_compiled_ = programs_from_cache_ = 0;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);

@@ -47,6 +47,7 @@ class Engine {
       std::vector<int64_t> symbols;
     };
     std::vector<Candidate> candidates;
+    EntryPtr first_hit;  // an entry whose first hit traces again (Entry::checks_first_hit)
   };
 
   void validate_options() const;
@@ -111,6 +112,13 @@ class Engine {
   void add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates, int number,
                  std::chrono::steady_clock::time_point started);
   ResultLeaves after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::exception& failure, bool training);
+  // A trace kept as its call's execution (TraceOutcome::unreplayable): calls run eagerly from then on (in
+  // grad mode only, after a training trace), but for one more trace where a first call's state was the cause.
+  void after_unreplayable_trace(const tracer::TraceOutcome& outcome);
+  // first_hit.cpp: the first hit of an entry that updates captured tensors traces the call again; the
+  // entry stays only if that trace gives the same graph over the same tensors.
+  ResultLeaves check_first_hit(const EntryPtr& entry, c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile);
+  void block_after(const std::string& reason, bool training);
   std::vector<uint64_t> dynamic_candidates(c10::ArrayRef<Leaf> leaves);
   uint64_t scalar_candidate(c10::ArrayRef<Leaf> leaves, size_t leaf, const std::string& name);
   bool scalar_symbols_of(const guards::GuardSet& a, const guards::GuardSet& b, const std::vector<uint64_t>& candidates,
@@ -163,6 +171,8 @@ class Engine {
   std::atomic<bool> reads_argument_grads_{false};  // calls pass their arguments' gradients (argument_grads.h)
   std::string training_failure_;                   // why (under stats_mutex_)
   std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
+  std::atomic<bool> retraced_unreplayable_{false};  // after_unreplayable_trace's one more trace was given
+  std::atomic<int64_t> first_hit_checks_{0};
   std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0}, programs_from_cache_{0};
   runtime::CudaGraphCounters cuda_graph_counters_;
 

@@ -1,5 +1,7 @@
 #include "runtime/entry.h"
 
+#include "graph/passes.h"
+
 namespace jitc::runtime {
 
 SizeLedger::Verdict SizeLedger::lookup(c10::ArrayRef<int64_t> symbols) const {
@@ -21,6 +23,22 @@ void CapturedTensors::lock(const Entry& entry) {
     refs.push_back(entry.graph.inputs[position].captured.lock());
     raw.push_back(refs.back().defined() ? refs.back().get() : nullptr);
   }
+}
+
+namespace {
+
+bool same_backward(const Entry& a, const Entry& b) {
+  if (!a.backward || !b.backward) return !a.backward && !b.backward;
+  return a.backward->same_layout(*b.backward) && graph::to_text(a.backward->entry->graph) == graph::to_text(b.backward->entry->graph);
+}
+
+}  // namespace
+
+bool same_program(const Entry& a, const Entry& b) {
+  if (graph::to_text(a.graph) != graph::to_text(b.graph) || a.result.size() != b.result.size() || !same_backward(a, b)) return false;
+  for (size_t k = 0; k < a.result.size(); ++k)
+    if (a.result[k].kind != b.result[k].kind || a.result[k].i != b.result[k].i || a.result[k].d != b.result[k].d) return false;
+  return true;
 }
 
 }  // namespace jitc::runtime

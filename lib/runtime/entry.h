@@ -95,6 +95,11 @@ struct Entry : std::enable_shared_from_this<Entry> {
   // RNG ops run before a graph break: the CPU generator's state is saved too, so that a failed break
   // check does not leave extra draws behind (eager draws once per call).
   bool draws_before_break = false;
+  // A static entry without backward that writes captured tensors (an optimizer's step, running statistics,
+  // a cache): its first hit traces the call again (first_hit.cpp), since a C++ value the callable read (an
+  // optimizer's step count, a learning rate schedule's) may change from call to call unseen by the guards.
+  bool checks_first_hit = false;
+  mutable std::atomic<bool> first_hit_checked{false};
   // A symbolic entry: the two static entries it was generalized from, and the sizes checked so far.
   std::shared_ptr<const Entry> first, second;
   graph::SymbolValues symbol_values;  // each symbol's size in `first` and in `second`
@@ -113,6 +118,9 @@ struct Entry : std::enable_shared_from_this<Entry> {
   // mode=reduce-overhead: the program's CUDA graphs (null in other modes or without a program).
   mutable std::shared_ptr<CudaGraphs> cuda_graphs;
 };
+
+// The same graphs (forward and backward), results and backward layout: one program serves both.
+bool same_program(const Entry& a, const Entry& b);
 
 // Marks the entry and its backward superseded (Entry::superseded).
 inline void supersede(const Entry& entry) {

@@ -81,6 +81,21 @@ std::string with_hint(std::string message) {
          "as arguments)";
 }
 
+// A training call whose results need no gradient (a whole training step: its backward and optimizer ran
+// inside) and that created or reset a captured tensor's gradient: its trace is kept as the call's execution.
+std::string grad_created(const std::string& name) {
+  return fmt::format(
+      "the callable creates, replaces or resets {}.grad() (a first backward, mutable_grad() or a zero_grad that sets it to "
+      "none), which a replay would not do",
+      name);
+}
+
+bool any_result_requires_grad(const detail::ResultLeaves& result) {
+  return std::any_of(result.begin(), result.end(), [](const detail::ResultLeaf& l) {
+    return l.kind == detail::ResultLeaf::Kind::kTensor && l.tensor.defined() && l.tensor.requires_grad();
+  });
+}
+
 constexpr const char* kKeptStandIns =
     "the callable keeps tensors it computed beyond the call (in an optimizer's state, a member or a global), which a "
     "replay could not update; torch::optim's step is one such callable";
@@ -153,6 +168,9 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
                         bool fullgraph, bool training) {
   TraceSession session(fullgraph, training);
   TraceOutcome outcome;
+  outcome.training = training;
+  bool committed = false;
+  std::string grads_created;
   {
     StandIns stand_ins = make_stand_ins(session, leaves, leaf_names);
     // An inference trace runs below autograd; a training trace keeps it, so that autograd records its
@@ -162,10 +180,16 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
     try {
       outcome.result = invoker(stand_ins.leaves);
       check_grads_kept(stand_ins, leaf_names);
-      if (const std::string name = session.restore_replaced_captured_grads(); !name.empty())
-        throw TraceFailure(TraceFailure::Kind::kUntraceable, grad_replaced(name));
+      // A training call whose results need no gradient ran its own backward, if any: its trace can be the
+      // call's execution, as an inference trace is, rather than undone and run again (which would repeat
+      // its C++ side effects: an optimizer's step count, state it creates on a first step).
+      committed = training && !any_result_requires_grad(outcome.result);
+      if (const std::string name = session.restore_replaced_captured_grads(!committed); !name.empty()) {
+        if (!committed) throw TraceFailure(TraceFailure::Kind::kUntraceable, grad_replaced(name));
+        grads_created = grad_created(name);
+      }
       if (session.restore_replaced_captures()) throw TraceFailure(TraceFailure::Kind::kUntraceable, kReplacedData);
-      if (training) outcome.backward = record_backward(session, outcome.result);
+      if (training && !committed) outcome.backward = record_backward(session, outcome.result);
       for (auto& leaf : outcome.result)
         if (leaf.kind == detail::ResultLeaf::Kind::kTensor) outcome.graph.outputs.push_back(session.bind_output(leaf.tensor));
         else outcome.graph.outputs.push_back(graph::kNoValue);
@@ -180,10 +204,13 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
   outcome.graph.outputs = std::move(outputs);
   outcome.breaks = session.breaks();
   outcome.unreplayable = session.unreplayable_reason();
-  // Stand-ins alive now are held by the caller's code (a torch::optim step's new state buffers): a replay
-  // could not update them. The trace is the call's execution, and they become the tensors it computed.
-  // (A training trace's autograd graph may still hold some: there such a stand-in keeps failing on use.)
-  if (!training && keep_escaped_stand_ins(session.id()) > 0 && outcome.unreplayable.empty()) outcome.unreplayable = kKeptStandIns;
+  // Stand-ins alive now are held by the caller's code (a torch::optim step's new state buffers, gradients a
+  // step's backward created): a replay could not update them. The trace is the call's execution, and they
+  // become the tensors it computed. (The autograd graph of a training trace whose results require grad may
+  // still hold some: there such a stand-in keeps failing on use.)
+  const bool kept = (!training || committed) && keep_escaped_stand_ins(session.id()) > 0;
+  if (outcome.unreplayable.empty()) outcome.unreplayable = !grads_created.empty() ? grads_created : kept ? kKeptStandIns : "";
+  outcome.first_call_only = !grads_created.empty() || kept;
   if (outcome.backward) refuse_unsupported_training(outcome);
   return outcome;
 }

@@ -22,6 +22,10 @@ struct TraceOutcome {
   // backward. Its writes into arguments and its random draws were undone, and `result` holds tensors
   // without autograd history: the caller runs the call again for its result.
   std::optional<BackwardRecord> backward;
+  bool training = false;  // traced with autograd above the tracer (grad mode on, a tensor requiring grad)
+  // `unreplayable` because the callable created state a later call finds made (gradients, an optimizer's
+  // buffers): a later trace may give a graph.
+  bool first_call_only = false;
 };
 
 // Installs the dispatcher fallback on kTracerKey (once per process).

@@ -256,14 +256,14 @@ bool TraceSession::restore_replaced_captures() {
   return replaced;
 }
 
-std::string TraceSession::restore_replaced_captured_grads() {
+std::string TraceSession::restore_replaced_captured_grads(bool restore) {
   std::string first;
   for (auto& [weak, grad, name] : captured_grads_) {
     const auto impl = weak.lock();
     if (!impl) continue;
     at::Tensor tensor(impl);
     if (tensor.grad().unsafeGetTensorImpl() == grad.unsafeGetTensorImpl()) continue;
-    tensor.mutable_grad() = grad;
+    if (restore) tensor.mutable_grad() = grad;
     if (first.empty()) first = name;
   }
   captured_grads_.clear();

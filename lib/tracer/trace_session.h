@@ -54,8 +54,9 @@ class TraceSession {
   bool restore_replaced_captures();
   // Puts back the gradients of captured tensors that the callable replaced or reset (a module's zero_grad
   // setting them to none: autograd's field, which no replay would change) and drops the references kept
-  // for that; the first such tensor's name, or "".
-  std::string restore_replaced_captured_grads();
+  // for that; the first such tensor's name, or "". `restore` false: only names it (the trace is kept as
+  // the call's execution, its new gradients included).
+  std::string restore_replaced_captured_grads(bool restore = true);
   uint64_t id() const { return id_; }
 
   at::Tensor wrap_argument(const at::Tensor& real, int leaf, std::string name);

@@ -164,9 +164,10 @@ TEST_CASE("explain reports graphs, breaks, ops and guards", "[e2e]") {
 }
 
 // A tensor the callable stores beyond the call (a member, a global, an optimizer's state): a replay could
-// not update it, so the traced call counts as the call's execution, the stored tensor is usable as what
-// that execution computed, and the function runs eagerly from then on, keeping it current as eager does.
-// (Until session 41 a later use raised; torch::optim's steps hit that on their second call.)
+// not update it, so the traced call counts as the call's execution and the stored tensor is usable as what
+// that execution computed. The next call traces again (an optimizer's state, made by a first step, exists
+// then); a second such trace makes the function run eagerly from then on, keeping the tensor current as
+// eager does. (Until session 41 a later use raised; torch::optim's steps hit that on their second call.)
 TEST_CASE("a tensor stored outside the callable while tracing stays usable, and the function runs eagerly from then on", "[e2e]") {
   static at::Tensor leaked;
   auto f = jitc::compile([](const at::Tensor& x) {
@@ -178,8 +179,10 @@ TEST_CASE("a tensor stored outside the callable while tracing stays usable, and 
   CHECK(at::equal(leaked + 1, at::full({2}, 3.f)));
   CHECK(at::equal(f(at::ones({2})), at::full({2}, 2.f)));
   CHECK(at::equal(leaked, at::full({2}, 4.f)));  // the second call's, as in eager
+  CHECK(at::equal(f(at::full({2}, 2.f)), at::full({2}, 3.f)));
+  CHECK(at::equal(leaked, at::full({2}, 6.f)));
   CHECK(f.stats().compiles == 0);
-  CHECK(f.stats().eager_fallbacks == 1);  // the second call (the first was the trace)
+  CHECK(f.stats().eager_fallbacks == 3);  // two traces kept as their calls' execution, then an eager call
   leaked = at::Tensor();
 }
 

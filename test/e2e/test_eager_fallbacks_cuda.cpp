@@ -27,8 +27,10 @@ TEST_CASE("CUDA: a tensor stored outside the callable while tracing stays usable
   CHECK(at::equal(leaked + 1, at::full({2}, 3.f, cuda)));
   CHECK(at::equal(f(at::ones({2}, cuda)), at::full({2}, 2.f, cuda)));
   CHECK(at::equal(leaked, at::full({2}, 4.f, cuda)));  // the second call's, as in eager
+  CHECK(at::equal(f(at::full({2}, 2.f, cuda)), at::full({2}, 3.f, cuda)));
+  CHECK(at::equal(leaked, at::full({2}, 6.f, cuda)));
   CHECK(f.stats().compiles == 0);
-  CHECK(f.stats().eager_fallbacks == 1);  // the second call (the first was the trace)
+  CHECK(f.stats().eager_fallbacks == 3);  // two traces kept as their calls' execution, then an eager call
   leaked = at::Tensor();
 }
 

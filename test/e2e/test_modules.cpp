@@ -319,7 +319,8 @@ TEST_CASE("batch norms in training mode under NoGradGuard and InferenceMode comp
           for (const auto& item : a) CHECK(close(item.value(), b[item.key()]));
         }
         CHECK(f.stats().programs_compiled == 1);
-        CHECK(f.stats().hits == 3);
+        CHECK(f.stats().first_hit_checks == 1);  // it updates the running statistics, captured tensors
+        CHECK(f.stats().hits == 2);
       }
 }
 

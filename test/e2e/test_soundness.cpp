@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 #include <torch/nn/modules/batchnorm.h>
 
+#include <algorithm>
+#include <array>
+
 TEST_CASE("traces with different scalar arguments are never merged into one symbolic entry", "[soundness]") {
   auto f = jitc::compile([](const at::Tensor& x, bool twice) { return x * (twice ? 2 : 3); });
   CHECK(at::equal(f(at::ones({2}), true), at::full({2}, 2.0f)));
@@ -59,7 +62,8 @@ TEST_CASE("batch_norm in training mode updates its running statistics on every r
     calibrate(x);
     eager_bn->forward(x);
   }
-  CHECK(calibrate.stats().hits == 2);
+  CHECK(calibrate.stats().first_hit_checks == 1);  // the running statistics are captured tensors it updates
+  CHECK(calibrate.stats().hits == 1);
   CHECK(at::allclose(compiled_bn->running_mean, eager_bn->running_mean));
   CHECK(at::allclose(compiled_bn->running_var, eager_bn->running_var));
 }
@@ -144,4 +148,83 @@ TEST_CASE("a different autocast dtype is a recompile and gives eager's dtype", "
   CHECK(f.stats().compiles == 2);
   CHECK(f.stats().hits == 1);
   CHECK_THAT(f.stats().recompile_reasons.at(0), Catch::Contains("GLOBAL_STATE changed: autocast"));
+}
+
+// An exponential moving average of weights whose decay warms up with a step count kept in C++ (as
+// diffusion and self-supervised training code writes it): the graph of its second call differs from its
+// first (the decay), which no guard sees. Before session 47 the compiled replays froze the first decay and
+// the average drifted from eager's without an error; now the entry's first hit traces again, finds another
+// graph, and the function runs eagerly from then on.
+TEST_CASE("an in-place update reading a C++ step count is traced again at its first hit and runs eagerly", "[soundness]") {
+  const at::Tensor weights = at::randn({64}), average = at::zeros({64});
+  int64_t steps = 0;
+  auto update = [&](const at::Tensor& target, const at::Tensor& source) {
+    at::NoGradGuard no_grad;
+    const double decay = std::min(0.999, (1.0 + static_cast<double>(steps)) / (10.0 + static_cast<double>(steps)));
+    ++steps;
+    target.mul_(decay).add_(source, 1 - decay);
+  };
+  auto compiled = jitc::compile([&] { update(average, weights); });
+  at::Tensor expected = at::zeros({64});
+  int64_t eager_steps = 0;
+  for (int call = 0; call < 5; ++call) {
+    INFO("call " << call);
+    std::swap(steps, eager_steps);
+    update(expected, weights);
+    std::swap(steps, eager_steps);
+    compiled();
+    CHECK(steps == eager_steps);
+    CHECK(at::allclose(average, expected, 1e-6, 1e-7));
+  }
+  CHECK(compiled.stats().first_hit_checks == 1);
+  CHECK(compiled.stats().eager_fallbacks == 3);
+}
+
+// A decode step writing its key into a cache at a position kept in C++ (a member the step increments):
+// replays of the first trace wrote every key at position 0.
+TEST_CASE("a cache written at a position kept in C++ is traced again at its first hit and runs eagerly", "[soundness]") {
+  struct Cache {
+    at::Tensor keys = at::zeros({1, 8, 4});
+    int64_t position = 0;
+    at::Tensor step(const at::Tensor& key) {
+      keys.narrow(1, position, 1).copy_(key.unsqueeze(1));
+      ++position;
+      return (keys * (at::arange(8) < position).unsqueeze(0).unsqueeze(-1)).sum(1);
+    }
+  } cache, eager;
+  auto compiled = jitc::compile([&](const at::Tensor& key) { return cache.step(key); });
+  for (int call = 0; call < 5; ++call) {
+    INFO("call " << call);
+    const at::Tensor key = at::randn({1, 4});
+    CHECK(at::equal(compiled(key), eager.step(key)));
+    CHECK(at::equal(cache.keys, eager.keys));
+  }
+  CHECK(compiled.stats().first_hit_checks == 1);
+}
+
+// A double buffer whose half a C++ counter picks: the graphs are the same, the captured tensors are not.
+TEST_CASE("an in-place update whose target a C++ counter picks is traced again at its first hit and runs eagerly", "[soundness]") {
+  std::array<at::Tensor, 2> buffers{at::zeros({8}), at::zeros({8})}, expected{at::zeros({8}), at::zeros({8})};
+  int64_t calls = 0, eager_calls = 0;
+  auto compiled = jitc::compile([&](const at::Tensor& x) { buffers[calls++ % 2].add_(x); });
+  for (int call = 0; call < 5; ++call) {
+    const at::Tensor x = at::full({8}, static_cast<float>(call + 1));
+    expected[eager_calls++ % 2].add_(x);
+    compiled(x);
+    CHECK(at::equal(buffers[0], expected[0]));
+    CHECK(at::equal(buffers[1], expected[1]));
+  }
+  CHECK(compiled.stats().first_hit_checks == 1);
+}
+
+// The check costs one trace per entry that updates captured tensors, and an update that reads nothing
+// from C++ keeps compiling: a running sum, its first hit traced again, then replays.
+TEST_CASE("an in-place update of a captured tensor keeps its compiled entry after its first hit's trace", "[soundness]") {
+  const at::Tensor total = at::zeros({16});
+  auto compiled = jitc::compile([&](const at::Tensor& x) { total.add_(x * 2); });
+  for (int call = 0; call < 4; ++call) compiled(at::ones({16}));
+  CHECK(at::equal(total, at::full({16}, 8.0f)));
+  CHECK(compiled.stats().first_hit_checks == 1);
+  CHECK(compiled.stats().hits == 2);
+  CHECK(compiled.stats().eager_fallbacks == 0);
 }

@@ -272,6 +272,56 @@ inline void check_step_resetting_argument_grads(at::Device device, const jitc::O
   CHECK(compiled_sgd.stats().programs_compiled == 0);
 }
 
+// A whole training step compiled: zero_grad, forward, the loss's backward and a torch::optim step inside
+// the callable, the first thing a torch.compile user tries. Before session 47 its first call traced, failed
+// (its backward created the gradients) and ran again: the trace's optimizer state (stand-ins) made every
+// later step throw ("called on a tensor created while jitc traced"), and Adagrad and Adam counted that step
+// twice. With the optimizer's state made before (a warm start, a checkpoint), Adam's and Adagrad's steps
+// compiled with their step counts frozen at the trace, and parameters drifted from eager's without an
+// error. Now that first call is its trace's execution, and an entry whose graph changes between two calls
+// (a step count read in C++) runs eagerly, said once.
+template <class Optimizer, class Options>
+void check_whole_training_step(const char* name, const Options& options, at::Device device, const jitc::Options& compile_options) {
+  for (const bool warm : {false, true})
+    for (const bool set_to_none : {false, true}) {
+      INFO(name << (warm ? ", state made by an eager step" : ", first step compiled") << (set_to_none ? ", gradients set to none" : ", gradients zeroed"));
+      at::manual_seed(3);
+      auto [eager_model, model] = twin_linears(4, 2, device);
+      Optimizer eager_optimizer(eager_model->parameters(), options), optimizer(model->parameters(), options);
+      auto step = [set_to_none](torch::nn::Linear& layer, Optimizer& optimizer, const at::Tensor& x) {
+        optimizer.zero_grad(set_to_none);
+        at::Tensor loss = layer(x).tanh().pow(2).mean();
+        loss.backward();
+        optimizer.step();
+        return loss.detach();
+      };
+      auto compiled = jitc::compile([&](const at::Tensor& x) { return step(model, optimizer, x); }, compile_options);
+      for (int call = 0; call < 6; ++call) {
+        INFO("step " << call);
+        const at::Tensor x = at::randn({8, 4}, at::TensorOptions(device));
+        const at::Tensor expected = step(eager_model, eager_optimizer, x);
+        const at::Tensor loss = warm && call == 0 ? step(model, optimizer, x) : compiled(x);
+        CHECK(at::allclose(loss, expected, 1e-5, 1e-6));
+        CHECK(at::allclose(model->weight, eager_model->weight, 1e-5, 1e-6));
+        CHECK(at::allclose(model->bias, eager_model->bias, 1e-5, 1e-6));
+      }
+    }
+}
+
+inline void check_whole_training_steps(at::Device device, const jitc::Options& options = {}) {
+  LogCapture logs;
+  check_whole_training_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1), device, options);
+  check_whole_training_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01),
+                                               device, options);
+  check_whole_training_step<torch::optim::Adam>("Adam", torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.01), device, options);
+  check_whole_training_step<torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(0.01), device, options);
+  check_whole_training_step<torch::optim::RMSprop>("RMSprop", torch::optim::RMSpropOptions(0.01).momentum(0.5).centered(true), device,
+                                                   options);
+  check_whole_training_step<torch::optim::Adagrad>("Adagrad", torch::optim::AdagradOptions(0.1).lr_decay(0.5), device, options);
+  CHECK(logs.contains("its graph changed between two calls that pass the same guards"));
+  CHECK(logs.lines_with("called on a tensor created while jitc traced").empty());
+}
+
 inline void check_call_semantics_in_every_mode(at::Device device) {
   for (const jitc::Mode mode : {jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
     INFO("mode " << jitc::to_string(mode));
@@ -281,6 +331,7 @@ inline void check_call_semantics_in_every_mode(at::Device device) {
     check_grad_mode_turned_on_inside(device, options);
     check_view_outputs_written_after_the_call(device, options);
     check_compiled_torch_optim_steps(device, options);
+    check_whole_training_steps(device, options);
     check_step_reading_argument_grads(device, options);
     check_step_resetting_argument_grads(device, options);
   }

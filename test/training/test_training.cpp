@@ -788,6 +788,10 @@ TEST_CASE("torch::optim steps called through a compiled function follow eager's,
   check_compiled_torch_optim_steps(at::kCPU);
 }
 
+TEST_CASE("whole training steps with zero_grad and backward and a torch::optim step inside follow eager's from a cold or a warm start", "[training]") {
+  check_whole_training_steps(at::kCPU);
+}
+
 TEST_CASE("a step that reads .grad() of its tensor arguments compiles with eager's updates", "[training]") {
   check_step_reading_argument_grads(at::kCPU);
 }

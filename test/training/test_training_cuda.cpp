@@ -152,6 +152,11 @@ TEST_CASE("CUDA training: torch::optim steps called through a compiled function 
   check_compiled_torch_optim_steps(at::kCUDA);
 }
 
+TEST_CASE("CUDA training: whole training steps with zero_grad and backward and a torch::optim step inside follow eager's from a cold or a warm start",
+          "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_whole_training_steps(at::kCUDA);
+}
 
 TEST_CASE("CUDA training: a step that reads .grad() of its tensor arguments compiles with eager's updates", "[cuda][training]") {
   if (!have_gpu()) return;

@@ -1,0 +1,98 @@
+// The first hit of an entry that updates captured tensors in place (Entry::checks_first_hit) traces the
+// call again. A callable reads C++ values while it is traced that no guard can see: torch::optim's Adam
+// computes its bias corrections from a step count kept in C++, an EMA's decay may follow a C++ counter, a
+// schedule changes a learning rate. Replays would run them frozen, and the state the entry updates would
+// drift from eager's without an error. Where they change from call to call, the second trace differs from
+// the first, and the function runs eagerly from then on (with a warning naming the op): a check that costs
+// one trace per such entry. A value that changes later (a schedule's step at call 1000) is not caught: the
+// README's Semantics tell users to pass such values as 0-dim tensors.
+#include "graph/passes.h"
+#include "runtime/engine.h"
+#include "runtime/error_text.h"
+#include "runtime/log.h"
+#include "runtime/strict.h"
+#include "tracer/trace.h"
+
+#include <ATen/core/grad_mode.h>
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace jitc::detail {
+
+namespace {
+
+std::string trimmed(const std::string& line) {
+  const size_t first = line.find_first_not_of(' ');
+  return first == std::string::npos ? "" : line.substr(first);
+}
+
+// The first line where two graphs' texts differ (the lines before it are equal, so both offsets agree).
+std::string first_difference(const std::string& a, const std::string& b) {
+  size_t start = 0;
+  while (start < a.size() && start < b.size()) {
+    const size_t end_a = a.find('\n', start), end_b = b.find('\n', start);
+    const std::string line_a = a.substr(start, end_a - start), line_b = b.substr(start, end_b - start);
+    if (line_a != line_b) return fmt::format("`{}` at the first trace, `{}` now", trimmed(line_a), trimmed(line_b));
+    if (end_a == std::string::npos || end_b == std::string::npos) break;
+    start = end_a + 1;
+  }
+  return "its results differ";
+}
+
+bool same_captures(const graph::Graph& a, const graph::Graph& b) {
+  for (size_t p = 0; p < a.inputs.size() && p < b.inputs.size(); ++p)
+    if (a.inputs[p].kind == graph::InputKind::kCaptured && a.inputs[p].captured.lock().get() != b.inputs[p].captured.lock().get())
+      return false;
+  return true;
+}
+
+// Why the fresh trace's entry cannot stand for `entry`, or "" where it is the same program.
+std::string difference(const runtime::Entry& fresh, const runtime::Entry& entry) {
+  if (runtime::same_program(fresh, entry)) {
+    if (same_captures(fresh.graph, entry.graph)) return "";
+    return "it updates other captured tensors than at its first trace (a C++ choice between tensors, such as a "
+           "counter picking a buffer)";
+  }
+  return fmt::format(
+      "its graph changed between two calls that pass the same guards ({}): the callable reads a C++ value that changes "
+      "from call to call (an optimizer's step count, as torch::optim's Adam, AdamW and Adagrad keep, a schedule, a "
+      "counter), which a replay would freeze; pass such values as 0-dim tensor arguments to compile the update",
+      first_difference(graph::to_text(entry.graph), graph::to_text(fresh.graph)));
+}
+
+}  // namespace
+
+ResultLeaves Engine::check_first_hit(const EntryPtr& entry, c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile) {
+  const auto started = std::chrono::steady_clock::now();
+  tracer::TraceOutcome outcome;
+  ResultLeaves eager;
+  if (!trace_call(leaves, compile, outcome, eager)) return eager;  // the entry stays unchecked
+  std::string why;
+  try {
+    why = outcome.backward
+              ? "it now traces with a backward"
+              : difference(*make_entry(graph::Graph(outcome.graph), leaves, outcome.result, std::vector<uint64_t>(leaves.size(), 0), {}),
+                           *entry);
+  } catch (const std::exception& e) {  // a jitc bug: the trace's result stands, the entry does not
+    runtime::rethrow_if_strict(e);
+    why = "checking its graph failed: " + runtime::error_text(e);
+  }
+  entry->first_hit_checked.store(true, std::memory_order_release);
+  first_hit_checks_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    compile_stats_.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  const std::string id = compile_id(entry->compile_number);
+  if (why.empty()) {
+    runtime::log(runtime::Artifact::kGuards, "first hit traced again: the same graph over the same tensors", id);
+    program_for(*entry);  // as a first hit would: starts the build, or waits for it
+  } else {
+    runtime::supersede(*entry);  // its build, if still waiting, stops: no call will run it
+    block_after(fmt::format("{}: {}", id, why), outcome.training);
+  }
+  return outcome.backward ? invoker_(leaves) : std::move(outcome.result);  // a training trace's tensors have no history
+}
+
+}  // namespace jitc::detail
