@@ -20,6 +20,9 @@ namespace {
 void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   c10::impl::ExcludeDispatchKeyGuard no_reentry(kTracerKey);
   TraceSession* session = TraceSession::current();
+  std::optional<TraceSession::Adopt> adopted;  // an autograd device thread running a backward of the trace
+  if (!session && (session = TraceSession::for_foreign_thread(*stack, stack->size() - op.schema().arguments().size())))
+    adopted.emplace(session);
   if (!session)
     throw UnsupportedError("jitc: " + op.operator_name().name +
                            " was called on a tensor created while jitc traced a callable, after the trace "

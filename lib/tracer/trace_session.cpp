@@ -125,14 +125,52 @@ bool is_data_dependent(const c10::OperatorHandle& op, const torch::jit::Stack& s
   return op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
 }
 
+namespace {
+
+// Every session alive, by id (for_foreign_thread).
+struct LiveSessions {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, TraceSession*> by_id;
+};
+
+LiveSessions& live_sessions() {
+  static LiveSessions& live = *new LiveSessions;
+  return live;
+}
+
+}  // namespace
+
 TraceSession::TraceSession(bool fullgraph, bool training)
     : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), training_(training), previous_(t_current) {
   t_current = this;
+  std::lock_guard<std::mutex> lock(live_sessions().mutex);
+  live_sessions().by_id[id_] = this;
 }
 
-TraceSession::~TraceSession() { t_current = previous_; }
+TraceSession::~TraceSession() {
+  t_current = previous_;
+  std::lock_guard<std::mutex> lock(live_sessions().mutex);
+  live_sessions().by_id.erase(id_);
+}
 
 TraceSession* TraceSession::current() { return t_current; }
+
+TraceSession* TraceSession::for_foreign_thread(const torch::jit::Stack& stack, size_t begin) {
+  LiveSessions& live = live_sessions();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  for (size_t i = begin; i < stack.size(); ++i) {
+    if (!stack[i].isTensor()) continue;
+    if (const auto* tracer = as_tracer(stack[i].toTensor())) {
+      const auto it = live.by_id.find(tracer->session());
+      return it == live.by_id.end() ? nullptr : it->second;
+    }
+  }
+  return live.by_id.size() == 1 ? live.by_id.begin()->second : nullptr;
+}
+
+TraceSession::Adopt::Adopt(TraceSession* session) : previous_(t_current) { t_current = session; }
+
+TraceSession::Adopt::~Adopt() { t_current = previous_; }
 
 int32_t TraceSession::storage_id(const at::Tensor& real) {
   if (!real.has_storage()) return -1;
@@ -347,6 +385,7 @@ void TraceSession::restore_mutated_inputs() {
 }
 
 void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  std::lock_guard<std::recursive_mutex> one_at_a_time(record_mutex_);
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
   const size_t begin = stack->size() - n;

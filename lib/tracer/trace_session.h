@@ -9,6 +9,7 @@
 #include <c10/core/StorageImpl.h>
 
 #include <exception>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +49,21 @@ class TraceSession {
   TraceSession& operator=(const TraceSession&) = delete;
 
   static TraceSession* current();
+  // The session an op reaching the tracer on a thread without one records into: autograd's device threads
+  // run a backward() called inside the callable on CUDA tensors, with the trace's dispatch keys. The session
+  // of a stand-in among the op's arguments, else the only trace running in the process; null if none is.
+  static TraceSession* for_foreign_thread(const torch::jit::Stack& stack, size_t begin);
+  // This thread records into `session` for the scope (for_foreign_thread's).
+  class Adopt {
+   public:
+    explicit Adopt(TraceSession* session);
+    ~Adopt();
+    Adopt(const Adopt&) = delete;
+    Adopt& operator=(const Adopt&) = delete;
+
+   private:
+    TraceSession* previous_;
+  };
 
   // Puts back the metadata of captured tensors whose data the callable replaced (Tensor::set_data, which
   // Module::to calls and the dispatcher does not see: the tensor would keep a stand-in's). Whether any was.
@@ -96,6 +112,9 @@ class TraceSession {
   void note_break(graph::Node& node, const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t begin);
 
   uint64_t id_;
+  // One op recorded at a time: the caller's thread and autograd's device threads may both record while a
+  // backward() inside the callable runs.
+  std::recursive_mutex record_mutex_;
   bool fullgraph_;
   bool training_;
   TraceSession* previous_;
