@@ -34,11 +34,15 @@ bool same_backward(const Entry& a, const Entry& b) {
 
 }  // namespace
 
-bool same_program(const Entry& a, const Entry& b) {
-  if (graph::to_text(a.graph) != graph::to_text(b.graph) || a.result.size() != b.result.size() || !same_backward(a, b)) return false;
+bool same_results(const Entry& a, const Entry& b) {
+  if (a.result.size() != b.result.size()) return false;
   for (size_t k = 0; k < a.result.size(); ++k)
     if (a.result[k].kind != b.result[k].kind || a.result[k].i != b.result[k].i || a.result[k].d != b.result[k].d) return false;
   return true;
+}
+
+bool same_program(const Entry& a, const Entry& b) {
+  return graph::to_text(a.graph) == graph::to_text(b.graph) && same_results(a, b) && same_backward(a, b);
 }
 
 }  // namespace jitc::runtime

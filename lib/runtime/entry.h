@@ -119,6 +119,8 @@ struct Entry : std::enable_shared_from_this<Entry> {
   mutable std::shared_ptr<CudaGraphs> cuda_graphs;
 };
 
+// The same result leaves (kinds, scalar values).
+bool same_results(const Entry& a, const Entry& b);
 // The same graphs (forward and backward), results and backward layout: one program serves both.
 bool same_program(const Entry& a, const Entry& b);
 
