@@ -190,7 +190,6 @@ std::shared_ptr<runtime::Entry> Engine::make_entry(graph::Graph traced, c10::Arr
                                 ? std::vector<int64_t>(leaf.tensor->sizes().begin(), leaf.tensor->sizes().end())
                                 : std::vector<int64_t>{});
   e->backup_inputs = inputs_written_before_last_break(e->graph);
-  e->checks_first_hit = e->graph.num_symbols == 0 && writes_captured(e->graph);
   e->draws_before_break = draws_before_last_break(e->graph);
   return e;
 }
@@ -424,6 +423,9 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
                                   : make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     entry->compile_number = number;
     if (entry->backward) entry->backward->entry->compile_number = number;
+    // Traced again at its first hit (first_hit.cpp); not a training entry, whose trace is not its call's
+    // execution (the callable would run twice).
+    entry->checks_first_hit = !entry->backward && entry->graph.num_symbols == 0 && writes_captured(entry->graph);
     entry->breaks = outcome.breaks;
     entry->trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     request_build(*install(std::move(entry), leaves, candidates));

@@ -16,50 +16,33 @@
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
+#include <vector>
 
 namespace jitc::detail {
 
 namespace {
 
-std::string trimmed(const std::string& line) {
-  const size_t first = line.find_first_not_of(' ');
-  return first == std::string::npos ? "" : line.substr(first);
-}
-
-// The first line where two graphs' texts differ (the lines before it are equal, so both offsets agree).
-std::string first_difference(const std::string& a, const std::string& b) {
-  size_t start = 0;
-  while (start < a.size() && start < b.size()) {
-    const size_t end_a = a.find('\n', start), end_b = b.find('\n', start);
-    const std::string line_a = a.substr(start, end_a - start), line_b = b.substr(start, end_b - start);
-    if (line_a != line_b) return fmt::format("`{}` at the first trace, `{}` now", trimmed(line_a), trimmed(line_b));
-    if (end_a == std::string::npos || end_b == std::string::npos) break;
-    start = end_a + 1;
-  }
-  return "its results differ";
-}
-
-// A graph's text without the values its graph breaks read: a replay checks those itself (another value
+// A graph's lines, without the values its graph breaks read: a replay checks those itself (another value
 // traces again), so two traces that read different ones did not freeze a C++ value.
-std::string without_checked_values(const std::string& text) {
-  std::string out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
+std::vector<std::string> compared_lines(const graph::Graph& g) {
+  std::vector<std::string> lines;
+  std::istringstream text(graph::to_text(g));
+  for (std::string line; std::getline(text, line);) {
     for (const char* mark : {"  # checked: == ", "  # graph break: == "})
       if (const size_t at = line.find(mark); at != std::string::npos) line.resize(at);
-    out += line + '\n';
-    start = end + 1;
+    lines.push_back(line.substr(std::min(line.find_first_not_of(' '), line.size())));
   }
-  return out;
+  return lines;
 }
 
-bool same_graph(const runtime::Entry& fresh, const runtime::Entry& entry) {
-  return runtime::same_results(fresh, entry) &&
-         without_checked_values(graph::to_text(fresh.graph)) == without_checked_values(graph::to_text(entry.graph));
+// The first line where two graphs differ, for the warning.
+std::string first_difference(const std::vector<std::string>& before, const std::vector<std::string>& now) {
+  for (size_t i = 0; i < before.size() && i < now.size(); ++i)
+    if (before[i] != now[i]) return fmt::format("`{}` at the first trace, `{}` now", before[i], now[i]);
+  return "its results differ";
 }
 
 bool same_captures(const graph::Graph& a, const graph::Graph& b) {
@@ -71,7 +54,8 @@ bool same_captures(const graph::Graph& a, const graph::Graph& b) {
 
 // Why the fresh trace's entry cannot stand for `entry`, or "" where it is the same program.
 std::string difference(const runtime::Entry& fresh, const runtime::Entry& entry) {
-  if (same_graph(fresh, entry)) {
+  const auto before = compared_lines(entry.graph), now = compared_lines(fresh.graph);
+  if (before == now && runtime::same_results(fresh, entry)) {
     if (same_captures(fresh.graph, entry.graph)) return "";
     return "it updates other captured tensors than at its first trace (a C++ choice between tensors, such as a "
            "counter picking a buffer)";
@@ -80,7 +64,7 @@ std::string difference(const runtime::Entry& fresh, const runtime::Entry& entry)
       "its graph changed between two calls that pass the same guards ({}): the callable reads a C++ value that changes "
       "from call to call (an optimizer's step count, as torch::optim's Adam, AdamW and Adagrad keep, a schedule, a "
       "counter), which a replay would freeze; pass such values as 0-dim tensor arguments to compile the update",
-      first_difference(graph::to_text(entry.graph), graph::to_text(fresh.graph)));
+      first_difference(before, now));
 }
 
 }  // namespace

@@ -104,9 +104,6 @@ std::shared_ptr<runtime::Entry> Engine::make_training_entry(const tracer::TraceO
                              name_, split.saved, part->channels_last_saved.size(), split.recomputed, saved_text(entry->graph, split.saved),
                              graph::to_text(entry->graph), graph::to_text(part->entry->graph)));
   entry->backward = std::move(part);
-  // Not traced again at its first hit (first_hit.cpp): a training trace is not its call's execution, the
-  // callable would run twice.
-  entry->checks_first_hit = false;
   return entry;
 }
 
