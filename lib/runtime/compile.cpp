@@ -366,7 +366,8 @@ ResultLeaves Engine::after_trace_failure(c10::ArrayRef<Leaf> leaves, const std::
 bool Engine::trace_call(c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile, tracer::TraceOutcome& outcome,
                         ResultLeaves& eager) {
   try {
-    outcome = tracer::trace(invoker_, leaves, leaf_names(leaves), options_.fullgraph);
+    outcome = tracer::trace(invoker_, leaves, leaf_names(leaves), options_.fullgraph, expects_training());
+    if (outcome.retraced_for_grad) captures_need_grad_ = true;
   } catch (const tracer::TraceFailure& f) {
     if (f.kind() == tracer::TraceFailure::Kind::kFullGraph) throw FullGraphError(f.what());
     compile.unlock();
@@ -449,7 +450,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
     return hit;
   }
   if (unchecked.first_hit) return check_first_hit(unchecked.first_hit, leaves, compile);
-  if (!unchecked.candidates.empty()) return check_sizes_and_run(unchecked, leaves, compile);
+  if (!unchecked.candidates.empty()) return check_sizes_and_run(unchecked, leaves, marks, compile);
   auto reasons = failure_reasons(leaves, marks);
   if (!again.empty() || !break_failure.empty()) reasons.insert(reasons.begin(), again.empty() ? break_failure : again);
   size_t count;
@@ -479,7 +480,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
   if (!trace_call(leaves, compile, outcome, eager)) return eager;
   next_compile_number_++;
   add_entry(outcome, leaves, candidates, number, started);
-  if (outcome.backward) outcome.result = invoker_(leaves);  // the trace's tensors have no autograd history
+  if (outcome.backward) outcome.result = run_after_training_trace(leaves, marks);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -514,7 +515,8 @@ bool Engine::follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10:
 // A symbolic entry meets sizes (or scalar values) it was not checked against: trace this call and keep
 // the entry for these values only if the trace generalizes to the very same program; otherwise the
 // values get their own entry. Every symbolic entry whose guards pass is checked against the one trace.
-ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile) {
+ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves, const uint64_t* marks,
+                                         std::unique_lock<std::mutex>& compile) {
   const auto candidates = dynamic_candidates(leaves);
   const auto started = std::chrono::steady_clock::now();
   tracer::TraceOutcome outcome;
@@ -549,7 +551,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
     runtime::log(runtime::Artifact::kDynamic,
                  fmt::format("{}: sizes {} follow the symbolic graph", name_, sizes_text(confirmed->symbols, symbolic.symbol_values)),
                  compile_id(symbolic.compile_number));
-    return outcome.backward ? invoker_(leaves) : std::move(outcome.result);  // a training trace's tensors have no history
+    return outcome.backward ? run_after_training_trace(leaves, marks) : std::move(outcome.result);
   }
   const Unchecked::Candidate& first = unchecked.candidates.front();
   const runtime::Entry& symbolic = *first.entry;
@@ -570,7 +572,7 @@ ResultLeaves Engine::check_sizes_and_run(const Unchecked& unchecked, c10::ArrayR
     return outcome.backward ? invoker_(leaves) : std::move(outcome.result);
   }
   add_entry(outcome, leaves, candidates, next_compile_number_++, started);
-  if (outcome.backward) outcome.result = invoker_(leaves);
+  if (outcome.backward) outcome.result = run_after_training_trace(leaves, marks);
   std::lock_guard<std::mutex> lock(stats_mutex_);
   compile_stats_.compiles++;
   compile_stats_.recompiles++;

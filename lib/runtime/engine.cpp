@@ -216,11 +216,11 @@ bool Engine::try_entries(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, std:
 }
 
 bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves,
-                       const int64_t* symbols, std::string* failure, ResultLeaves& out, bool compiled) {
+                       const int64_t* symbols, std::string* failure, ResultLeaves& out, RunAs as) {
   ValuesLease lease;
   auto& values = lease.get();
   // A program runs its own (functional) graph, whose inputs are the entry graph's, position by position.
-  const runtime::Program* program = compiled ? program_for(entry) : nullptr;
+  const runtime::Program* program = as == RunAs::kProgram ? program_for(entry) : nullptr;
   // After program_for: a first hit's compile is not part of the call's region.
   const runtime::ProfilerRegion region(at::RecordScope::USER_SCOPE,
                                        [&] { return runtime::compiled_region_name(name_, compile_id(entry.compile_number)); });
@@ -232,7 +232,7 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
     else if (in.kind == graph::InputKind::kConstant) values[in.value] = in.constant;
   for (size_t k = 0; k < entry.captured_inputs.size(); ++k)  // the tensors the guards checked
     values[g.inputs[entry.captured_inputs[k]].value] = at::Tensor(captured.refs[k]);
-  if (!compiled) copy_written_inputs(g, values);
+  if (as == RunAs::kReplayToRaise) copy_written_inputs(g, values);
   std::vector<std::pair<at::Tensor, at::Tensor>> backups;
   for (size_t position : entry.backup_inputs) {
     const at::Tensor& t = values[g.inputs[position].value];
@@ -249,7 +249,7 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
   bool completed = false;
   try {
     auto run = [&] {
-      const bool replayed = entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
+      const bool replayed = program && entry.cuda_graphs && entry.cuda_graphs->run(values, symbols);
       return replayed || (program ? program->run(values, symbols, &why) : runtime::replay(entry.graph, {&values, symbols}, &why));
     };
     completed = entry.backward ? runtime::run_training(entry, g, values, run, name_, symbols) : run();
@@ -260,9 +260,9 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
                              compile_id(entry.compile_number), failed.kernel));
     values.clear();
     restore_generator(generator, generator_state);
-    return run_entry(entry, captured, leaves, symbols, failure, out, false);
+    return run_entry(entry, captured, leaves, symbols, failure, out, RunAs::kReplayToRaise);
   }
-  if (!compiled)
+  if (as == RunAs::kReplayToRaise)
     throw c10::Error(
         fmt::format("jitc: {}: a run-time check of a compiled kernel failed (an index out of range or an integer division by "
                     "zero) but the call replayed eagerly did not raise: the call changed its own inputs before the check",
@@ -285,6 +285,23 @@ bool Engine::run_entry(const runtime::Entry& entry, const runtime::CapturedTenso
     }
   }
   return true;
+}
+
+ResultLeaves Engine::run_after_training_trace(c10::ArrayRef<Leaf> leaves, const uint64_t* marks) {
+  int64_t symbols[kMaxSymbols];
+  runtime::CapturedTensors captured;
+  size_t index = 0;
+  std::string failure;
+  ResultLeaves out;
+  if (EntryPtr entry = find_entry(leaves, marks, symbols, 0, &index, nullptr, captured);
+      entry && entry->backward && run_entry(*entry, captured, leaves, symbols, &failure, out, RunAs::kReplay))
+    return out;
+  return invoker_(leaves);
+}
+
+bool Engine::expects_training() const {
+  if (captures_need_grad_.load(std::memory_order_relaxed)) return true;
+  return module_ && runtime::any_parameter_requires_grad(*module_);
 }
 
 std::string Engine::compile_id(int compile_number) const { return fmt::format("{}/{}", frame_id_, compile_number); }
@@ -321,7 +338,7 @@ void Engine::reset() {
   history_.clear();
   next_compile_number_ = 0;
   calls_ = hits_ = eager_calls_ = first_hit_checks_ = 0;
-  retraced_unreplayable_ = false;
+  retraced_unreplayable_ = captures_need_grad_ = false;
   kernels_compiled_ = programs_compiled_ = programs_from_cache_ = 0;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);

@@ -66,12 +66,21 @@ class Engine {
   // tensors, locked for the whole call.
   EntryPtr find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, int64_t* symbols, uint64_t skip, size_t* index,
                       Unchecked* unchecked, runtime::CapturedTensors& captured);
+  // How run_entry runs an entry: its program where built (else eager replay); eager replay (the call
+  // that traced it); eager replay after a failed run-time check of the program (see
+  // runtime::ChecksFailed), to raise eager's error, on copies of the inputs the graph writes, which the
+  // program wrote already.
+  enum class RunAs { kProgram, kReplay, kReplayToRaise };
   // Runs a guard-checked entry into `out`; false (out untouched) when a graph break's check failed.
-  // compiled=false runs it through eager replay even when it has a program, after a failed run-time
-  // check of the program (see runtime::ChecksFailed), to raise eager's error: on copies of the inputs
-  // the graph writes, which the program wrote already.
   bool run_entry(const runtime::Entry& entry, const runtime::CapturedTensors& captured, c10::ArrayRef<Leaf> leaves, const int64_t* symbols,
-                 std::string* failure, ResultLeaves& out, bool compiled = true);
+                 std::string* failure, ResultLeaves& out, RunAs as = RunAs::kProgram);
+  // The call whose training trace just made an entry (the trace's tensors have no autograd history):
+  // runs through that entry's replay rather than the callable again, whose C++ side effects (a counter,
+  // a log line) ran once already in the trace. The callable again only where no entry serves the call.
+  ResultLeaves run_after_training_trace(c10::ArrayRef<Leaf> leaves, const uint64_t* marks);
+  // In grad mode the next trace is for training at once: an earlier one found a captured tensor requiring
+  // grad, or the compiled module has a parameter requiring grad.
+  bool expects_training() const;
   // Why this call runs eagerly (an input jitc does not compile, a call in grad mode after a failed
   // training trace).
   struct EagerReason {
@@ -99,7 +108,8 @@ class Engine {
 
   // ---- miss path (compile.cpp) ----
   ResultLeaves compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t* marks, const std::string& break_failure, uint64_t skip);
-  ResultLeaves check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves, std::unique_lock<std::mutex>& compile);
+  ResultLeaves check_sizes_and_run(const Unchecked& unchecked, c10::ArrayRef<Leaf> leaves, const uint64_t* marks,
+                                   std::unique_lock<std::mutex>& compile);
   // Whether `fresh` (a static entry of this call) generalizes with one of symbolic's origins to symbolic's program.
   bool follows(const runtime::Entry& symbolic, const EntryPtr& fresh, c10::ArrayRef<Leaf> leaves, const std::vector<uint64_t>& candidates);
   // Traces the call; on failure runs it eagerly (and returns false with `eager` set) or throws.
@@ -172,6 +182,7 @@ class Engine {
   std::string training_failure_;                   // why (under stats_mutex_)
   std::atomic<bool> warned_limit_{false}, warned_grad_{false}, warned_input_{false};
   std::atomic<bool> retraced_unreplayable_{false};  // after_unreplayable_trace's one more trace was given
+  std::atomic<bool> captures_need_grad_{false};     // a trace found a captured tensor requiring grad
   std::atomic<int64_t> first_hit_checks_{0};
   std::atomic<int64_t> kernels_compiled_{0}, programs_compiled_{0}, programs_from_cache_{0};
   runtime::CudaGraphCounters cuda_graph_counters_;

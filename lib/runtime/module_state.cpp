@@ -2,6 +2,8 @@
 
 #include <torch/nn/module.h>
 
+#include <algorithm>
+
 namespace jitc::runtime {
 
 namespace {
@@ -84,6 +86,11 @@ guards::ModuleGuard snapshot_module_state(const torch::nn::Module& root) {
   };
   walk<true>(root, "self", emit);
   return g;
+}
+
+bool any_parameter_requires_grad(const torch::nn::Module& root) {
+  const auto parameters = root.parameters();
+  return std::any_of(parameters.begin(), parameters.end(), [](const at::Tensor& p) { return p.requires_grad(); });
 }
 
 }  // namespace jitc::runtime

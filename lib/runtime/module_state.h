@@ -20,4 +20,7 @@ void read_module_state(const torch::nn::Module& root, ModuleWords& out);
 // The same words, with what each one is, for an entry's guards.
 guards::ModuleGuard snapshot_module_state(const torch::nn::Module& root);
 
+// Whether a parameter of the tree requires grad: a call in grad mode is then traced for training at once.
+bool any_parameter_requires_grad(const torch::nn::Module& root);
+
 }  // namespace jitc::runtime

@@ -233,13 +233,14 @@ TraceOutcome trace_for_training(const detail::Invoker& invoker, c10::ArrayRef<de
 }  // namespace
 
 TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
-                   bool fullgraph) {
+                   bool fullgraph, bool expect_training) {
   install_tracer();
   const GeneratorStates generators(devices_of(leaves));
   const bool grad = at::GradMode::is_enabled();
   try {
-    TraceOutcome outcome = grad && any_requires_grad(leaves) ? trace_for_training(invoker, leaves, leaf_names, fullgraph)
-                                                             : trace_once(invoker, leaves, leaf_names, fullgraph, false);
+    TraceOutcome outcome = grad && (expect_training || any_requires_grad(leaves))
+                               ? trace_for_training(invoker, leaves, leaf_names, fullgraph)
+                               : trace_once(invoker, leaves, leaf_names, fullgraph, false);
     if (outcome.backward) generators.restore();
     return outcome;
   } catch (const TraceFailure& f) {
@@ -253,6 +254,7 @@ TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> l
   try {
     TraceOutcome outcome = trace_for_training(invoker, leaves, leaf_names, fullgraph);
     if (outcome.backward) generators.restore();
+    outcome.retraced_for_grad = true;
     return outcome;
   } catch (...) {
     generators.restore();

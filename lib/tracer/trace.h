@@ -26,6 +26,9 @@ struct TraceOutcome {
   // `unreplayable` because the callable created state a later call finds made (gradients, an optimizer's
   // buffers): a later trace may give a graph.
   bool first_call_only = false;
+  // An inference trace met a captured tensor requiring grad and the call was traced again for training:
+  // the caller may start the next trace for training (TraceOptions::expect_training).
+  bool retraced_for_grad = false;
 };
 
 // Installs the dispatcher fallback on kTracerKey (once per process).
@@ -34,9 +37,11 @@ void install_tracer();
 // Throws TraceFailure when the callable cannot be traced; before any exception leaves, writes the trace
 // made to arguments and captured tensors and its random draws are undone, so the caller can run the
 // callable eagerly. In grad mode, a call whose arguments or captured tensors require grad is traced for
-// training (see TraceOutcome::backward).
+// training (see TraceOutcome::backward). `expect_training`: in grad mode, trace for training at once,
+// without a first inference attempt that finds a captured tensor requiring grad (and runs the callable's
+// C++ code once more).
 TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
-                   bool fullgraph);
+                   bool fullgraph, bool expect_training = false);
 
 // True while this thread is tracing (a compiled function called inside another one is inlined).
 bool is_tracing();

@@ -326,6 +326,54 @@ inline void check_whole_training_steps(at::Device device, const jitc::Options& o
   CHECK(logs.lines_with("called on a tensor created while jitc traced").empty());
 }
 
+// A forward that counts its calls in C++ (a step counter, a log line) runs that code when a call is traced,
+// and not on hits, which run kernels only (README, Semantics). A training trace is not the call's execution
+// (its tensors have no autograd history): before the fix the callable ran again for the call's result,
+// after an inference attempt that ran it too (3 runs on a call that traced, where eager runs 1).
+struct CountingNet : torch::nn::Module {
+  torch::nn::Linear fc{nullptr};
+  int runs = 0;
+  explicit CountingNet(at::Device device) {
+    fc = register_module("fc", torch::nn::Linear(4, 3));
+    to(device, at::kDouble);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    ++runs;
+    return at::tanh(fc(x)).sum();
+  }
+};
+
+inline void check_forward_code_runs_once_per_call(at::Device device, const jitc::Options& options = {}) {
+  at::manual_seed(12);
+  auto compiled_net = std::make_shared<CountingNet>(device), eager_net = std::make_shared<CountingNet>(device);
+  copy_parameters(*eager_net, *compiled_net);
+  auto compiled = jitc::compile(compiled_net, options);
+  const at::Tensor w = at::randn({4, 2}, at::TensorOptions(device).dtype(at::kDouble)).requires_grad_();
+  int lambda_runs = 0;
+  auto lambda = jitc::compile(
+      [&](const at::Tensor& x) {
+        ++lambda_runs;
+        return at::sin(x.mm(w)).sum();
+      },
+      options);
+  for (int call = 1; call <= 5; ++call) {
+    const at::Tensor x = at::randn({call < 3 ? 2 : 3, 4}, at::TensorOptions(device).dtype(at::kDouble));
+    const bool traces = call == 1 || call == 3;  // batch 2, then batch 3
+    const int module_before = compiled_net->runs, lambda_before = lambda_runs;
+    compiled(x).backward();
+    eager_net->forward(x).backward();
+    lambda(x).backward();
+    INFO("call " << call);
+    CHECK(compiled_net->runs - module_before == (traces ? 1 : 0));  // its parameters say at once that the trace is for training
+    // A lambda's captures are seen only by a trace: its first call makes an inference attempt that meets
+    // the captured `w`; every trace after that is for training at once.
+    CHECK(lambda_runs - lambda_before == (call == 1 ? 2 : traces ? 1 : 0));
+    CHECK(at::allclose(compiled_net->fc->weight.grad(), eager_net->fc->weight.grad(), 1e-12, 1e-12));
+  }
+  CHECK(compiled.stats().compiles == 2);
+  CHECK(lambda.stats().compiles == 2);
+}
+
 inline void check_call_semantics_in_every_mode(at::Device device) {
   for (const jitc::Mode mode : {jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
     INFO("mode " << jitc::to_string(mode));
@@ -338,6 +386,7 @@ inline void check_call_semantics_in_every_mode(at::Device device) {
     check_whole_training_steps(device, options);
     check_step_reading_argument_grads(device, options);
     check_step_resetting_argument_grads(device, options);
+    check_forward_code_runs_once_per_call(device, options);
   }
 }
 

@@ -804,3 +804,7 @@ TEST_CASE("a parameter first read without grad, grad mode turned on inside, view
           "[training]") {
   check_call_semantics_in_every_mode(at::kCPU);
 }
+
+TEST_CASE("C++ code in a compiled forward runs once on a call that traces it in grad mode, not again for its result", "[training]") {
+  check_forward_code_runs_once_per_call(at::kCPU);
+}

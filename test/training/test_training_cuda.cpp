@@ -164,6 +164,11 @@ TEST_CASE("CUDA training: a step that reads .grad() of its tensor arguments comp
   check_step_resetting_argument_grads(at::kCUDA);
 }
 
+TEST_CASE("CUDA training: C++ code in a compiled forward runs once on a call that traces it in grad mode, not again for its result", "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_forward_code_runs_once_per_call(at::kCUDA);
+}
+
 TEST_CASE(
     "CUDA training: a parameter first read without grad, grad mode turned on inside, view outputs and torch::optim steps hold in "
     "every mode",
