@@ -161,15 +161,15 @@ void refuse_unsupported_training(const TraceOutcome& outcome) {
   const auto& nodes = outcome.graph.nodes;
   for (size_t i = outcome.backward->forward_nodes; i < nodes.size(); ++i)
     if (nodes[i].checked())
-      throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported,
+      throw TraceFailure(TraceFailure::Kind::kBackwardReadsHost,
                          fmt::format("the backward reads a value on the host ({}): compiled training needs a backward "
                                      "without graph breaks",
                                      nodes[i].name()));
 }
 
 TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves, const std::vector<std::string>& leaf_names,
-                        bool fullgraph, bool training) {
-  TraceSession session(fullgraph, training);
+                        bool fullgraph, bool training, bool subclass_like = false) {
+  TraceSession session(fullgraph, training, subclass_like);
   TraceOutcome outcome;
   outcome.training = training;
   bool committed = false;
@@ -218,13 +218,42 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
   return outcome;
 }
 
-// A failure of a training trace says nothing about inference calls: they may still compile.
+// prod's and cumprod's data-independent backward gives a finite gradient at a NaN or infinite element
+// where eager's gives NaN (and NaN where eager's cumprod gives 0 after a zero): such a graph keeps eager's
+// formulas, and so runs eagerly. (max, min and median over all elements: their data-independent form is
+// the one eager runs on CUDA.)
+void refuse_formulas_differing_from_eager(const TraceOutcome& outcome) {
+  if (!outcome.backward) return;
+  for (size_t i = 0; i < outcome.backward->forward_nodes; ++i) {
+    const std::string& name = outcome.graph.nodes[i].op.operator_name().name;
+    if (name == "aten::prod" || name == "aten::cumprod")
+      throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported,
+                         fmt::format("the backward of {} reads a value on the host (whether an element is 0), and its form that "
+                                     "reads none differs from eager's at NaN and infinite elements",
+                                     name));
+  }
+}
+
+// A failure of a training trace says nothing about inference calls: they may still compile. A backward
+// that read a value on the host (an ATen formula asking whether a maximum is NaN, whether an element is
+// 0) is traced once more with subclass-like stand-ins, whose formulas read none (ATen's forms for
+// FakeTensors, which torch.compile traces with); only then, and not on every trace, because those forms
+// may treat NaN and infinity otherwise than eager's (README, Training).
 TraceOutcome trace_for_training(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> leaves,
-                                const std::vector<std::string>& leaf_names, bool fullgraph) {
+                                const std::vector<std::string>& leaf_names, bool fullgraph, const GeneratorStates& generators) {
   try {
-    return trace_once(invoker, leaves, leaf_names, fullgraph, true);
+    try {
+      return trace_once(invoker, leaves, leaf_names, fullgraph, true);
+    } catch (const TraceFailure& f) {
+      if (f.kind() != TraceFailure::Kind::kBackwardReadsHost) throw;
+      generators.restore();
+      TraceOutcome outcome = trace_once(invoker, leaves, leaf_names, fullgraph, true, /*subclass_like=*/true);
+      refuse_formulas_differing_from_eager(outcome);
+      return outcome;
+    }
   } catch (const TraceFailure& f) {
-    if (f.kind() == TraceFailure::Kind::kUntraceable || f.kind() == TraceFailure::Kind::kEscapedTracer)
+    if (f.kind() == TraceFailure::Kind::kUntraceable || f.kind() == TraceFailure::Kind::kEscapedTracer ||
+        f.kind() == TraceFailure::Kind::kBackwardReadsHost)
       throw TraceFailure(TraceFailure::Kind::kTrainingUnsupported, f.what());
     throw;
   }
@@ -239,7 +268,7 @@ TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> l
   const bool grad = at::GradMode::is_enabled();
   try {
     TraceOutcome outcome = grad && (expect_training || any_requires_grad(leaves))
-                               ? trace_for_training(invoker, leaves, leaf_names, fullgraph)
+                               ? trace_for_training(invoker, leaves, leaf_names, fullgraph, generators)
                                : trace_once(invoker, leaves, leaf_names, fullgraph, false);
     if (outcome.backward) generators.restore();
     return outcome;
@@ -252,7 +281,7 @@ TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> l
   }
   // A captured tensor (a parameter) requires grad: trace again, for training.
   try {
-    TraceOutcome outcome = trace_for_training(invoker, leaves, leaf_names, fullgraph);
+    TraceOutcome outcome = trace_for_training(invoker, leaves, leaf_names, fullgraph, generators);
     if (outcome.backward) generators.restore();
     outcome.retraced_for_grad = true;
     return outcome;

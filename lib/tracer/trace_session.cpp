@@ -140,8 +140,8 @@ LiveSessions& live_sessions() {
 
 }  // namespace
 
-TraceSession::TraceSession(bool fullgraph, bool training)
-    : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), training_(training), previous_(t_current) {
+TraceSession::TraceSession(bool fullgraph, bool training, bool subclass_like)
+    : id_(g_next_session.fetch_add(1)), fullgraph_(fullgraph), training_(training), subclass_like_(subclass_like), previous_(t_current) {
   t_current = this;
   std::lock_guard<std::mutex> lock(live_sessions().mutex);
   live_sessions().by_id[id_] = this;
@@ -193,7 +193,7 @@ at::Tensor TraceSession::wrap_argument(const at::Tensor& real, int leaf, std::st
   in.name = std::move(name);
   graph_.inputs.push_back(std::move(in));
   inputs_by_storage_[graph_.values[v].storage].push_back(real);
-  at::Tensor tracer = make_tracer(real, v, id_);
+  at::Tensor tracer = make_tracer(real, v, id_, subclass_like_);
   // Code may branch on requires_grad; in a training trace the stand-in is the leaf autograd differentiates
   // for (an argument's own history, if any, stays outside: the compiled function's node links to it).
   if (real.requires_grad()) tracer.unsafeGetTensorImpl()->set_requires_grad(true);
@@ -209,7 +209,7 @@ at::Tensor TraceSession::wrap_argument(const at::Tensor& real, int leaf, std::st
 // leaves, whose stand-ins replace this one). A training trace's backward (backward_trace.cpp) takes each
 // leaf's gradient at its AccumulateGrad node and never accumulates into this one.
 void TraceSession::stand_in_for_grad(const at::Tensor& real, at::Tensor& tracer) {
-  at::Tensor grad = make_tracer(real.grad(), graph::kNoValue, id_);
+  at::Tensor grad = make_tracer(real.grad(), graph::kNoValue, id_, subclass_like_);
   argument_grads_.emplace(grad.unsafeGetTensorImpl(), graph_.inputs.back().name);
   tracer.mutable_grad() = grad;
 }
@@ -223,7 +223,7 @@ at::Tensor TraceSession::wrap_tangent(const at::Tensor& output_shadow, size_t in
   in.name = fmt::format("tangents[{}]", index);
   *position = graph_.inputs.size();
   graph_.inputs.push_back(std::move(in));
-  return make_tracer(real, v, id_);
+  return make_tracer(real, v, id_, subclass_like_);
 }
 
 int TraceSession::input_position(const c10::TensorImpl* leaf) const {
@@ -384,6 +384,24 @@ void TraceSession::restore_mutated_inputs() {
   backed_up_storages_.clear();
 }
 
+namespace {
+
+// The keys an op's shadows dispatch on below the tracer: without the MetaBit that marks subclass-like
+// stand-ins (tracer_tensor.cpp), unless the traced tensors are meta tensors themselves.
+c10::DispatchKeySet shadow_keys(c10::DispatchKeySet keys, const std::vector<c10::IValue>& originals) {
+  keys = keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey);
+  auto is_meta = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined() && v.toTensor().is_meta(); };
+  for (const auto& v : originals) {
+    if (is_meta(v)) return keys;
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorList().vec())
+        if (t.defined() && t.is_meta()) return keys;
+  }
+  return keys.remove_backend(c10::BackendComponent::MetaBit);
+}
+
+}  // namespace
+
 void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   std::lock_guard<std::recursive_mutex> one_at_a_time(record_mutex_);
   const auto& schema = op.schema();
@@ -417,7 +435,7 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
     }
   }
   if (node.mutates) check_no_partial_overlap(op, originals);
-  op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey), stack);
+  op.redispatchBoxed(shadow_keys(keys, originals), stack);
   wrap_returns(op, stack, begin, originals, node);
   if (breaks) note_break(node, op, *stack, begin);
   else if (!op.schema().returns().empty() && is_checkable_scalar((*stack)[begin]))
@@ -449,7 +467,7 @@ void TraceSession::wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack
           out = original;
         }
       } else {
-        out = make_tracer(real, v, id_);
+        out = make_tracer(real, v, id_, subclass_like_);
       }
     } else if (out.isTensorList()) {
       output.is_list = true;
@@ -458,7 +476,7 @@ void TraceSession::wrap_returns(const c10::OperatorHandle& op, torch::jit::Stack
         check_traceable_result(real, op);
         const graph::ValueId v = define(real, producer);
         output.values.push_back(v);
-        wrapped.push_back(make_tracer(real, v, id_));
+        wrapped.push_back(make_tracer(real, v, id_, subclass_like_));
       }
       out = wrapped;
     }

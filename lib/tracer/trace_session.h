@@ -29,7 +29,9 @@ class TraceFailure : public std::exception {
   // training). kTrainingUnsupported: a training trace met what jitc cannot differentiate yet.
   // kArgumentGrad: the callable read an argument's .grad() (the engine then passes the arguments'
   // gradients as leaves of their own, runtime/argument_grads.h, and traces again).
-  enum class Kind { kUntraceable, kGradRequired, kTrainingUnsupported, kFullGraph, kEscapedTracer, kArgumentGrad };
+  // kBackwardReadsHost: a training trace's backward read a value on the host (trace() then traces again
+  // with subclass-like stand-ins, or fails as kTrainingUnsupported).
+  enum class Kind { kUntraceable, kGradRequired, kTrainingUnsupported, kFullGraph, kEscapedTracer, kArgumentGrad, kBackwardReadsHost };
   TraceFailure(Kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
   Kind kind() const { return kind_; }
   const char* what() const noexcept override { return message_.c_str(); }
@@ -43,7 +45,8 @@ class TraceSession {
  public:
   // training: grad mode is on and tensors may require grad; autograd runs above the tracer and its
   // backward formulas are recorded too (backward_trace.h).
-  TraceSession(bool fullgraph, bool training);
+  // subclass_like: stand-ins for which ATen's isTensorSubclassLike holds (tracer_tensor.cpp).
+  TraceSession(bool fullgraph, bool training, bool subclass_like = false);
   ~TraceSession();
   TraceSession(const TraceSession&) = delete;
   TraceSession& operator=(const TraceSession&) = delete;
@@ -117,6 +120,7 @@ class TraceSession {
   std::recursive_mutex record_mutex_;
   bool fullgraph_;
   bool training_;
+  bool subclass_like_;
   TraceSession* previous_;
   graph::Graph graph_;
   std::vector<BreakRecord> breaks_;

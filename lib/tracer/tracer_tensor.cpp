@@ -18,15 +18,29 @@ LiveStandIns& live_stand_ins() {
   return live;
 }
 
-c10::DispatchKeySet tracer_keys(const at::Tensor& shadow) {
-  // The real backend key stays, so is_cpu()/is_cuda() and autocast behave as in eager.
-  return c10::DispatchKeySet{c10::computeDispatchKey(shadow.scalar_type(), shadow.layout(), shadow.device()), kTracerKey};
+// The real backend key stays, so is_cpu()/is_cuda() and autocast behave as in eager. A subclass-like
+// stand-in (a training trace's second attempt, trace.cpp) also carries MetaBit, which makes ATen's
+// isTensorSubclassLike hold, as for a FakeTensor: ATen's backward formulas then take their forms that read
+// no data on the host (max() over all elements asking whether its maximum is NaN, prod() whether an
+// element is 0), which a trace can only follow as a graph break. TensorImpl derives a tensor's autograd
+// and autocast keys from its highest backend bit, MetaBit then: the real backend's are added here, and
+// records redispatch without MetaBit (TraceSession::record).
+c10::DispatchKeySet tracer_keys(const at::Tensor& shadow, bool subclass_like) {
+  const c10::DispatchKey backend = c10::computeDispatchKey(shadow.scalar_type(), shadow.layout(), shadow.device());
+  if (!subclass_like) return c10::DispatchKeySet{backend, kTracerKey};
+  const c10::BackendComponent component = c10::toBackendComponent(backend);
+  return c10::DispatchKeySet{backend, kTracerKey} | c10::DispatchKeySet(c10::BackendComponent::MetaBit) |
+         c10::getAutogradRelatedKeySetFromBackend(component) | c10::getAutocastRelatedKeySetFromBackend(component);
 }
 
 }  // namespace
 
-TracerTensorImpl::TracerTensorImpl(at::Tensor shadow, graph::ValueId value, uint64_t session)
-    : c10::TensorImpl(tracer_keys(shadow), shadow.dtype(), shadow.device()), shadow_(std::move(shadow)), value_(value), session_(session) {
+TracerTensorImpl::TracerTensorImpl(at::Tensor shadow, graph::ValueId value, uint64_t session, bool subclass_like)
+    : c10::TensorImpl(tracer_keys(shadow, subclass_like), shadow.dtype(), shadow.device()),
+      shadow_(std::move(shadow)),
+      value_(value),
+      session_(session),
+      subclass_like_(subclass_like) {
   set_storage_access_should_throw();
   sync_metadata();
   enlist();
@@ -79,7 +93,7 @@ void TracerTensorImpl::rebind(graph::ValueId value) {
 c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(const c10::VariableVersion& version_counter,
                                                                               bool allow_tensor_metadata_change) const {
   if (became_shadow_) return c10::TensorImpl::shallow_copy_and_detach(version_counter, allow_tensor_metadata_change);
-  auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
+  auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_, subclass_like_);
   copy->set_version_counter(version_counter);
   copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);
   return copy;
@@ -88,7 +102,7 @@ c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(co
 c10::intrusive_ptr<c10::TensorImpl> TracerTensorImpl::shallow_copy_and_detach(c10::VariableVersion&& version_counter,
                                                                               bool allow_tensor_metadata_change) const {
   if (became_shadow_) return c10::TensorImpl::shallow_copy_and_detach(std::move(version_counter), allow_tensor_metadata_change);
-  auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_);
+  auto copy = c10::make_intrusive<TracerTensorImpl>(shadow_, value_, session_, subclass_like_);
   copy->set_version_counter(std::move(version_counter));
   copy->set_allow_tensor_metadata_change(allow_tensor_metadata_change);
   return copy;
@@ -110,8 +124,8 @@ TracerTensorImpl* as_tracer(const at::Tensor& t) {
   return dynamic_cast<TracerTensorImpl*>(t.unsafeGetTensorImpl());
 }
 
-at::Tensor make_tracer(at::Tensor shadow, graph::ValueId value, uint64_t session) {
-  return at::detail::make_tensor<TracerTensorImpl>(std::move(shadow), value, session);
+at::Tensor make_tracer(at::Tensor shadow, graph::ValueId value, uint64_t session, bool subclass_like) {
+  return at::detail::make_tensor<TracerTensorImpl>(std::move(shadow), value, session, subclass_like);
 }
 
 }  // namespace jitc::tracer

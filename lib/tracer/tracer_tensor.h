@@ -17,7 +17,8 @@ constexpr auto kTracerKey = c10::DispatchKey::Fake;
 
 class TracerTensorImpl final : public c10::TensorImpl {
  public:
-  TracerTensorImpl(at::Tensor shadow, graph::ValueId value, uint64_t session);
+  // subclass_like: ATen's isTensorSubclassLike holds for it (tracer_tensor.cpp, tracer_keys).
+  TracerTensorImpl(at::Tensor shadow, graph::ValueId value, uint64_t session, bool subclass_like);
 
   const at::Tensor& shadow() const { return shadow_; }
   graph::ValueId value() const { return value_; }
@@ -49,6 +50,7 @@ class TracerTensorImpl final : public c10::TensorImpl {
   at::Tensor shadow_;
   graph::ValueId value_;
   uint64_t session_;
+  bool subclass_like_;
 };
 
 // The stand-ins of `session` still alive once the trace no longer holds any (the callable stored them
@@ -57,6 +59,6 @@ size_t keep_escaped_stand_ins(uint64_t session);
 
 // The tracer impl behind `t`, or nullptr for a real tensor.
 TracerTensorImpl* as_tracer(const at::Tensor& t);
-at::Tensor make_tracer(at::Tensor shadow, graph::ValueId value, uint64_t session);
+at::Tensor make_tracer(at::Tensor shadow, graph::ValueId value, uint64_t session, bool subclass_like);
 
 }  // namespace jitc::tracer
