@@ -424,9 +424,9 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
                                   : make_entry(graph::Graph(outcome.graph), leaves, outcome.result, candidates, {});
     entry->compile_number = number;
     if (entry->backward) entry->backward->entry->compile_number = number;
-    // Traced again at its first hit (first_hit.cpp); not a training entry, whose trace is not its call's
-    // execution (the callable would run twice).
-    entry->checks_first_hit = !entry->backward && entry->graph.num_symbols == 0 && writes_captured(entry->graph);
+    // Traced again at its first hit (first_hit.cpp), training entries too: their call returns through
+    // the entry (run_after_training_trace), so the trace is the only run of the callable's C++ code.
+    entry->checks_first_hit = entry->graph.num_symbols == 0 && writes_captured(entry->graph);
     entry->breaks = outcome.breaks;
     entry->trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     request_build(*install(std::move(entry), leaves, candidates));
@@ -449,7 +449,7 @@ ResultLeaves Engine::compile_and_run(c10::ArrayRef<Leaf> leaves, const uint64_t*
     hits_.fetch_add(1, std::memory_order_relaxed);
     return hit;
   }
-  if (unchecked.first_hit) return check_first_hit(unchecked.first_hit, leaves, compile);
+  if (unchecked.first_hit) return check_first_hit(unchecked.first_hit, leaves, compile);  // replays a fresh entry
   if (!unchecked.candidates.empty()) return check_sizes_and_run(unchecked, leaves, marks, compile);
   auto reasons = failure_reasons(leaves, marks);
   if (!again.empty() || !break_failure.empty()) reasons.insert(reasons.begin(), again.empty() ? break_failure : again);

@@ -299,6 +299,16 @@ ResultLeaves Engine::run_after_training_trace(c10::ArrayRef<Leaf> leaves, const 
   return invoker_(leaves);
 }
 
+ResultLeaves Engine::replay_fresh_training_entry(const runtime::Entry& fresh, c10::ArrayRef<Leaf> leaves) {
+  runtime::CapturedTensors captured;
+  captured.lock(fresh);
+  const int64_t no_symbols[1] = {0};
+  std::string failure;
+  ResultLeaves out;
+  if (run_entry(fresh, captured, leaves, no_symbols, &failure, out, RunAs::kReplay)) return out;
+  return invoker_(leaves);
+}
+
 bool Engine::expects_training() const {
   if (captures_need_grad_.load(std::memory_order_relaxed)) return true;
   return module_ && runtime::any_parameter_requires_grad(*module_);

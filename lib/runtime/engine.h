@@ -78,6 +78,8 @@ class Engine {
   // runs through that entry's replay rather than the callable again, whose C++ side effects (a counter,
   // a log line) ran once already in the trace. The callable again only where no entry serves the call.
   ResultLeaves run_after_training_trace(c10::ArrayRef<Leaf> leaves, const uint64_t* marks);
+  // The same for an entry that is not installed (the first-hit check's): replayed once over these leaves.
+  ResultLeaves replay_fresh_training_entry(const runtime::Entry& fresh, c10::ArrayRef<Leaf> leaves);
   // In grad mode the next trace is for training at once: an earlier one found a captured tensor requiring
   // grad, or the compiled module has a parameter requiring grad.
   bool expects_training() const;

@@ -52,10 +52,17 @@ bool same_captures(const graph::Graph& a, const graph::Graph& b) {
   return true;
 }
 
+// Whether two entries' backward graphs (training entries) are the same, or both have none.
+bool same_backward(const runtime::Entry& fresh, const runtime::Entry& entry) {
+  if (!fresh.backward || !entry.backward) return !fresh.backward && !entry.backward;
+  return compared_lines(fresh.backward->entry->graph) == compared_lines(entry.backward->entry->graph);
+}
+
 // Why the fresh trace's entry cannot stand for `entry`, or "" where it is the same program.
 std::string difference(const runtime::Entry& fresh, const runtime::Entry& entry) {
+  if (!fresh.backward != !entry.backward) return fresh.backward ? "it now traces with a backward" : "it now traces without a backward";
   const auto before = compared_lines(entry.graph), now = compared_lines(fresh.graph);
-  if (before == now && runtime::same_results(fresh, entry)) {
+  if (before == now && runtime::same_results(fresh, entry) && same_backward(fresh, entry)) {
     if (same_captures(fresh.graph, entry.graph)) return "";
     return "it updates other captured tensors than at its first trace (a C++ choice between tensors, such as a "
            "counter picking a buffer)";
@@ -75,11 +82,13 @@ ResultLeaves Engine::check_first_hit(const EntryPtr& entry, c10::ArrayRef<Leaf> 
   ResultLeaves eager;
   if (!trace_call(leaves, compile, outcome, eager)) return eager;  // the entry stays unchecked
   std::string why;
+  std::shared_ptr<runtime::Entry> fresh;
   try {
-    why = outcome.backward
-              ? "it now traces with a backward"
-              : difference(*make_entry(graph::Graph(outcome.graph), leaves, outcome.result, std::vector<uint64_t>(leaves.size(), 0), {}),
-                           *entry);
+    const std::vector<uint64_t> no_dynamic_dims(leaves.size(), 0);
+    fresh = outcome.backward ? make_training_entry(outcome, leaves, no_dynamic_dims)
+                             : make_entry(graph::Graph(outcome.graph), leaves, outcome.result, no_dynamic_dims, {});
+    fresh->compile_number = entry->compile_number;
+    why = difference(*fresh, *entry);
   } catch (const std::exception& e) {  // a jitc bug: the trace's result stands, the entry does not
     runtime::rethrow_if_strict(e);
     why = "checking its graph failed: " + runtime::error_text(e);
@@ -98,7 +107,10 @@ ResultLeaves Engine::check_first_hit(const EntryPtr& entry, c10::ArrayRef<Leaf> 
     runtime::supersede(*entry);  // its build, if still waiting, stops: no call will run it
     block_after(fmt::format("{}: {}", id, why), outcome.training);
   }
-  return outcome.backward ? invoker_(leaves) : std::move(outcome.result);  // a training trace's tensors have no history
+  if (!outcome.backward) return std::move(outcome.result);
+  // A training trace's tensors have no autograd history: the call runs its own trace's graph (not the
+  // checked entry, which a difference may have made stale).
+  return fresh ? replay_fresh_training_entry(*fresh, leaves) : invoker_(leaves);
 }
 
 }  // namespace jitc::detail

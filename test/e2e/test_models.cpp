@@ -111,7 +111,8 @@ void train_side_by_side(const std::string& name, const std::function<jitc::bench
     return;
   }
   CHECK(compiled.stats().compiles == 1);
-  CHECK(compiled.stats().hits == steps - 1);
+  // A graph updating captured tensors (batch-norm statistics) is traced again at its first hit instead of a hit.
+  CHECK(compiled.stats().hits + compiled.stats().first_hit_checks == steps - 1);
   // No fallback of the forward or the backward (a slow compile's progress lines may appear).
   CHECK(logs.text().find("eager") == std::string::npos);
 }

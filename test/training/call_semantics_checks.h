@@ -287,7 +287,8 @@ void check_whole_training_step(const char* name, const Options& options, at::Dev
                                bool compiles = false) {
   for (const bool warm : {false, true})
     for (const bool set_to_none : {false, true}) {
-      INFO(name << (warm ? ", state made by an eager step" : ", first step compiled") << (set_to_none ? ", gradients set to none" : ", gradients zeroed"));
+      INFO(name << (warm ? ", state made by an eager step" : ", first step compiled")
+                << (set_to_none ? ", gradients set to none" : ", gradients zeroed"));
       at::manual_seed(3);
       auto [eager_model, model] = twin_linears(4, 2, device);
       Optimizer eager_optimizer(eager_model->parameters(), options), optimizer(model->parameters(), options);
@@ -315,8 +316,8 @@ void check_whole_training_step(const char* name, const Options& options, at::Dev
 inline void check_whole_training_steps(at::Device device, const jitc::Options& options = {}) {
   LogCapture logs;
   check_whole_training_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1), device, options);
-  check_whole_training_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01),
-                                               device, options);
+  check_whole_training_step<torch::optim::SGD>("SGD", torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01), device,
+                                               options);
   check_whole_training_step<torch::optim::Adam>("Adam", torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.01), device, options);
   check_whole_training_step<torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(0.01), device, options);
   check_whole_training_step<torch::optim::RMSprop>("RMSprop", torch::optim::RMSpropOptions(0.01).momentum(0.5).centered(true), device,
@@ -374,6 +375,56 @@ inline void check_forward_code_runs_once_per_call(at::Device device, const jitc:
   CHECK(lambda.stats().compiles == 2);
 }
 
+// A training forward that updates a buffer in place (an EMA of its activations) with a decay computed in
+// C++: warming up with a call count, the graph of its second call differs from its first, which no guard
+// sees. Before the fix a training entry's first hit was not traced again (its trace was not the call's
+// execution), and replays froze the first decay: the average drifted from eager's without an error. Now
+// the function runs eagerly in grad mode from its second call; with a constant decay it keeps compiling.
+struct AveragingNet : torch::nn::Module {
+  torch::nn::Linear fc{nullptr};
+  at::Tensor average;
+  bool warms_up;
+  int calls = 0;
+  AveragingNet(at::Device device, bool warm_up) : warms_up(warm_up) {
+    fc = register_module("fc", torch::nn::Linear(4, 3));
+    average = register_buffer("average", at::zeros({3}));
+    to(device, at::kDouble);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    ++calls;
+    const double decay = warms_up ? std::min(0.9, (1.0 + calls) / (10.0 + calls)) : 0.9;
+    const at::Tensor h = fc(x);
+    {
+      at::NoGradGuard no_grad;
+      average.mul_(decay).add_(h.mean(0), 1 - decay);
+    }
+    return at::tanh(h).sum();
+  }
+};
+
+inline void check_training_state_updates(at::Device device, const jitc::Options& options = {}) {
+  for (const bool warm_up : {true, false}) {
+    INFO((warm_up ? "decay warming up with a C++ count" : "constant decay"));
+    at::manual_seed(14);
+    auto net = std::make_shared<AveragingNet>(device, warm_up), eager_net = std::make_shared<AveragingNet>(device, warm_up);
+    copy_parameters(*eager_net, *net);
+    auto compiled = jitc::compile(net, options);
+    for (int call = 0; call < 5; ++call) {
+      INFO("call " << call);
+      const at::Tensor x = at::randn({5, 4}, at::TensorOptions(device).dtype(at::kDouble));
+      compiled(x).backward();
+      eager_net->forward(x).backward();
+      if (warm_up) CHECK(net->calls == eager_net->calls);  // traced, then eager: its C++ code ran once per call
+      CHECK(at::allclose(net->average, eager_net->average, 1e-12, 1e-12));
+      CHECK(at::allclose(net->fc->weight.grad(), eager_net->fc->weight.grad(), 1e-12, 1e-12));
+    }
+    const auto stats = compiled.stats();
+    CHECK(stats.first_hit_checks == 1);
+    CHECK(stats.hits == (warm_up ? 0 : 3));
+    CHECK(stats.eager_fallbacks == (warm_up ? 3 : 0));
+  }
+}
+
 inline void check_call_semantics_in_every_mode(at::Device device) {
   for (const jitc::Mode mode : {jitc::Mode::kReduceOverhead, jitc::Mode::kMaxAutotune, jitc::Mode::kMaxAutotuneNoCudagraphs}) {
     INFO("mode " << jitc::to_string(mode));
@@ -387,6 +438,7 @@ inline void check_call_semantics_in_every_mode(at::Device device) {
     check_step_reading_argument_grads(device, options);
     check_step_resetting_argument_grads(device, options);
     check_forward_code_runs_once_per_call(device, options);
+    check_training_state_updates(device, options);
   }
 }
 

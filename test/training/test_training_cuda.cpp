@@ -152,8 +152,10 @@ TEST_CASE("CUDA training: torch::optim steps called through a compiled function 
   check_compiled_torch_optim_steps(at::kCUDA);
 }
 
-TEST_CASE("CUDA training: whole training steps with zero_grad and backward and a torch::optim step inside follow eager's from a cold or a warm start",
-          "[cuda][training]") {
+TEST_CASE(
+    "CUDA training: whole training steps with zero_grad and backward and a torch::optim step inside follow eager's from a cold or a warm "
+    "start",
+    "[cuda][training]") {
   if (!have_gpu()) return;
   check_whole_training_steps(at::kCUDA);
 }
@@ -164,7 +166,16 @@ TEST_CASE("CUDA training: a step that reads .grad() of its tensor arguments comp
   check_step_resetting_argument_grads(at::kCUDA);
 }
 
-TEST_CASE("CUDA training: C++ code in a compiled forward runs once on a call that traces it in grad mode, not again for its result", "[cuda][training]") {
+TEST_CASE(
+    "CUDA training: a training forward updating a buffer with a decay counted in C++ runs eagerly after its first hit, a constant decay "
+    "compiles",
+    "[cuda][training]") {
+  if (!have_gpu()) return;
+  check_training_state_updates(at::kCUDA);
+}
+
+TEST_CASE("CUDA training: C++ code in a compiled forward runs once on a call that traces it in grad mode, not again for its result",
+          "[cuda][training]") {
   if (!have_gpu()) return;
   check_forward_code_runs_once_per_call(at::kCUDA);
 }

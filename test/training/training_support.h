@@ -270,7 +270,8 @@ inline void train_side_by_side(std::shared_ptr<Model> eager_model, std::shared_p
     CHECK(max_buffer_difference(*model, *eager_model) < tol);
   }
   CHECK(compiled.stats().compiles == 1);
-  CHECK(compiled.stats().hits == steps - 1);
+  // A graph updating captured tensors (batch-norm statistics) is traced again at its first hit instead of a hit.
+  CHECK(compiled.stats().hits + compiled.stats().first_hit_checks == steps - 1);
   CHECK(compiled.stats().eager_fallbacks == 0);
 }
 
@@ -308,7 +309,8 @@ inline void check_reduced_precision_batch_norms(c10::Device device, c10::ScalarT
     check_step(compiled, *model, *eager_model, loss_of, x, y, 1e-2, 1e-2, 2e-2, 2e-2);
     CHECK(max_buffer_difference(*model, *eager_model) < 2e-2);
   }
-  CHECK(compiled.stats().hits == 2);
+  // A graph updating captured tensors (batch-norm statistics) is traced again at its first hit instead of a hit.
+  CHECK(compiled.stats().hits + compiled.stats().first_hit_checks == 2);
   CHECK(compiled.stats().eager_fallbacks == 0);
   INFO(logs.text());
   CHECK(!logs.contains("runs through the eager backend"));
