@@ -386,16 +386,15 @@ void TraceSession::restore_mutated_inputs() {
 
 namespace {
 
-// The keys an op's shadows dispatch on below the tracer: without the MetaBit that marks subclass-like
-// stand-ins (tracer_tensor.cpp), unless the traced tensors are meta tensors themselves.
-c10::DispatchKeySet shadow_keys(c10::DispatchKeySet keys, const std::vector<c10::IValue>& originals) {
-  keys = keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey);
-  auto is_meta = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined() && v.toTensor().is_meta(); };
+// The keys a subclass-like session's op dispatches its shadows on below the tracer: without the MetaBit
+// that marks its stand-ins (tracer_tensor.cpp), unless the traced tensors are meta tensors themselves.
+c10::DispatchKeySet without_subclass_mark(c10::DispatchKeySet keys, const std::vector<c10::IValue>& originals) {
+  auto is_meta = [](const at::Tensor& t) { return t.defined() && t.is_meta(); };
   for (const auto& v : originals) {
-    if (is_meta(v)) return keys;
+    if (v.isTensor() && is_meta(v.toTensor())) return keys;
     if (v.isTensorList())
-      for (const at::Tensor& t : v.toTensorList().vec())
-        if (t.defined() && t.is_meta()) return keys;
+      for (const at::Tensor& t : v.toTensorList())
+        if (is_meta(t)) return keys;
   }
   return keys.remove_backend(c10::BackendComponent::MetaBit);
 }
@@ -435,7 +434,8 @@ void TraceSession::record(const c10::OperatorHandle& op, c10::DispatchKeySet key
     }
   }
   if (node.mutates) check_no_partial_overlap(op, originals);
-  op.redispatchBoxed(shadow_keys(keys, originals), stack);
+  const c10::DispatchKeySet below = keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTracerKey);
+  op.redispatchBoxed(subclass_like_ ? without_subclass_mark(below, originals) : below, stack);
   wrap_returns(op, stack, begin, originals, node);
   if (breaks) note_break(node, op, *stack, begin);
   else if (!op.schema().returns().empty() && is_checkable_scalar((*stack)[begin]))
