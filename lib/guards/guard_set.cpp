@@ -65,6 +65,12 @@ std::string expr_text(const GuardSet& g, const graph::SymExpr& e) {
 
 const char* yes_no(uintptr_t v) { return v ? "True" : "False"; }
 
+const std::string& options_printed(const ModuleGuard& g, const std::string& path) {
+  static const std::string& kUnknown = *new std::string("the options it was traced with");
+  const auto it = g.options_printed.find(path);
+  return it == g.options_printed.end() ? kUnknown : it->second;
+}
+
 std::string module_text(const ModuleGuard& g, size_t k, uintptr_t actual) {
   using Slot = ModuleGuard::Slot;
   const std::string& n = g.names[k];
@@ -78,6 +84,7 @@ std::string module_text(const ModuleGuard& g, size_t k, uintptr_t actual) {
     case Slot::kBuffer: return fmt::format("___check_obj_id({}): registered buffer was replaced", n);
     case Slot::kChild: return fmt::format("___check_obj_id({}): registered submodule was replaced", n);
     case Slot::kHeld: return fmt::format("{} is referenced by its registration only: the module's field was re-assigned", n);
+    case Slot::kOptions: return fmt::format("module '{}' options mismatch. expected {}", n, options_printed(g, n));
   }
   return n;
 }
@@ -306,6 +313,8 @@ std::vector<std::string> describe(const GuardSet& g) {
       lines.push_back(fmt::format("MODULE_MATCH: {}.training == {}", g.module.names[k], yes_no(g.module.words[k])));
     else if (g.module.slots[k] >= ModuleGuard::Slot::kParameter && g.module.slots[k] <= ModuleGuard::Slot::kChild)
       lines.push_back(fmt::format("ID_MATCH: ___check_obj_id({}, {:#x})", g.module.names[k], g.module.words[k]));
+    else if (g.module.slots[k] == ModuleGuard::Slot::kOptions && (k == 0 || g.module.slots[k - 1] != ModuleGuard::Slot::kOptions))
+      lines.push_back(fmt::format("OPTIONS_MATCH: {}.options == {}", g.module.names[k], options_printed(g.module, g.module.names[k])));
   for (const auto& t : g.tensors) {
     std::vector<std::string> sizes, strides;
     for (auto v : t.sizes) sizes.push_back(v == kSymbolic ? "None" : std::to_string(v));

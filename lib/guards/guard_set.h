@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -87,10 +88,13 @@ struct GlobalState {
 // each registered tensor also carries whether anything besides its registration holds it (kHeld): a field
 // re-assigned away from it drops that to 0. Empty for callables that are not modules.
 struct ModuleGuard {
-  enum class Slot : uint8_t { kTraining, kParameters, kBuffers, kChildren, kParameter, kBuffer, kChild, kHeld };
-  std::vector<uintptr_t> words;    // as traced
-  std::vector<Slot> slots;         // per word: what it holds
-  std::vector<std::string> names;  // per word: the module's path ("self.fc1") or the tensor's ("self.fc1.weight")
+  // kOptions: a word of a LibTorch module's options (runtime/module_options.h), which its forward reads as
+  // C++ values.
+  enum class Slot : uint8_t { kTraining, kParameters, kBuffers, kChildren, kParameter, kBuffer, kChild, kHeld, kOptions };
+  std::vector<uintptr_t> words;                        // as traced
+  std::vector<Slot> slots;                             // per word: what it holds
+  std::vector<std::string> names;                      // per word: the module's path ("self.fc1") or the tensor's ("self.fc1.weight")
+  std::map<std::string, std::string> options_printed;  // module path -> the module as it printed when traced
   bool operator==(const ModuleGuard& o) const { return words == o.words; }
 };
 

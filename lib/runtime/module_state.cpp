@@ -1,8 +1,11 @@
 #include "runtime/module_state.h"
 
+#include "runtime/module_options.h"
+
 #include <torch/nn/module.h>
 
 #include <algorithm>
+#include <sstream>
 
 namespace jitc::runtime {
 
@@ -44,13 +47,18 @@ uintptr_t held(const at::Tensor& t) { return t.use_count() > 1; }
 
 using Slot = guards::ModuleGuard::Slot;
 
-// One walk for both uses: `emit(word, slot, name)`; names are built only when `Named`.
-template <bool Named, class Emit>
-void walk(const torch::nn::Module& m, const std::string& path, Emit& emit) {
+// One walk for both uses: `emit(word, slot, name)`; names are built only when `Named`, and
+// `with_options(module, path)` is told of each module that has option words.
+template <bool Named, class Emit, class WithOptions>
+void walk(const torch::nn::Module& m, const std::string& path, Emit& emit, WithOptions& with_options) {
   const auto& params = parameters(m);
   const auto& bufs = buffers(m);
   const auto& kids = children(m);
   emit(uintptr_t{m.is_training()}, Slot::kTraining, path);
+  c10::SmallVector<uintptr_t, 16> options;
+  append_option_words(m, options);
+  if (!options.empty()) with_options(m, path);
+  for (uintptr_t word : options) emit(word, Slot::kOptions, path);
   emit(params.size(), Slot::kParameters, path);
   emit(bufs.size(), Slot::kBuffers, path);
   emit(kids.size(), Slot::kChildren, path);
@@ -65,7 +73,7 @@ void walk(const torch::nn::Module& m, const std::string& path, Emit& emit) {
   }
   for (const auto& item : kids) emit(reinterpret_cast<uintptr_t>(item.value().get()), Slot::kChild, child_path(item.key()));
   for (const auto& item : kids)
-    if (item.value()) walk<Named>(*item.value(), child_path(item.key()), emit);
+    if (item.value()) walk<Named>(*item.value(), child_path(item.key()), emit, with_options);
 }
 
 }  // namespace
@@ -73,8 +81,9 @@ void walk(const torch::nn::Module& m, const std::string& path, Emit& emit) {
 void read_module_state(const torch::nn::Module& root, ModuleWords& out) {
   out.clear();
   auto emit = [&out](uintptr_t word, Slot, const std::string&) { out.push_back(word); };
+  auto no_description = [](const torch::nn::Module&, const std::string&) {};
   static const std::string& kNoName = *new std::string;
-  walk<false>(root, kNoName, emit);
+  walk<false>(root, kNoName, emit, no_description);
 }
 
 guards::ModuleGuard snapshot_module_state(const torch::nn::Module& root) {
@@ -84,7 +93,12 @@ guards::ModuleGuard snapshot_module_state(const torch::nn::Module& root) {
     g.slots.push_back(slot);
     g.names.push_back(name);
   };
-  walk<true>(root, "self", emit);
+  auto describe = [&g](const torch::nn::Module& m, const std::string& path) {
+    std::ostringstream printed;
+    m.pretty_print(printed);
+    g.options_printed.emplace(path, printed.str());
+  };
+  walk<true>(root, "self", emit, describe);
   return g;
 }
 

@@ -14,10 +14,15 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/rnn.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/loss.h>
+#include <torch/nn/modules/normalization.h>
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -77,6 +82,28 @@ struct DropNet : torch::nn::Module {
   torch::nn::Linear fc;
   torch::nn::Dropout drop;
   torch::nn::BatchNorm1d bn;
+};
+
+// A forward that reads its LibTorch modules' options as C++ values: a dropout's p, a batch norm's momentum and
+// eps, a leaky ReLU's slope, a layer norm's eps (its options hold a vector: guarded field by field), a loss's
+// label smoothing.
+struct OptionsNet : torch::nn::Module {
+  OptionsNet()
+      : fc(register_module("fc", torch::nn::Linear(8, 8))),
+        drop(register_module("drop", torch::nn::Dropout(0.3))),
+        bn(register_module("bn", torch::nn::BatchNorm1d(8))),
+        leaky(register_module("leaky", torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.1)))),
+        norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({8})))),
+        loss(register_module("loss", torch::nn::CrossEntropyLoss())) {}
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& target) {
+    return loss->forward(norm->forward(leaky->forward(bn->forward(drop->forward(fc->forward(x))))), target);
+  }
+  torch::nn::Linear fc;
+  torch::nn::Dropout drop;
+  torch::nn::BatchNorm1d bn;
+  torch::nn::LeakyReLU leaky;
+  torch::nn::LayerNorm norm;
+  torch::nn::CrossEntropyLoss loss;
 };
 
 // Replaces its registered parameter the way a module of one's own can (parameters_ is protected).
@@ -351,4 +378,63 @@ TEST_CASE("a callable that converts its module (Module::to) runs eagerly and lea
   CHECK(converted->weight.scalar_type() == at::kDouble);
   CHECK(keeps_dtype.stats().eager_fallbacks == 3);
   CHECK(converts.stats().eager_fallbacks == 3);
+}
+
+// Dynamo guards the attributes a module's forward reads; jitc guards the options of LibTorch's modules, which
+// their forwards read as C++ values and a trace records as constants. Before, a changed option was frozen
+// into the entry: a silent wrong result from the next call on.
+TEST_CASE("changing a LibTorch module's options after compiling recompiles, in inference and in training", "[modules]") {
+  for (bool training : {false, true}) {
+    INFO("training " << training);
+    std::optional<at::NoGradGuard> no_grad;
+    if (!training) no_grad.emplace();
+    auto compiled = std::make_shared<OptionsNet>(), eager = std::make_shared<OptionsNet>();
+    compiled->to(at::kDouble);
+    eager->to(at::kDouble);
+    {
+      at::NoGradGuard copying;
+      const auto from = compiled->parameters(), to = eager->parameters();
+      for (size_t k = 0; k < from.size(); ++k) to[k].copy_(from[k]);
+    }
+    auto f = jitc::compile<at::Tensor(const at::Tensor&, const at::Tensor&)>(compiled);
+    auto step = [&](uint64_t seed) {
+      const auto x = at::randn({6, 8}, at::kDouble), target = at::randint(0, 8, {6});
+      compiled->zero_grad();
+      eager->zero_grad();
+      at::manual_seed(seed);
+      const auto got = f(x, target);
+      at::manual_seed(seed);
+      const auto want = eager->forward(x, target);
+      CHECK(at::allclose(got, want, 1e-12, 1e-12));
+      CHECK(at::allclose(compiled->bn->running_mean, eager->bn->running_mean, 1e-12, 1e-12));
+      if (!training) return;
+      got.backward();
+      want.backward();
+      const auto a = compiled->parameters(), b = eager->parameters();
+      for (size_t k = 0; k < a.size(); ++k) CHECK(at::allclose(a[k].grad(), b[k].grad(), 1e-12, 1e-12));
+    };
+    const std::vector<std::pair<std::string, std::function<void(OptionsNet&)>>> changes = {
+        {"self.drop", [](OptionsNet& m) { m.drop->options.p(0.6); }},
+        {"self.bn", [](OptionsNet& m) { m.bn->options.momentum(0.5); }},
+        {"self.bn", [](OptionsNet& m) { m.bn->options.eps(0.25); }},
+        {"self.leaky", [](OptionsNet& m) { m.leaky->options.negative_slope(0.5); }},
+        {"self.norm", [](OptionsNet& m) { m.norm->options.eps(0.5); }},
+        {"self.loss", [](OptionsNet& m) { m.loss->options.label_smoothing(0.2); }},
+    };
+    uint64_t seed = 0;
+    step(++seed);
+    step(++seed);
+    for (const auto& [module, change] : changes) {
+      INFO("changed " << module);
+      change(*compiled);
+      change(*eager);
+      step(++seed);
+      step(++seed);
+    }
+    const auto s = f.stats();
+    CHECK(s.eager_fallbacks == 0);
+    REQUIRE(s.recompile_reasons.size() == changes.size());
+    for (size_t k = 0; k < changes.size(); ++k)
+      CHECK(s.recompile_reasons[k].find("module '" + changes[k].first + "' options mismatch. expected torch::nn::") != std::string::npos);
+  }
 }
