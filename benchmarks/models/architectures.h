@@ -51,6 +51,8 @@ struct DlrmShape {
   int64_t batch, dense, tables, rows, dim, bag;
 };
 Forward dlrm(const Placement& place, const DlrmShape& shape);  // sparse ids [batch, tables, bag] in, click probabilities out
+// A reinforcement-learning policy (an actor's MLP with tanh, as a control loop runs it, one observation per call).
+Forward policy_mlp(const Placement& place, int64_t observations, int64_t hidden, int64_t actions);  // observations in, actions out
 
 // models_optim.cpp: steps over ResNet-18's parameter list (width 64 and 1000 classes as published),
 // float32 whatever the placement's dtype.

@@ -163,6 +163,11 @@ Forward vae(const Placement& place, int64_t pixels, int64_t hidden, int64_t late
   return forward_of(Vae(pixels, hidden, latent), place);
 }
 Forward dlrm(const Placement& place, const DlrmShape& shape) { return forward_of(Dlrm(shape), place); }
+Forward policy_mlp(const Placement& place, int64_t observations, int64_t hidden, int64_t actions) {
+  return forward_of(nn::Sequential(nn::Linear(observations, hidden), nn::Tanh(), nn::Linear(hidden, hidden), nn::Tanh(),
+                                   nn::Linear(hidden, actions)),
+                    place);
+}
 
 Trainable train_bert(const Placement& place, int64_t layers, int64_t width, int64_t heads, int64_t hidden, int64_t vocab, int64_t context) {
   return trainable_of(Bert(layers, width, heads, hidden, vocab, context), place);

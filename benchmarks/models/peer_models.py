@@ -469,6 +469,8 @@ def models(device, dtype):
         ("lstm_lm_b8", tokens(8, 35, 10000), LstmLm(10000, 650, 2)),
         ("vae_b128", lambda: torch.rand(128, 784, device=device, dtype=dtype), Vae(784, 400, 20)),
         ("dlrm_b512", lambda: torch.randint(100000, (512, 8, 8), device=device), Dlrm(512, 13, 8, 100000, 64, 8)),
+        ("policy_mlp_b1", lambda: torch.randn(1, 64, device=device, dtype=dtype),
+         nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 8))),
         ("mse_loss", lambda: torch.randn(256, 32000, device=device, dtype=dtype),
          (lambda t: lambda p: F.mse_loss(p, t))(torch.randn(256, 32000, device=device, dtype=dtype))),
         ("label_smoothing_ce", lambda: torch.randn(256, 32000, device=device, dtype=dtype),

@@ -45,8 +45,10 @@ class LinearFreezing {
   // C++ Linear on a non-contiguous 3-D input (an LSTM's batch-first output) runs matmul then add_. The
   // bias then goes to oneDNN too, whose GEMM adds it: the product is not written and read again.
   std::optional<Linear> applies(const Node& n) const {
-    if (auto biased = product_plus_bias(n)) return biased;
-    return product(n);
+    auto linear = product_plus_bias(n);
+    if (!linear) linear = product(n);
+    if (!linear || !worth_prepacking(linear->weight)) return std::nullopt;
+    return linear;
   }
 
   ValueId emit(Emitter& e, const Linear& l, const TensorMeta& out) const {
@@ -121,6 +123,15 @@ class LinearFreezing {
                              (t.args[1].constant.toInt() + 2) % 2 != (t.args[2].constant.toInt() + 2) % 2);
     if (!transposes || !inputs_.frozen(t.args[0], 2)) return std::nullopt;
     return t.args[0].value;
+  }
+
+  // oneDNN's linear makes its descriptors and attributes anew on every call, a fixed cost that ATen's GEMM
+  // does not pay: below about 2^18 weight elements (512 x 512) the prepacked product lost to ATen's at
+  // small batches and gained little at larger ones (RESULTS.md, session 49, measures where).
+  bool worth_prepacking(const Arg& weight) const {
+    constexpr int64_t kMinWeightElements = int64_t{1} << 18;
+    const auto sizes = graph::constant_values(g_.values[weight.value].meta.sizes);
+    return sizes && (*sizes)[0] * (*sizes)[1] >= kMinWeightElements;
   }
 
   // A dense float32 CPU vector of n values.

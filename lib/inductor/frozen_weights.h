@@ -40,7 +40,8 @@ class FrozenInputs {
  public:
   explicit FrozenInputs(const graph::Graph& g);
   // A graph input the callable captured (or a constant it made), float32 on the CPU, of static sizes and
-  // `rank` dims, that the graph does not write: what a derived value may be computed from.
+  // `rank` dims, that the graph does not write and that is not an inference tensor: what a derived value
+  // may be computed from.
   bool frozen(const graph::Arg& a, size_t rank) const;
 
  private:

@@ -7,7 +7,8 @@
 // Writes through an alias PyTorch does not version (`p.data().mul_(2)`: a new version counter) are seen
 // where they change any of 16 elements sampled across the tensor (a whole-tensor update or reinitialization);
 // one that changes only elements between the samples is not. Inference tensors have no version counter:
-// values derived from one are computed on every call.
+// no value is derived from one (inductor::FrozenInputs); were one met here, its values would be computed
+// on every call.
 #pragma once
 #include "graph/graph.h"
 

@@ -21,9 +21,9 @@ namespace {
 
 bool have_gpu() { return at::hasCUDA(); }
 
-// Weights made under InferenceMode are inference tensors (without version counters: frozen weights are
-// derived on every call); made under NoGradGuard, as a serving process loads a model before serving, they
-// are prepacked once (frozen_weights.h).
+// Weights made under InferenceMode are inference tensors (without version counters: they are not
+// prepacked); made under NoGradGuard, as a serving process loads a model before serving, they are
+// prepacked once (frozen_weights.h).
 std::vector<jitc::bench::Model> models_with(bool inference_tensor_weights, c10::Device device) {
   std::optional<c10::InferenceMode> inference;
   std::optional<at::NoGradGuard> no_grad;
