@@ -6,11 +6,13 @@
 #include "inductor/lowering.h"
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -44,6 +46,39 @@ bool library_enabled(c10::DeviceType device) {
 }
 
 }  // namespace
+
+namespace {
+
+// conv2d(input, weight, bias?, stride, padding, dilation, groups): the int[2] argument a as two values.
+std::optional<std::vector<int64_t>> pair_of(const graph::Node& n, size_t a) {
+  if (n.args.size() != 7 || n.args[a].kind != graph::Arg::Kind::kConstant || !n.args[a].constant.isIntList()) return std::nullopt;
+  std::vector<int64_t> v = n.args[a].constant.toIntVector();
+  if (v.size() == 1) v.push_back(v[0]);
+  return v.size() == 2 ? std::optional(v) : std::nullopt;
+}
+
+}  // namespace
+
+bool native_convolution_is_faster(const graph::Graph& g, const graph::Node& n) {
+  if (n.op.operator_name().name != "aten::conv2d" || n.args.size() != 7 || n.outputs.size() != 1) return false;
+  const auto stride = pair_of(n, 3), dilation = pair_of(n, 5);
+  const graph::Arg& groups = n.args[6];
+  if (!stride || !dilation || groups.kind != graph::Arg::Kind::kConstant || !groups.constant.isInt()) return false;
+  if (n.args[0].kind != graph::Arg::Kind::kValue || n.args[1].kind != graph::Arg::Kind::kValue) return false;
+  const auto weight = graph::constant_values(g.values[n.args[1].value].meta.sizes);
+  const auto output = graph::constant_values(g.values[n.outputs[0].values[0]].meta.sizes);
+  if (!static_float_4d_cpu(g.values[n.args[0].value].meta) || !weight || !output || weight->size() != 4 || output->size() != 4)
+    return false;
+  const bool strided_or_dilated = (*stride)[0] != 1 || (*stride)[1] != 1 || (*dilation)[0] != 1 || (*dilation)[1] != 1;
+  const bool one_by_one = (*weight)[2] == 1 && (*weight)[3] == 1;
+  const auto input = graph::constant_values(g.values[n.args[0].value].meta.sizes);
+  const bool native_one_by_one = one_by_one && !strided_or_dilated && (*input)[0] < 16 && at::get_num_threads() == 1;
+  const int64_t input_elements = (*input)[0] * (*input)[1] * (*input)[2] * (*input)[3];
+  const bool small = groups.constant.toInt() == 1 && !((*weight)[2] > 3 && (*weight)[3] > 3) && (*input)[0] == 1 && input_elements <= 20480;
+  const int64_t multiply_adds = (*output)[0] * (*output)[1] * (*output)[2] * (*output)[3] * (*weight)[1] * (*weight)[2] * (*weight)[3];
+  constexpr int64_t kMaxNativeMultiplyAdds = int64_t{1} << 20;
+  return (native_one_by_one || small) && multiply_adds < kMaxNativeMultiplyAdds;
+}
 
 // [N, C, H, W] stored as [N, H, W, C].
 graph::SymShape channels_last_strides(const graph::SymShape& sizes) {
@@ -98,6 +133,7 @@ class Rewrite {
       if (n.args[a].kind != graph::Arg::Kind::kValue || !channels_last_capable(g_.values[n.args[a].value].meta)) return false;
     const c10::Device device = g_.values[n.args[0].value].meta.device;
     if (g_.values[n.args[1].value].meta.device != device || !library_enabled(device.type())) return false;
+    if (native_convolution_is_faster(g_, n)) return false;
     // A prepacked weight (frozen_weights.h) is not reordered per call: oneDNN is then faster on
     // channels-last operands whatever the ratio, and returns channels-last whatever the input's layout.
     if (device.is_cpu() && !activations_outweigh_weights(n) && !prepackable_[&n - g_.nodes.data()]) return false;

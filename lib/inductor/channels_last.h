@@ -26,6 +26,14 @@ namespace jitc::inductor {
 // unchanged otherwise.
 graph::Graph convolutions_in_channels_last(const graph::Graph& g);
 
+// Whether conv2d node n is a small float32 CPU convolution that ATen runs with its own kernel rather than
+// oneDNN's (ATen's use_mkldnn: batch 1, one group, a kernel of at most 3 in some dim, at most 20480 input
+// elements; or a 1x1 kernel on one thread) and that does under 2^20 multiply-adds. There the native kernel
+// beats a oneDNN call of any layout, prepacked weight or not: oneDNN's fixed cost per call is several
+// times the whole convolution (benchmarks/RESULTS.md, session 50). Such a convolution keeps its traced
+// layout and its weight as stored.
+bool native_convolution_is_faster(const graph::Graph& g, const graph::Node& n);
+
 // Training graphs on the CPU (channels_last_training.cpp), as eager runs a model converted with
 // .to(channels_last) and as Inductor lays out a training graph: oneDNN's forward and backward convolutions
 // are faster on channels-last operands where the activations outweigh the weights. A training graph's

@@ -45,6 +45,7 @@ class Freezing {
 
   bool prepackable(const Node& n) const {
     if (!is_op(n, "aten::conv2d") || n.args.size() != 7 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1) return false;
+    if (native_convolution_is_faster(g_, n)) return false;
     return inputs_.frozen(n.args[kWeight], 4) && (is_none(n.args[kBias]) || inputs_.frozen(n.args[kBias], 1));
   }
 

@@ -110,8 +110,8 @@ TEST_CASE("convolutions with batch norms folded in match eager", "[frozen]") {
 
 TEST_CASE("JITC_LAYOUT_OPTIMIZATION=0 leaves convolutions in their traced layout", "[frozen]") {
   at::NoGradGuard no_grad;
-  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, false, true});
-  const at::Tensor x = at::randn({2, 8, 12, 12});
+  auto net = std::make_shared<ConvBnNet>(Shape{32, 48, 3, 1, 1, 1, false, true});
+  const at::Tensor x = at::randn({1, 32, 32, 32});  // large enough to be prepacked at batch 1
   for (bool optimized : {false, true}) {
     INFO("JITC_LAYOUT_OPTIMIZATION=" << optimized);
     jitc::testing::ScopedEnv env("JITC_LAYOUT_OPTIMIZATION", optimized ? "1" : "0");
@@ -130,9 +130,9 @@ TEST_CASE("folded and prepacked weights are derived once, and again after a para
   // for seeds 0-15 but failed once with the whole binary in one process.
   at::manual_seed(11);
   at::NoGradGuard no_grad;
-  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, true, true});
+  auto net = std::make_shared<ConvBnNet>(Shape{32, 48, 3, 1, 1, 1, true, true});
   auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
-  const at::Tensor x = at::randn({1, 8, 10, 10});
+  const at::Tensor x = at::randn({1, 32, 32, 32});  // large enough to be prepacked at batch 1
   f(x);
   f(x);  // compiles and derives
   CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { f(x); }) == 0);
@@ -193,11 +193,11 @@ TEST_CASE("calls from several threads share the derived weights", "[frozen]") {
 // convolutions and linear layers run as ATen's, which read them as they are at each call.
 TEST_CASE("weights made under InferenceMode are not prepacked, and in-place updates of them are seen", "[frozen]") {
   c10::InferenceMode inference;  // the parameters are inference tensors: no version counter
-  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, false, true});
-  nn::Linear head(512, 512);  // large enough to be prepacked if it were not an inference tensor
+  auto net = std::make_shared<ConvBnNet>(Shape{32, 48, 3, 1, 1, 1, false, true});
+  nn::Linear head(512, 512);  // large enough to be prepacked if they were not inference tensors, as is the net
   auto forward = [net, head](const at::Tensor& x) mutable { return net->forward(x).sum() + head->forward(x.reshape({-1, 512})).sum(); };
   auto f = jitc::compile(forward);
-  const at::Tensor x = at::randn({1, 8, 16, 16});
+  const at::Tensor x = at::randn({1, 32, 32, 32});
   f(x);
   for (int call = 0; call < 2; ++call) CHECK(jitc::testing::difference(f(x), forward(x), {1e-4, 1e-4}) == "");
   CHECK(calls_of("mkldnn::_reorder_convolution_weight", [&] { f(x); }) == 0);
@@ -212,7 +212,7 @@ TEST_CASE("weights made under InferenceMode are not prepacked, and in-place upda
 
 TEST_CASE("a weight the compiled function writes, and batch norms in training mode, are not frozen", "[frozen]") {
   at::NoGradGuard no_grad;
-  const Shape shape{8, 16, 3, 1, 1, 1, false, true};
+  const Shape shape{32, 48, 3, 1, 1, 1, false, true};  // large enough to be prepacked at batch 1
   auto net = std::make_shared<ConvBnNet>(shape), twin = std::make_shared<ConvBnNet>(shape);
   copy_state(*twin, *net);
   auto halving = [](const std::shared_ptr<ConvBnNet>& m) {
@@ -222,7 +222,7 @@ TEST_CASE("a weight the compiled function writes, and batch norms in training mo
     };
   };
   auto writes = jitc::compile(halving(net));
-  const at::Tensor x = at::randn({1, 8, 10, 10});
+  const at::Tensor x = at::randn({1, 32, 32, 32});
   for (int call = 0; call < 3; ++call) {
     CHECK(jitc::testing::difference(writes(x), halving(twin)(x), {1e-5, 1e-5}) == "");
     CHECK(jitc::testing::difference(net->c1->weight, twin->c1->weight, {0, 0}) == "");
@@ -298,6 +298,26 @@ TEST_CASE("small linear layers run on ATen's GEMM, not on a prepacked weight", "
   CHECK(f.stats().hits >= 2);
 }
 
+// At batch 1 ATen runs a small convolution on its own kernel, not oneDNN's, and that beats a call of
+// oneDNN on a prepacked weight several times over (RESULTS.md, session 50): jitc leaves such a
+// convolution to ATen, in its traced layout. At batch 8 eager calls oneDNN, which then reorders the
+// weight on every call: there the prepacked weight pays.
+TEST_CASE("small convolutions at batch 1 run on ATen's own kernel, not on a prepacked weight", "[frozen]") {
+  at::NoGradGuard no_grad;
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(3, 16, 3).padding(1)), nn::ReLU(), nn::Conv2d(nn::Conv2dOptions(16, 16, 3).padding(1)),
+                     nn::ReLU());
+  for (const int64_t batch : {1, 8}) {
+    INFO("batch " << batch);
+    auto f = jitc::compile(net);
+    const at::Tensor x = at::randn({batch, 3, 8, 8});
+    f(x);
+    for (int call = 0; call < 2; ++call) CHECK(jitc::testing::difference(f(x), net->forward(x), {1e-5, 1e-5}) == "");
+    CHECK(calls_of("mkldnn::_convolution_pointwise", [&] { f(x); }) == (batch == 1 ? 0 : 2));
+    CHECK(calls_of("aten::conv2d", [&] { f(x); }) == (batch == 1 ? 2 : 0));
+    CHECK(f.stats().hits >= 4);
+  }
+}
+
 TEST_CASE("a linear layer on a non-contiguous input adds its bias in the prepacked GEMM", "[frozen]") {
   at::NoGradGuard no_grad;
   nn::Linear head(512, 512);  // large enough to be prepacked
@@ -331,9 +351,9 @@ TEST_CASE("a linear layer on a non-contiguous input adds its bias in the prepack
 TEST_CASE("a program built in the background derives its weights before its first call", "[frozen][background]") {
   jitc::testing::ScopedEnv background("JITC_COMPILE_IN_BACKGROUND", "1");
   at::NoGradGuard no_grad;
-  auto net = std::make_shared<ConvBnNet>(Shape{8, 16, 3, 1, 1, 1, true, true});
+  auto net = std::make_shared<ConvBnNet>(Shape{32, 48, 3, 1, 1, 1, true, true});
   auto f = jitc::compile([net](const at::Tensor& x) { return net->forward(x); });
-  const at::Tensor x = at::randn({1, 8, 10, 10});
+  const at::Tensor x = at::randn({1, 32, 32, 32});  // large enough to be prepacked at batch 1
   f(x);
   f(x);  // starts the build
   f.wait_for_compiles();
