@@ -26,6 +26,11 @@ Forward resnet(const Placement& place, int depth, int64_t width, int64_t classes
 Forward mobilenet_v2(const Placement& place, int64_t divisor, int64_t classes);     // divisor 1: the published widths
 Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes);    // x1.0 at divisor 1
 Forward unet(const Placement& place, int64_t width, int64_t depth);                 // 2 convolutions per level, nearest upsampling
+// Small CNNs at one input per call: the Nature DQN on 4 frames of size x size (84 published), LibTorch's
+// MNIST example, torch-ac's MiniGrid actor-critic on a 7x7x3 view (action log-probabilities, then the value).
+Forward dqn(const Placement& place, int64_t size, int64_t actions);
+Forward mnist_cnn(const Placement& place);
+Forward minigrid_actor_critic(const Placement& place, int64_t actions);
 
 // A model with state between calls (a KV cache) and how to bring it back to its initial state.
 struct Stateful {

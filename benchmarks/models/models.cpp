@@ -12,6 +12,9 @@ namespace {
 std::function<at::Tensor()> images(const Placement& place, int64_t batch, int64_t size) {
   return [=] { return at::randn({batch, 3, size, size}, at::device(place.device).dtype(place.dtype)); };
 }
+std::function<at::Tensor()> planes(const Placement& place, int64_t batch, int64_t channels, int64_t size) {
+  return [=] { return at::rand({batch, channels, size, size}, at::device(place.device).dtype(place.dtype)); };
+}
 std::function<at::Tensor()> scores(const Placement& place, int64_t rows, int64_t classes) {
   return [=] { return at::randn({rows, classes}, at::device(place.device).dtype(place.dtype)); };
 }
@@ -68,6 +71,10 @@ std::vector<Model> benchmark_models(const Placement& place) {
       drawing("vae_b128", "VAE (784-400-20, pytorch/examples), [128, 784]", pixels(place, 128, 784), vae(place, 784, 400, 20)),
       {"dlrm_b512", "DLRM-like (8 EmbeddingBag tables of 100000 x 64, bags of 8), batch 512", sparse_ids(place, kDlrm), dlrm(place, kDlrm)},
       {"policy_mlp_b1", "policy MLP (64-256-256-8, tanh), one observation", scores(place, 1, 64), policy_mlp(place, 64, 256, 8)},
+      {"dqn_atari_b1", "Nature DQN, [1, 4, 84, 84] frames", planes(place, 1, 4, 84), dqn(place, 84, 6)},
+      {"mnist_cnn_b1", "LibTorch's MNIST example (conv 5x5 x2, fc 320-50-10), [1, 1, 28, 28]", planes(place, 1, 1, 28), mnist_cnn(place)},
+      {"minigrid_ac_b1", "MiniGrid actor-critic (conv 2x2 x3, 7 actions), [1, 3, 7, 7]", planes(place, 1, 3, 7),
+       minigrid_actor_critic(place, 7)},
       {"mse_loss", "MSE loss, [256, 32000]", scores(place, 256, 32000),
        mse_loss(at::randn({256, 32000}, at::device(place.device).dtype(place.dtype)))},
       {"label_smoothing_ce", "cross-entropy with label smoothing 0.1, [256, 32000] logits", scores(place, 256, 32000),
@@ -99,6 +106,9 @@ std::vector<Model> test_models(const Placement& place) {
       drawing("vae", "", pixels(place, 4, 64), vae(place, 64, 32, 8)),
       {"dlrm", "", sparse_ids(place, kSmallDlrm), dlrm(place, kSmallDlrm)},
       {"policy_mlp", "", scores(place, 2, 12), policy_mlp(place, 12, 16, 3)},
+      {"dqn_atari", "", planes(place, 1, 4, 36), dqn(place, 36, 4)},
+      {"mnist_cnn", "", planes(place, 2, 1, 28), mnist_cnn(place)},
+      {"minigrid_ac", "", planes(place, 1, 3, 7), minigrid_actor_critic(place, 7)},
       {"mse_loss", "", scores(place, 12, 100), mse_loss(at::randn({12, 100}, at::device(place.device).dtype(place.dtype)))},
       {"label_smoothing_ce", "", scores(place, 12, 100), label_smoothing_cross_entropy(targets, 0.1)},
       decode("adamw_step", "", optimizer_values(place, {-1e-3, 0.0316}), adamw_step(place, 4, 10)),

@@ -10,8 +10,11 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
 
 #include <cmath>
 #include <memory>
@@ -213,6 +216,55 @@ struct UNetImpl : nn::Module {
 };
 TORCH_MODULE(UNet);
 
+// Small CNNs as control loops and tutorials run them, one input per call. The Nature DQN (Mnih et al.,
+// 2015) on 4 stacked frames of size x size (84 published).
+nn::Sequential dqn_net(int64_t size, int64_t actions) {
+  const int64_t after = ((size - 8) / 4 + 1 - 4) / 2 + 1 - 2;  // the third convolution's output size
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(4, 32, 8).stride(4)), nn::ReLU(), nn::Conv2d(nn::Conv2dOptions(32, 64, 4).stride(2)),
+                        nn::ReLU(), nn::Conv2d(nn::Conv2dOptions(64, 64, 3)), nn::ReLU(), nn::Flatten(), nn::Linear(64 * after * after, 512),
+                        nn::ReLU(), nn::Linear(512, actions));
+}
+
+// LibTorch's own MNIST example (pytorch/examples, cpp/mnist), as written there.
+struct MnistNetImpl : nn::Module {
+  MnistNetImpl() {
+    register_module("conv1", conv1);
+    register_module("conv2", conv2);
+    register_module("conv2_drop", conv2_drop);
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  at::Tensor forward(at::Tensor x) {
+    x = at::relu(at::max_pool2d(conv1->forward(x), 2));
+    x = at::relu(at::max_pool2d(conv2_drop->forward(conv2->forward(x)), 2));
+    x = x.view({-1, 320});
+    x = at::relu(fc1->forward(x));
+    x = at::dropout(x, 0.5, is_training());
+    x = fc2->forward(x);
+    return at::log_softmax(x, 1);
+  }
+  nn::Conv2d conv1{nn::Conv2dOptions(1, 10, 5)}, conv2{nn::Conv2dOptions(10, 20, 5)};
+  nn::Dropout2d conv2_drop;
+  nn::Linear fc1{320, 50}, fc2{50, 10};
+};
+TORCH_MODULE(MnistNet);
+
+// torch-ac's actor-critic for MiniGrid (rl-starter-files): 2x2 convolutions over a 7x7x3 view, an actor
+// (action log-probabilities) and a critic (the value), concatenated.
+struct MiniGridAcImpl : nn::Module {
+  explicit MiniGridAcImpl(int64_t actions)
+      : image(register_module("image", nn::Sequential(nn::Conv2d(3, 16, 2), nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(16, 32, 2),
+                                                      nn::ReLU(), nn::Conv2d(32, 64, 2), nn::ReLU()))),
+        actor(register_module("actor", nn::Sequential(nn::Linear(64, 64), nn::Tanh(), nn::Linear(64, actions)))),
+        critic(register_module("critic", nn::Sequential(nn::Linear(64, 64), nn::Tanh(), nn::Linear(64, 1)))) {}
+  at::Tensor forward(const at::Tensor& observation) {
+    const at::Tensor embedding = image->forward(observation).reshape({observation.size(0), -1});
+    return at::cat({at::log_softmax(actor->forward(embedding), 1), critic->forward(embedding)}, 1);
+  }
+  nn::Sequential image, actor, critic;
+};
+TORCH_MODULE(MiniGridAc);
+
 }  // namespace
 
 Forward resnet(const Placement& place, int depth, int64_t width, int64_t classes) {
@@ -224,6 +276,9 @@ Forward shufflenet_v2(const Placement& place, int64_t divisor, int64_t classes) 
   return forward_of(ShuffleNetV2(divisor, classes), place);
 }
 Forward unet(const Placement& place, int64_t width, int64_t depth) { return forward_of(UNet(width, depth), place); }
+Forward dqn(const Placement& place, int64_t size, int64_t actions) { return forward_of(dqn_net(size, actions), place); }
+Forward mnist_cnn(const Placement& place) { return forward_of(MnistNet(), place); }
+Forward minigrid_actor_critic(const Placement& place, int64_t actions) { return forward_of(MiniGridAc(actions), place); }
 
 Trainable train_resnet(const Placement& place, int depth, int64_t width, int64_t classes) {
   return depth == 50 ? trainable_of(ResNet(std::vector<int64_t>{3, 4, 6, 3}, true, width, classes), place)

@@ -351,6 +351,41 @@ class Vae(nn.Module):
         return F.binary_cross_entropy(recon, x, reduction="sum") - 0.5 * torch.sum(1 + lv - m.pow(2) - lv.exp())
 
 
+def dqn(size, actions):
+    after = ((size - 8) // 4 + 1 - 4) // 2 + 1 - 2
+    return nn.Sequential(nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
+                         nn.Conv2d(64, 64, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64 * after * after, 512), nn.ReLU(),
+                         nn.Linear(512, actions))
+
+
+class MnistNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 10, 5), nn.Conv2d(10, 20, 5)
+        self.conv2_drop = nn.Dropout2d()
+        self.fc1, self.fc2 = nn.Linear(320, 50), nn.Linear(50, 10)
+
+    def forward(self, x):
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
+        x = F.relu(self.fc1(x.view(-1, 320)))
+        x = self.fc2(F.dropout(x, 0.5, self.training))
+        return F.log_softmax(x, 1)
+
+
+class MiniGridAc(nn.Module):
+    def __init__(self, actions):
+        super().__init__()
+        self.image = nn.Sequential(nn.Conv2d(3, 16, 2), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 2), nn.ReLU(),
+                                   nn.Conv2d(32, 64, 2), nn.ReLU())
+        self.actor = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, actions))
+        self.critic = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 1))
+
+    def forward(self, observation):
+        embedding = self.image(observation).reshape(observation.size(0), -1)
+        return torch.cat([F.log_softmax(self.actor(embedding), 1), self.critic(embedding)], 1)
+
+
 def mlp(widths, last_relu):
     layers = []
     for k in range(len(widths) - 1):
@@ -471,6 +506,9 @@ def models(device, dtype):
         ("dlrm_b512", lambda: torch.randint(100000, (512, 8, 8), device=device), Dlrm(512, 13, 8, 100000, 64, 8)),
         ("policy_mlp_b1", lambda: torch.randn(1, 64, device=device, dtype=dtype),
          nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 8))),
+        ("dqn_atari_b1", lambda: torch.rand(1, 4, 84, 84, device=device, dtype=dtype), dqn(84, 6)),
+        ("mnist_cnn_b1", lambda: torch.rand(1, 1, 28, 28, device=device, dtype=dtype), MnistNet()),
+        ("minigrid_ac_b1", lambda: torch.rand(1, 3, 7, 7, device=device, dtype=dtype), MiniGridAc(7)),
         ("mse_loss", lambda: torch.randn(256, 32000, device=device, dtype=dtype),
          (lambda t: lambda p: F.mse_loss(p, t))(torch.randn(256, 32000, device=device, dtype=dtype))),
         ("label_smoothing_ce", lambda: torch.randn(256, 32000, device=device, dtype=dtype),
