@@ -45,39 +45,42 @@ bool library_enabled(c10::DeviceType device) {
   return device == c10::DeviceType::CUDA && at::detail::getCUDAHooks().compiledWithCuDNN() && at::globalContext().userEnabledCuDNN();
 }
 
-}  // namespace
-
-namespace {
-
 // conv2d(input, weight, bias?, stride, padding, dilation, groups): the int[2] argument a as two values.
 std::optional<std::vector<int64_t>> pair_of(const graph::Node& n, size_t a) {
-  if (n.args.size() != 7 || n.args[a].kind != graph::Arg::Kind::kConstant || !n.args[a].constant.isIntList()) return std::nullopt;
+  if (n.args[a].kind != graph::Arg::Kind::kConstant || !n.args[a].constant.isIntList()) return std::nullopt;
   std::vector<int64_t> v = n.args[a].constant.toIntVector();
   if (v.size() == 1) v.push_back(v[0]);
   return v.size() == 2 ? std::optional(v) : std::nullopt;
 }
 
+// ATen's use_mkldnn for a float32 CPU conv2d, negated: where ATen runs its own kernel, not oneDNN's.
+bool aten_runs_native_kernel(const std::vector<int64_t>& input, const std::vector<int64_t>& weight, bool strided_or_dilated,
+                             int64_t groups) {
+  const bool one_by_one = weight[2] == 1 && weight[3] == 1;
+  if (one_by_one && !strided_or_dilated && input[0] < 16 && at::get_num_threads() == 1) return true;
+  const bool large_kernel = weight[2] > 3 && weight[3] > 3;
+  return groups == 1 && !large_kernel && input[0] <= 1 && input[0] * input[1] * input[2] * input[3] <= 20480;
+}
+
 }  // namespace
 
 bool native_convolution_is_faster(const graph::Graph& g, const graph::Node& n) {
-  if (n.op.operator_name().name != "aten::conv2d" || n.args.size() != 7 || n.outputs.size() != 1) return false;
+  if (n.op.operator_name().name != "aten::conv2d" || n.args.size() != 7 || n.outputs.size() != 1 || n.outputs[0].values.size() != 1)
+    return false;
   const auto stride = pair_of(n, 3), dilation = pair_of(n, 5);
   const graph::Arg& groups = n.args[6];
   if (!stride || !dilation || groups.kind != graph::Arg::Kind::kConstant || !groups.constant.isInt()) return false;
   if (n.args[0].kind != graph::Arg::Kind::kValue || n.args[1].kind != graph::Arg::Kind::kValue) return false;
+  if (!static_float_4d_cpu(g.values[n.args[0].value].meta)) return false;
+  const auto input = graph::constant_values(g.values[n.args[0].value].meta.sizes);
   const auto weight = graph::constant_values(g.values[n.args[1].value].meta.sizes);
   const auto output = graph::constant_values(g.values[n.outputs[0].values[0]].meta.sizes);
-  if (!static_float_4d_cpu(g.values[n.args[0].value].meta) || !weight || !output || weight->size() != 4 || output->size() != 4)
-    return false;
+  if (!weight || !output || weight->size() != 4 || output->size() != 4) return false;
   const bool strided_or_dilated = (*stride)[0] != 1 || (*stride)[1] != 1 || (*dilation)[0] != 1 || (*dilation)[1] != 1;
-  const bool one_by_one = (*weight)[2] == 1 && (*weight)[3] == 1;
-  const auto input = graph::constant_values(g.values[n.args[0].value].meta.sizes);
-  const bool native_one_by_one = one_by_one && !strided_or_dilated && (*input)[0] < 16 && at::get_num_threads() == 1;
-  const int64_t input_elements = (*input)[0] * (*input)[1] * (*input)[2] * (*input)[3];
-  const bool small = groups.constant.toInt() == 1 && !((*weight)[2] > 3 && (*weight)[3] > 3) && (*input)[0] == 1 && input_elements <= 20480;
+  if (!aten_runs_native_kernel(*input, *weight, strided_or_dilated, groups.constant.toInt())) return false;
   const int64_t multiply_adds = (*output)[0] * (*output)[1] * (*output)[2] * (*output)[3] * (*weight)[1] * (*weight)[2] * (*weight)[3];
   constexpr int64_t kMaxNativeMultiplyAdds = int64_t{1} << 20;
-  return (native_one_by_one || small) && multiply_adds < kMaxNativeMultiplyAdds;
+  return multiply_adds < kMaxNativeMultiplyAdds;
 }
 
 // [N, C, H, W] stored as [N, H, W, C].
