@@ -2,6 +2,7 @@
 // and training loops against eager on the same device, float64 where the comparison must be tight and
 // bfloat16 where the dtype's own rounding is the point.
 #include "training/call_semantics_checks.h"
+#include "training/optim_checks.h"
 #include "training/random_cnn.h"
 #include "training/random_training.h"
 #include "training/training_support.h"
@@ -186,4 +187,21 @@ TEST_CASE(
     "[cuda][training]") {
   if (!have_gpu()) return;
   check_call_semantics_in_every_mode(at::kCUDA);
+}
+
+TEST_CASE("CUDA jitc::optim: AdamW, Adam and SGD steps follow torch::optim's, in the default mode and with CUDA graphs", "[cuda][training][optim]") {
+  if (!have_gpu()) return;
+  check_optimizers_follow_torch(at::kCUDA);
+  jitc::Options graphs = built_on_the_call();
+  graphs.mode = jitc::Mode::kReduceOverhead;
+  check_optimizers_follow_torch(at::kCUDA, graphs);
+  check_schedules_groups_and_skipped_parameters(at::kCUDA, graphs);
+}
+
+TEST_CASE("CUDA jitc::optim: schedules, param groups, skipped parameters, save and load, steps inside a compiled training step",
+          "[cuda][training][optim]") {
+  if (!have_gpu()) return;
+  check_schedules_groups_and_skipped_parameters(at::kCUDA);
+  check_save_and_load(at::kCUDA);
+  check_step_inside_a_compiled_training_step(at::kCUDA);
 }

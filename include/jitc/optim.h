@@ -1,0 +1,85 @@
+// jitc::optim: LibTorch's optimizers with compiled steps. Each class is the torch::optim class of the same
+// name (same options, state, param groups, serialization) whose step() runs its update through a
+// jitc-compiled function: one graph per param group, its kernels fused (on CUDA, small ones launched as
+// combo kernels), the parameters and the optimizer state updated in place.
+//
+//   jitc::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3));
+//   loss.backward();
+//   opt.step();   // compiled from the second step on; state and results as torch::optim::AdamW's
+//
+// torch::optim's C++ steps compute their bias corrections from a step count kept in C++ and pass the
+// learning rate as a number: a compiled function sees new constants at every step. Here the step counts
+// are tensors (one per parameter, float64, on its device, as torch.optim's capturable steps) and the
+// learning rate a tensor per group, so every step runs the same graph: a learning-rate schedule causes no
+// recompile. The update runs the ops torch::optim's step runs, in the same order and dtypes.
+//
+// A step where a parameter has no state yet (the first, or a parameter added since) is torch::optim's own
+// step, which creates the state; a step with a sparse gradient too. State::step() (the int step count)
+// is kept up to date by step(), and by save() where steps ran inside another compiled function (whose
+// replays advance the step tensors only).
+#pragma once
+#include <jitc/options.h>
+#include <jitc/stats.h>
+
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <memory>
+#include <vector>
+
+namespace jitc::optim {
+
+namespace detail {
+class CompiledUpdates;  // the compiled update of each param group, the step and learning-rate tensors
+}
+
+// torch::optim::AdamW with a compiled step.
+class AdamW : public torch::optim::AdamW {
+ public:
+  AdamW(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamWOptions defaults = {},
+        Options compile_options = {});
+  AdamW(std::vector<at::Tensor> params, torch::optim::AdamWOptions defaults = {}, Options compile_options = {});
+  ~AdamW() override;
+  at::Tensor step(LossClosure closure = nullptr) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+  Stats stats() const;             // summed over the param groups' compiled updates
+  void wait_for_compiles() const;  // the updates' programs building in the background are ready
+
+ private:
+  std::unique_ptr<detail::CompiledUpdates> updates_;
+};
+
+// torch::optim::Adam with a compiled step.
+class Adam : public torch::optim::Adam {
+ public:
+  Adam(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamOptions defaults = {},
+       Options compile_options = {});
+  Adam(std::vector<at::Tensor> params, torch::optim::AdamOptions defaults = {}, Options compile_options = {});
+  ~Adam() override;
+  at::Tensor step(LossClosure closure = nullptr) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+  Stats stats() const;
+  void wait_for_compiles() const;
+
+ private:
+  std::unique_ptr<detail::CompiledUpdates> updates_;
+};
+
+// torch::optim::SGD with a compiled step (momentum, dampening, Nesterov, weight decay).
+class SGD : public torch::optim::SGD {
+ public:
+  SGD(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::SGDOptions defaults, Options compile_options = {});
+  SGD(std::vector<at::Tensor> params, torch::optim::SGDOptions defaults, Options compile_options = {});
+  ~SGD() override;
+  at::Tensor step(LossClosure closure = nullptr) override;
+  Stats stats() const;
+  void wait_for_compiles() const;
+
+ private:
+  std::unique_ptr<detail::CompiledUpdates> updates_;
+};
+
+}  // namespace jitc::optim

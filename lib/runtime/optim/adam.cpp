@@ -1,0 +1,162 @@
+// jitc::optim::Adam and AdamW: torch::optim's steps (torch/csrc/api/src/optim/adam.cpp, adamw.cpp) with
+// their step counts and learning rates as tensors, so that each step runs the same compiled graph.
+#include "runtime/optim/compiled_updates.h"
+
+#include <ATen/ATen.h>
+
+namespace jitc::optim {
+
+namespace {
+
+using detail::CompiledUpdates;
+using detail::Hyperparameters;
+
+// The lists: parameters, gradients, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad only), step counts.
+// numbers: beta1, beta2, eps, weight decay; flags: amsgrad, decoupled weight decay (AdamW).
+void adam_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const Hyperparameters& hyper) {
+  const auto [beta1, beta2, eps, weight_decay] = hyper.numbers;
+  const bool amsgrad = hyper.flags[0], decoupled = hyper.flags[1];
+  const size_t lists = amsgrad ? 6 : 5, n = t.size() / lists;
+  const auto list = [&](size_t k, size_t i) -> const at::Tensor& { return t[k * n + i]; };
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor &p = list(0, i), &exp_avg = list(2, i), &exp_avg_sq = list(3, i), &step = list(lists - 1, i);
+    at::Tensor grad = list(1, i);
+    if (weight_decay != 0) {
+      if (decoupled) p.mul_(at::rsub(lr * weight_decay, 1));
+      else grad = grad.add(p, weight_decay);
+    }
+    step.add_(1);
+    // In float64 as torch::optim computes them on the host; each meets the float tensors as its scalar does.
+    const at::Tensor bias_correction1 = at::rsub(at::pow(beta1, step), 1);
+    const at::Tensor bias_correction2 = at::rsub(at::pow(beta2, step), 1);
+    exp_avg.mul_(beta1).add_(grad, 1 - beta1);
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+    at::Tensor second = exp_avg_sq;
+    if (amsgrad) {
+      const at::Tensor& max_exp_avg_sq = list(4, i);
+      max_exp_avg_sq.copy_(at::maximum(exp_avg_sq, max_exp_avg_sq));
+      second = max_exp_avg_sq;
+    }
+    const at::Tensor denom = (second.sqrt() / bias_correction2.sqrt()).add_(eps);
+    // addcdiv_(exp_avg, denom, -step_size): ATen's kernel computes p + value * exp_avg / denom.
+    p.add_((lr / bias_correction1).neg() * exp_avg / denom);
+  }
+}
+
+// torch::optim's Adam or AdamW (their options and states have the same fields).
+template <class GroupOptions, class ParamState>
+struct AdamFamily {
+  static bool torch_steps_instead(torch::optim::Optimizer& opt) {
+    for (auto& group : opt.param_groups()) {
+      const bool amsgrad = static_cast<GroupOptions&>(group.options()).amsgrad();
+      for (auto& p : group.params()) {
+        if (!p.grad().defined()) continue;
+        auto it = opt.state().find(p.unsafeGetTensorImpl());
+        if (p.grad().is_sparse() || it == opt.state().end()) return true;
+        if (amsgrad && !static_cast<ParamState&>(*it->second).max_exp_avg_sq().defined()) return true;
+      }
+    }
+    return false;
+  }
+
+  static void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g, bool decoupled) {
+    auto& group = opt.param_groups()[g];
+    auto& options = static_cast<GroupOptions&>(group.options());
+    std::vector<at::Tensor> lists[6];
+    std::vector<ParamState*> states;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& state = static_cast<ParamState&>(*opt.state().at(p.unsafeGetTensorImpl()));
+      lists[0].push_back(p);
+      lists[1].push_back(p.grad());
+      lists[2].push_back(state.exp_avg());
+      lists[3].push_back(state.exp_avg_sq());
+      if (options.amsgrad()) lists[4].push_back(state.max_exp_avg_sq());
+      lists[5].push_back(updates.step_count(p.unsafeGetTensorImpl(), state.step(), p.device()));
+      states.push_back(&state);
+    }
+    if (states.empty()) return;
+    const auto [beta1, beta2] = options.betas();
+    const Hyperparameters hyper{{beta1, beta2, options.eps(), options.weight_decay()}, {options.amsgrad(), decoupled}};
+    updates.run(g, detail::concatenate(lists), updates.learning_rate(g, options.lr(), lists[0][0].device()), hyper);
+    for (size_t i = 0; i < states.size(); ++i) {
+      states[i]->step(states[i]->step() + 1);
+      updates.counted(lists[0][i].unsafeGetTensorImpl(), states[i]->step());
+    }
+  }
+
+  template <class TorchStep>
+  static at::Tensor step(torch::optim::Optimizer& opt, CompiledUpdates& updates, const torch::optim::Optimizer::LossClosure& closure,
+                         bool decoupled, TorchStep torch_step) {
+    at::NoGradGuard no_grad;
+    const at::Tensor loss = detail::evaluate_closure(closure);
+    if (torch_steps_instead(opt)) {
+      write_step_counts(opt, updates);
+      torch_step();
+      return loss;
+    }
+    for (size_t g = 0; g < opt.param_groups().size(); ++g) step_group(opt, updates, g, decoupled);
+    return loss;
+  }
+
+  // The int counts of the states, from the tensors (steps inside another compiled function's replays
+  // advanced those only).
+  static void write_step_counts(const torch::optim::Optimizer& opt, CompiledUpdates& updates) {
+    for (const auto& [key, count] : updates.device_counts()) {
+      auto it = opt.state().find(const_cast<void*>(key));
+      if (it == opt.state().end()) continue;
+      static_cast<ParamState&>(*it->second).step(count);
+      updates.counted(key, count);
+    }
+  }
+};
+
+using AdamWSteps = AdamFamily<torch::optim::AdamWOptions, torch::optim::AdamWParamState>;
+using AdamSteps = AdamFamily<torch::optim::AdamOptions, torch::optim::AdamParamState>;
+
+}  // namespace
+
+AdamW::AdamW(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamWOptions defaults,
+             Options compile_options)
+    : torch::optim::AdamW(param_groups, std::move(defaults)),
+      updates_(std::make_unique<CompiledUpdates>("jitc::optim::AdamW", std::move(compile_options), adam_update)) {}
+AdamW::AdamW(std::vector<at::Tensor> params, torch::optim::AdamWOptions defaults, Options compile_options)
+    : AdamW({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
+AdamW::~AdamW() = default;
+
+at::Tensor AdamW::step(LossClosure closure) {
+  return AdamWSteps::step(*this, *updates_, closure, true, [this] { torch::optim::AdamW::step(); });
+}
+void AdamW::save(torch::serialize::OutputArchive& archive) const {
+  AdamWSteps::write_step_counts(*this, *updates_);
+  torch::optim::AdamW::save(archive);
+}
+void AdamW::load(torch::serialize::InputArchive& archive) {
+  torch::optim::AdamW::load(archive);
+  updates_->forget_step_counts();
+}
+Stats AdamW::stats() const { return updates_->stats(); }
+void AdamW::wait_for_compiles() const { updates_->wait_for_compiles(); }
+
+Adam::Adam(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamOptions defaults, Options compile_options)
+    : torch::optim::Adam(param_groups, std::move(defaults)),
+      updates_(std::make_unique<CompiledUpdates>("jitc::optim::Adam", std::move(compile_options), adam_update)) {}
+Adam::Adam(std::vector<at::Tensor> params, torch::optim::AdamOptions defaults, Options compile_options)
+    : Adam({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
+Adam::~Adam() = default;
+
+at::Tensor Adam::step(LossClosure closure) {
+  return AdamSteps::step(*this, *updates_, closure, false, [this] { torch::optim::Adam::step(); });
+}
+void Adam::save(torch::serialize::OutputArchive& archive) const {
+  AdamSteps::write_step_counts(*this, *updates_);
+  torch::optim::Adam::save(archive);
+}
+void Adam::load(torch::serialize::InputArchive& archive) {
+  torch::optim::Adam::load(archive);
+  updates_->forget_step_counts();
+}
+Stats Adam::stats() const { return updates_->stats(); }
+void Adam::wait_for_compiles() const { updates_->wait_for_compiles(); }
+
+}  // namespace jitc::optim

@@ -1,0 +1,124 @@
+#include "runtime/optim/compiled_updates.h"
+
+#include "tracer/tracer_tensor.h"
+
+#include <jitc/jitc.h>
+
+#include <ATen/ops/full.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include <utility>
+
+namespace jitc::optim::detail {
+
+namespace {
+
+constexpr int kFirstNumberArgument = 2;  // the Signature's four doubles follow the tensors and the lr
+
+// The compiled function's options: the user's, named after the optimizer, the hyperparameters constants.
+Options update_options(Options options, const std::string& name, size_t group) {
+  if (options.name.empty()) options.name = name + " group " + std::to_string(group);
+  if (options.arg_names.empty()) options.arg_names = {"tensors", "lr", "number0", "number1", "number2", "number3", "flag0", "flag1"};
+  for (int i = 0; i < 4; ++i) options.mark_static(kFirstNumberArgument + i);
+  return options;
+}
+
+// The step counts and learning rates are the optimizer's state, made, written and read outside any trace
+// (a step inside another compiled function's trace): that graph reads them as captured tensors, where a
+// stand-in the optimizer kept would end the trace's replays.
+using Untraced = c10::impl::ExcludeDispatchKeyGuard;
+
+at::Tensor float64_scalar(double value, const at::Device& device) {
+  return at::full({}, value, at::TensorOptions().dtype(at::kDouble).device(device));
+}
+
+}  // namespace
+
+std::vector<at::Tensor> concatenate(c10::ArrayRef<std::vector<at::Tensor>> lists) {
+  std::vector<at::Tensor> all;
+  for (const auto& list : lists) all.insert(all.end(), list.begin(), list.end());
+  return all;
+}
+
+at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure) {
+  if (!closure) return {};
+  at::AutoGradMode enable_grad(true);
+  return closure();
+}
+
+CompiledUpdates::CompiledUpdates(std::string optimizer_name, Options options, Update update)
+    : name_(std::move(optimizer_name)), options_(std::move(options)), update_(update) {}
+
+void CompiledUpdates::run(size_t group, const std::vector<at::Tensor>& tensors, const at::Tensor& lr, const Hyperparameters& hyper) {
+  while (groups_.size() <= group) {
+    auto body = [update = update_](const std::vector<at::Tensor>& t, const at::Tensor& rate, double n0, double n1, double n2, double n3,
+                                   bool f0, bool f1) {
+      update(t, rate, Hyperparameters{{n0, n1, n2, n3}, {f0, f1}});
+    };
+    groups_.push_back(
+        std::make_unique<CompiledFunction<Signature>>(jitc::compile<Signature>(body, update_options(options_, name_, groups_.size()))));
+  }
+  const auto& n = hyper.numbers;
+  (*groups_[group])(tensors, lr, n[0], n[1], n[2], n[3], hyper.flags[0], hyper.flags[1]);
+}
+
+const at::Tensor& CompiledUpdates::learning_rate(size_t group, double lr, const at::Device& device) {
+  if (rates_.size() <= group) rates_.resize(group + 1);
+  LearningRate& rate = rates_[group];
+  Untraced untraced(tracer::kTracerKey);
+  if (!rate.value.defined() || rate.value.device() != device) {
+    rate.value = float64_scalar(lr, device);
+  } else if (rate.host != lr) {
+    rate.value.fill_(lr);
+  }
+  rate.host = lr;
+  return rate.value;
+}
+
+const at::Tensor& CompiledUpdates::step_count(const void* key, int64_t host_count, const at::Device& device) {
+  StepCount& step = steps_[key];
+  if (!step.count.defined() || step.host != host_count || step.count.device() != device) {
+    Untraced untraced(tracer::kTracerKey);
+    step.count = float64_scalar(static_cast<double>(host_count), device);
+    step.host = host_count;
+  }
+  return step.count;
+}
+
+void CompiledUpdates::counted(const void* key, int64_t host_count) { steps_.at(key).host = host_count; }
+
+std::vector<std::pair<const void*, int64_t>> CompiledUpdates::device_counts() const {
+  std::vector<std::pair<const void*, int64_t>> counts;
+  Untraced untraced(tracer::kTracerKey);
+  for (const auto& [key, step] : steps_) counts.emplace_back(key, static_cast<int64_t>(step.count.item<double>()));
+  return counts;
+}
+
+Stats CompiledUpdates::stats() const {
+  Stats total;
+  for (const auto& group : groups_) {
+    const Stats s = group->stats();
+    total.calls += s.calls;
+    total.hits += s.hits;
+    total.compiles += s.compiles;
+    total.recompiles += s.recompiles;
+    total.first_hit_checks += s.first_hit_checks;
+    total.eager_fallbacks += s.eager_fallbacks;
+    total.entries += s.entries;
+    total.compile_seconds += s.compile_seconds;
+    total.programs_compiled += s.programs_compiled;
+    total.kernels_compiled += s.kernels_compiled;
+    total.programs_from_cache += s.programs_from_cache;
+    total.codegen_seconds += s.codegen_seconds;
+    total.cudagraph_captures += s.cudagraph_captures;
+    total.cudagraph_replays += s.cudagraph_replays;
+    total.recompile_reasons.insert(total.recompile_reasons.end(), s.recompile_reasons.begin(), s.recompile_reasons.end());
+  }
+  return total;
+}
+
+void CompiledUpdates::wait_for_compiles() const {
+  for (const auto& group : groups_) group->wait_for_compiles();
+}
+
+}  // namespace jitc::optim::detail

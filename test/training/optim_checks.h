@@ -1,0 +1,205 @@
+// Checks of jitc::optim (include/jitc/optim.h) against torch::optim, shared by the CPU tests
+// (test_optim.cpp) and their CUDA twins (test_training_cuda.cpp): the same gradients fed to both
+// optimizers step after step; parameters, state and step counts compared after every step.
+#pragma once
+#include "support/log_capture.h"
+#include "training/call_semantics_checks.h"
+#include "training/training_support.h"
+
+#include <jitc/optim.h>
+
+#include <torch/serialize.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace jitc::testing {
+
+// Parameters of several shapes (a layer's weight and bias, a vector, a scalar), the same values twice.
+inline std::pair<Tensors, Tensors> twin_parameters(at::Device device, at::ScalarType dtype = at::kFloat) {
+  Tensors a, b;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{16, 8}, {16}, {4, 16}, {4}, {}}) {
+    const at::Tensor value = at::randn(shape, at::TensorOptions(dtype).device(device));
+    a.push_back(value.clone().requires_grad_(true));
+    b.push_back(value.clone().requires_grad_(true));
+  }
+  return {a, b};
+}
+
+// Gives both lists the same fresh gradients; a parameter in `skip` gets none this step.
+inline void set_gradients(const Tensors& a, const Tensors& b, const std::vector<size_t>& skip = {}) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool none = std::find(skip.begin(), skip.end(), i) != skip.end();
+    const at::Tensor g = none ? at::Tensor() : at::randn_like(a[i]);
+    a[i].mutable_grad() = none ? at::Tensor() : g.clone();
+    b[i].mutable_grad() = none ? at::Tensor() : g.clone();
+  }
+}
+
+inline void check_same_parameters(const Tensors& got, const Tensors& want, double tol) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("parameter " << i << ": " << describe(got[i].detach(), want[i].detach()));
+    CHECK(close(got[i].detach(), want[i].detach(), tol));
+  }
+}
+
+inline jitc::Options built_on_the_call() {
+  jitc::Options options;
+  options.compile_in_background = false;  // the first hit runs compiled code, not eager replay
+  return options;
+}
+
+// `steps` steps of jitc's and torch's optimizer from the same parameters and gradients. The first step
+// of an optimizer with state is torch::optim's own (it creates the state, `torch_steps` 1), the next one
+// traces, and every later step is a compiled hit.
+template <class JitcOptimizer, class TorchOptimizer, class GroupOptions>
+void check_optimizer_follows_torch(const char* name, const GroupOptions& options, at::Device device, const jitc::Options& compile_options,
+                                   int torch_steps = 1, int steps = 8, double tol = 1e-6) {
+  INFO(name);
+  at::manual_seed(7);
+  auto [mine, theirs] = twin_parameters(device);
+  JitcOptimizer optimizer(mine, options, compile_options);
+  TorchOptimizer reference(theirs, options);
+  for (int step = 0; step < steps; ++step) {
+    INFO("step " << step);
+    set_gradients(mine, theirs);
+    optimizer.step();
+    reference.step();
+    check_same_parameters(mine, theirs, tol);
+  }
+  const Stats stats = optimizer.stats();
+  CHECK(stats.compiles == 1);
+  CHECK(stats.recompiles == 0);
+  CHECK(stats.eager_fallbacks == 0);
+  CHECK(stats.hits == steps - torch_steps - 1);
+  CHECK(stats.programs_compiled == 1);
+}
+
+inline void check_optimizers_follow_torch(at::Device device, const jitc::Options& options = built_on_the_call()) {
+  namespace to = torch::optim;
+  check_optimizer_follows_torch<optim::AdamW, to::AdamW>("AdamW", to::AdamWOptions(1e-2), device, options);
+  check_optimizer_follows_torch<optim::AdamW, to::AdamW>("AdamW amsgrad", to::AdamWOptions(1e-2).amsgrad(true).weight_decay(0.1), device,
+                                                         options);
+  check_optimizer_follows_torch<optim::AdamW, to::AdamW>("AdamW without decay", to::AdamWOptions(3e-3).weight_decay(0).betas({0.8, 0.99}),
+                                                         device, options);
+  check_optimizer_follows_torch<optim::Adam, to::Adam>("Adam", to::AdamOptions(1e-2), device, options);
+  check_optimizer_follows_torch<optim::Adam, to::Adam>("Adam with decay", to::AdamOptions(1e-2).weight_decay(0.05).eps(1e-6), device,
+                                                       options);
+  check_optimizer_follows_torch<optim::Adam, to::Adam>("Adam amsgrad", to::AdamOptions(1e-2).amsgrad(true), device, options);
+  check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD", to::SGDOptions(0.1), device, options, /*torch_steps=*/0);
+  check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD momentum", to::SGDOptions(0.1).momentum(0.9), device, options);
+  check_optimizer_follows_torch<optim::SGD, to::SGD>(
+      "SGD nesterov", to::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-2), device, options);
+  check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD dampening", to::SGDOptions(0.05).momentum(0.5).dampening(0.1), device, options);
+}
+
+// A learning rate changed at every step (a schedule) is the group's lr tensor, written in place: no
+// recompile. Two param groups with their own options; a parameter without a gradient in some steps keeps
+// its own step count (the bias corrections differ per parameter).
+inline void check_schedules_groups_and_skipped_parameters(at::Device device, const jitc::Options& options = built_on_the_call()) {
+  at::manual_seed(8);
+  auto [mine, theirs] = twin_parameters(device);
+  auto groups = [](const Tensors& p) {
+    return std::vector<torch::optim::OptimizerParamGroup>{
+        torch::optim::OptimizerParamGroup({p[0], p[1]}),
+        torch::optim::OptimizerParamGroup({p[2], p[3], p[4]}, std::make_unique<torch::optim::AdamWOptions>(
+                                                                  torch::optim::AdamWOptions(5e-3).weight_decay(0.2)))};
+  };
+  optim::AdamW optimizer(groups(mine), torch::optim::AdamWOptions(1e-2), options);
+  torch::optim::AdamW reference(groups(theirs), torch::optim::AdamWOptions(1e-2));
+  for (int step = 0; step < 10; ++step) {
+    INFO("step " << step);
+    set_gradients(mine, theirs, step % 3 == 2 ? std::vector<size_t>{3} : std::vector<size_t>{});
+    for (auto* opt : {static_cast<torch::optim::Optimizer*>(&optimizer), static_cast<torch::optim::Optimizer*>(&reference)})
+      for (auto& group : opt->param_groups()) group.options().set_lr(group.options().get_lr() * 0.9);
+    optimizer.step();
+    reference.step();
+    check_same_parameters(mine, theirs, 1e-6);
+  }
+  const Stats stats = optimizer.stats();
+  CHECK(stats.eager_fallbacks == 0);
+  CHECK(stats.hits >= 10);
+  // Per group: one entry with every parameter, one without parameter 3 (its grad-less steps).
+  CHECK(stats.compiles == 3);
+  const auto& state = static_cast<torch::optim::AdamWParamState&>(*optimizer.state().at(mine[3].unsafeGetTensorImpl()));
+  const auto& want = static_cast<torch::optim::AdamWParamState&>(*reference.state().at(theirs[3].unsafeGetTensorImpl()));
+  CHECK(state.step() == want.step());
+  CHECK(state.step() == 7);
+}
+
+// save() after compiled steps writes torch::optim's archive (int step counts included); it loads into
+// torch::optim::AdamW and into jitc's, and both go on as the optimizer that never stopped.
+inline void check_save_and_load(at::Device device, const jitc::Options& options = built_on_the_call()) {
+  at::manual_seed(9);
+  auto [mine, theirs] = twin_parameters(device);
+  optim::AdamW optimizer(mine, torch::optim::AdamWOptions(1e-2).amsgrad(true), options);
+  torch::optim::AdamW reference(theirs, torch::optim::AdamWOptions(1e-2).amsgrad(true));
+  for (int step = 0; step < 5; ++step) {
+    set_gradients(mine, theirs);
+    optimizer.step();
+    reference.step();
+  }
+  std::stringstream saved;
+  torch::save(optimizer, saved);
+  Tensors copy_a, copy_b;
+  for (const auto& p : mine) {
+    copy_a.push_back(p.detach().clone().requires_grad_(true));
+    copy_b.push_back(p.detach().clone().requires_grad_(true));
+  }
+  optim::AdamW loaded(copy_a, torch::optim::AdamWOptions(1e-2).amsgrad(true), options);
+  torch::optim::AdamW loaded_by_torch(copy_b, torch::optim::AdamWOptions(1e-2).amsgrad(true));
+  torch::load(loaded, saved);
+  saved.seekg(0);
+  torch::load(loaded_by_torch, saved);
+  for (int step = 0; step < 4; ++step) {
+    INFO("step " << step << " after loading");
+    set_gradients(mine, theirs);
+    for (size_t i = 0; i < mine.size(); ++i) copy_a[i].mutable_grad() = copy_b[i].mutable_grad() = mine[i].grad().clone();
+    optimizer.step();
+    reference.step();
+    loaded.step();
+    loaded_by_torch.step();
+    check_same_parameters(mine, theirs, 1e-6);
+    check_same_parameters(copy_a, theirs, 1e-6);
+    check_same_parameters(copy_b, theirs, 1e-6);
+  }
+  CHECK(loaded.stats().hits >= 2);
+}
+
+// A whole training step compiled (zero_grad, forward, backward, jitc's step): the update is inlined into
+// the step's graph, whose replays advance the step-count tensors; save() then writes the counts of every
+// step taken. Gradients are zeroed in place: a step that sets them to none runs eagerly in grad mode (README).
+inline void check_step_inside_a_compiled_training_step(at::Device device, const jitc::Options& options = {}) {
+  at::manual_seed(10);
+  auto [eager_model, model] = twin_linears(4, 2, device);
+  torch::optim::AdamW reference(eager_model->parameters(), torch::optim::AdamWOptions(1e-2));
+  optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-2), options);
+  auto step = [](torch::nn::Linear& layer, torch::optim::Optimizer& opt, const at::Tensor& x) {
+    opt.zero_grad(false);
+    at::Tensor loss = layer(x).tanh().pow(2).mean();
+    loss.backward();
+    opt.step();
+    return loss.detach();
+  };
+  auto compiled = jitc::compile([&](const at::Tensor& x) { return step(model, optimizer, x); }, options);
+  const int steps = 8;
+  for (int call = 0; call < steps; ++call) {
+    INFO("step " << call);
+    const at::Tensor x = at::randn({8, 4}, at::TensorOptions(device));
+    const at::Tensor expected = step(eager_model, reference, x);
+    CHECK(at::allclose(compiled(x), expected, 1e-5, 1e-6));
+    CHECK(at::allclose(model->weight, eager_model->weight, 1e-5, 1e-6));
+    CHECK(at::allclose(model->bias, eager_model->bias, 1e-5, 1e-6));
+  }
+  // The first call creates the gradients (its trace is its execution, counted as eager), the second traces
+  // again (torch::optim's own step creates the state), the third is the first hit's check: then hits only.
+  CHECK(compiled.stats().eager_fallbacks == 1);
+  CHECK(compiled.stats().hits == steps - 3);
+  std::stringstream saved;
+  torch::save(optimizer, saved);
+  torch::optim::AdamW loaded(model->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::load(loaded, saved);
+  CHECK(static_cast<torch::optim::AdamWParamState&>(*loaded.state().at(model->weight.unsafeGetTensorImpl())).step() == steps);
+}
+
+}  // namespace jitc::testing
