@@ -3,7 +3,8 @@
 // --optimizer torch (the default) torch::optim::AdamW runs eagerly on both sides, as in the torch.compile
 // twin (benchmarks/models/peer_training.py); with --optimizer written, AdamW written with ATen ops over the
 // parameter list, compiled on jitc's side (multi-tensor kernels), against the twin's --optimizer compiled
-// (torch.compile of torch.optim.AdamW's step).
+// (torch.compile of torch.optim.AdamW's step); with --optimizer jitc, jitc::optim::AdamW (torch::optim's
+// AdamW with a compiled step) on jitc's side and torch::optim::AdamW on eager's, against the same twin.
 //   eager / jitc ms   per step: two warm-up steps each, then rounds in which eager and jitc take turns on two
 //                     copies of the model (the order reversed every other round), median over the rounds
 //   first steps s     jitc's first two steps (the first traces and runs eagerly, the second generates the
@@ -29,6 +30,7 @@
 
 #include <cstdlib>
 #include <jitc/jitc.h>
+#include <jitc/optim.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -53,7 +55,7 @@ struct Args {
   bool gpu_scale = false;
   Placement place;
   std::string profile_dir;  // --profile: one eager and one jitc step per model, as chrome traces
-  bool written_optimizer = false;  // --optimizer written: AdamW written with ATen ops, compiled on jitc's side
+  std::string optimizer = "torch";  // --optimizer torch|written|jitc (see the top of this file)
   bool phase_peaks = false;
   bool changing_batch = false;  // --changing-batch: the second step's batch one sample shorter
 };
@@ -114,13 +116,13 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--profile" && i + 1 < argc) args.profile_dir = argv[++i];
     else if (arg == "--phase-peaks") args.phase_peaks = true;
     else if (arg == "--changing-batch") args.changing_batch = true;
-    else if (arg == "--optimizer" && i + 1 < argc) args.written_optimizer = std::string(argv[++i]) == "written";
+    else if (arg == "--optimizer" && i + 1 < argc) args.optimizer = argv[++i];
     else if (arg == "--only" && i + 1 < argc) {
       args.only = split_commas(argv[++i]);
     } else if (arg.rfind("--", 0) == 0) {
       throw std::runtime_error("unknown flag " + arg +
                                "; usage: bench_training [out.json] [--peer peer.json] [--only a,b] [--rounds N] [--device cuda] "
-                               "[--dtype bf16] [--scale gpu] [--optimizer torch|written]");
+                               "[--dtype bf16] [--scale gpu] [--optimizer torch|written|jitc]");
     } else {
       args.out = arg;
     }
@@ -165,7 +167,7 @@ struct WrittenAdamW {
 // A model, its optimizer (torch::optim::AdamW or the written update) and its loss (eager or compiled).
 struct Trainer {
   Trainable model;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<WrittenAdamW> written;
   std::function<at::Tensor(const at::Tensor&, const at::Tensor&)> loss;
 
@@ -199,11 +201,13 @@ std::string phase_peaks(Trainer& t, const at::Tensor& x, const at::Tensor& y, Co
                      backward, optimizer, step);
 }
 
-Trainer trainer(const Spec& spec, const Placement& place, bool written_optimizer) {
+Trainer trainer(const Spec& spec, const Placement& place, const std::string& optimizer) {
   at::manual_seed(0);  // both copies start from the same weights
   Trainer t{spec.build(place), nullptr, nullptr, nullptr};
-  if (written_optimizer) t.written = std::make_unique<WrittenAdamW>(t.model.module->parameters());
-  else t.optimizer = std::make_unique<torch::optim::AdamW>(t.model.module->parameters(), torch::optim::AdamWOptions(kLearningRate));
+  const torch::optim::AdamWOptions options(kLearningRate);
+  if (optimizer == "written") t.written = std::make_unique<WrittenAdamW>(t.model.module->parameters());
+  else if (optimizer == "jitc") t.optimizer = std::make_unique<jitc::optim::AdamW>(t.model.module->parameters(), options);
+  else t.optimizer = std::make_unique<torch::optim::AdamW>(t.model.module->parameters(), options);
   t.loss = [forward = t.model.forward](const at::Tensor& x, const at::Tensor& y) {
     const at::Tensor logits = forward(x);
     return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y);
@@ -228,7 +232,9 @@ double max_parameter_difference(torch::nn::Module& a, torch::nn::Module& b) {
 
 Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
   Row row{spec.name, spec.shapes};
-  Trainer eager = trainer(spec, args.place, args.written_optimizer), jitc = trainer(spec, args.place, args.written_optimizer);
+  // --optimizer jitc: eager's side keeps torch::optim::AdamW, the optimizer jitc::optim's replaces.
+  Trainer eager = trainer(spec, args.place, args.optimizer == "jitc" ? "torch" : args.optimizer),
+          jitc = trainer(spec, args.place, args.optimizer);
   auto compiled = jitc::compile(jitc.loss);
   jitc.loss = [&](const at::Tensor& x, const at::Tensor& y) { return compiled(x, y); };
   std::optional<CompiledFunction<void(const std::vector<at::Tensor>&, const at::Tensor&)>> update;
@@ -272,8 +278,11 @@ Row measure(const Spec& spec, const Args& args, CountingAllocator& allocator) {
     profile_calls(args.profile_dir + "/" + spec.name + "_eager.trace", [&] { eager.step(x, y); });
     profile_calls(args.profile_dir + "/" + spec.name + "_jitc.trace", [&] { jitc.step(x, y); });
   }
-  row.kernels = compiled.stats().kernels_compiled + (update ? update->stats().kernels_compiled : 0);
-  row.fallbacks = compiled.stats().eager_fallbacks + (update ? update->stats().eager_fallbacks : 0);
+  Stats optimizer;
+  if (update) optimizer = update->stats();
+  if (auto* compiled_adamw = dynamic_cast<jitc::optim::AdamW*>(jitc.optimizer.get())) optimizer = compiled_adamw->stats();
+  row.kernels = compiled.stats().kernels_compiled + optimizer.kernels_compiled;
+  row.fallbacks = compiled.stats().eager_fallbacks + optimizer.eager_fallbacks;
   return row;
 }
 
