@@ -14,15 +14,18 @@
 // recompile. The update runs the ops torch::optim's step runs, in the same order and dtypes.
 //
 // A step where a parameter has no state yet (the first, or a parameter added since) is torch::optim's own
-// step, which creates the state; a step with a sparse gradient too. State::step() (the int step count)
+// step, which creates the state; a step with a sparse gradient, or with a param group whose parameters
+// lie on several devices, too. State::step() (the int step count)
 // is kept up to date by step(), and by save() where steps ran inside another compiled function (whose
 // replays advance the step tensors only).
 #pragma once
 #include <jitc/options.h>
 #include <jitc/stats.h>
 
+#include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
 #include <memory>
@@ -75,6 +78,40 @@ class SGD : public torch::optim::SGD {
   SGD(std::vector<at::Tensor> params, torch::optim::SGDOptions defaults, Options compile_options = {});
   ~SGD() override;
   at::Tensor step(LossClosure closure = nullptr) override;
+  Stats stats() const;
+  void wait_for_compiles() const;
+
+ private:
+  std::unique_ptr<detail::CompiledUpdates> updates_;
+};
+
+// torch::optim::RMSprop with a compiled step (momentum, centered, weight decay). Its int step counts, which
+// its update does not read, advance with the step() calls that run (not in another compiled function's
+// replays).
+class RMSprop : public torch::optim::RMSprop {
+ public:
+  RMSprop(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::RMSpropOptions defaults = {},
+          Options compile_options = {});
+  RMSprop(std::vector<at::Tensor> params, torch::optim::RMSpropOptions defaults = {}, Options compile_options = {});
+  ~RMSprop() override;
+  at::Tensor step(LossClosure closure = nullptr) override;
+  Stats stats() const;
+  void wait_for_compiles() const;
+
+ private:
+  std::unique_ptr<detail::CompiledUpdates> updates_;
+};
+
+// torch::optim::Adagrad with a compiled step (learning-rate decay over its step counts, weight decay).
+class Adagrad : public torch::optim::Adagrad {
+ public:
+  Adagrad(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdagradOptions defaults = {},
+          Options compile_options = {});
+  Adagrad(std::vector<at::Tensor> params, torch::optim::AdagradOptions defaults = {}, Options compile_options = {});
+  ~Adagrad() override;
+  at::Tensor step(LossClosure closure = nullptr) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
   Stats stats() const;
   void wait_for_compiles() const;
 

@@ -1,4 +1,4 @@
-// Checks of jitc::optim (include/jitc/optim.h) against torch::optim, shared by the CPU tests
+// Checks of jitc::optim (include/jitc/optim.h: AdamW, Adam, SGD, RMSprop, Adagrad) against torch::optim, shared by the CPU tests
 // (test_optim.cpp) and their CUDA twins (test_training_cuda.cpp): the same gradients fed to both
 // optimizers step after step; parameters, state and step counts compared after every step.
 #pragma once
@@ -75,6 +75,23 @@ void check_optimizer_follows_torch(const char* name, const GroupOptions& options
   CHECK(stats.programs_compiled == 1);
 }
 
+// A param group over two devices runs torch::optim's own step (its learning-rate tensor would sit on
+// one of them).
+inline void check_group_over_devices(at::Device device) {
+  at::manual_seed(13);
+  auto [mine, theirs] = twin_parameters(device);
+  for (auto* list : {&mine, &theirs}) (*list)[4] = (*list)[4].detach().cpu().requires_grad_(true);
+  optim::AdamW optimizer(mine, torch::optim::AdamWOptions(1e-2), built_on_the_call());
+  torch::optim::AdamW reference(theirs, torch::optim::AdamWOptions(1e-2));
+  for (int step = 0; step < 3; ++step) {
+    set_gradients(mine, theirs);
+    optimizer.step();
+    reference.step();
+    check_same_parameters(mine, theirs, 1e-6);
+  }
+  CHECK(optimizer.stats().calls == 0);
+}
+
 inline void check_optimizers_follow_torch(at::Device device, const jitc::Options& options = built_on_the_call()) {
   namespace to = torch::optim;
   check_optimizer_follows_torch<optim::AdamW, to::AdamW>("AdamW", to::AdamWOptions(1e-2), device, options);
@@ -91,6 +108,13 @@ inline void check_optimizers_follow_torch(at::Device device, const jitc::Options
   check_optimizer_follows_torch<optim::SGD, to::SGD>(
       "SGD nesterov", to::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-2), device, options);
   check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD dampening", to::SGDOptions(0.05).momentum(0.5).dampening(0.1), device, options);
+  check_optimizer_follows_torch<optim::RMSprop, to::RMSprop>("RMSprop", to::RMSpropOptions(1e-2), device, options);
+  check_optimizer_follows_torch<optim::RMSprop, to::RMSprop>(
+      "RMSprop centered with momentum", to::RMSpropOptions(1e-2).momentum(0.5).centered(true).weight_decay(1e-2), device, options);
+  check_optimizer_follows_torch<optim::Adagrad, to::Adagrad>("Adagrad", to::AdagradOptions(0.1), device, options, /*torch_steps=*/0);
+  check_optimizer_follows_torch<optim::Adagrad, to::Adagrad>(
+      "Adagrad with decays", to::AdagradOptions(0.1).lr_decay(0.3).weight_decay(0.05).initial_accumulator_value(0.1), device, options,
+      /*torch_steps=*/0);
 }
 
 // A learning rate changed at every step (a schedule) is the group's lr tensor, written in place: no

@@ -4,7 +4,7 @@
 namespace jitc::testing {
 namespace {
 
-TEST_CASE("jitc::optim AdamW, Adam and SGD steps follow torch::optim's step after step, compiled from the second", "[training][optim]") {
+TEST_CASE("jitc::optim AdamW, Adam, SGD, RMSprop and Adagrad steps follow torch::optim's step after step, compiled from the second", "[training][optim]") {
   check_optimizers_follow_torch(at::kCPU);
 }
 

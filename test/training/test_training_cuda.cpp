@@ -189,7 +189,7 @@ TEST_CASE(
   check_call_semantics_in_every_mode(at::kCUDA);
 }
 
-TEST_CASE("CUDA jitc::optim: AdamW, Adam and SGD steps follow torch::optim's, in the default mode and with CUDA graphs", "[cuda][training][optim]") {
+TEST_CASE("CUDA jitc::optim: AdamW, Adam, SGD, RMSprop and Adagrad steps follow torch::optim's, in the default mode and with CUDA graphs", "[cuda][training][optim]") {
   if (!have_gpu()) return;
   check_optimizers_follow_torch(at::kCUDA);
   jitc::Options graphs = built_on_the_call();
@@ -198,10 +198,11 @@ TEST_CASE("CUDA jitc::optim: AdamW, Adam and SGD steps follow torch::optim's, in
   check_schedules_groups_and_skipped_parameters(at::kCUDA, graphs);
 }
 
-TEST_CASE("CUDA jitc::optim: schedules, param groups, skipped parameters, save and load, steps inside a compiled training step",
+TEST_CASE("CUDA jitc::optim: schedules, param groups, skipped parameters, save and load, steps inside a compiled training step, a group over two devices",
           "[cuda][training][optim]") {
   if (!have_gpu()) return;
   check_schedules_groups_and_skipped_parameters(at::kCUDA);
   check_save_and_load(at::kCUDA);
   check_step_inside_a_compiled_training_step(at::kCUDA);
+  check_group_over_devices(at::kCUDA);
 }

@@ -43,11 +43,13 @@ void adam_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const H
   }
 }
 
-// torch::optim's Adam or AdamW (their options and states have the same fields).
+// torch::optim's Adam or AdamW (their options and states have the same fields). Its own step instead
+// where a parameter has no state yet, a sparse gradient, or a group spans devices.
 template <class GroupOptions, class ParamState>
 struct AdamFamily {
   static bool torch_steps_instead(torch::optim::Optimizer& opt) {
     for (auto& group : opt.param_groups()) {
+      if (detail::spans_devices(group)) return true;
       const bool amsgrad = static_cast<GroupOptions&>(group.options()).amsgrad();
       for (auto& p : group.params()) {
         if (!p.grad().defined()) continue;
@@ -91,23 +93,12 @@ struct AdamFamily {
     at::NoGradGuard no_grad;
     const at::Tensor loss = detail::evaluate_closure(closure);
     if (torch_steps_instead(opt)) {
-      write_step_counts(opt, updates);
+      detail::write_step_counts<ParamState>(opt, updates);
       torch_step();
       return loss;
     }
     for (size_t g = 0; g < opt.param_groups().size(); ++g) step_group(opt, updates, g, decoupled);
     return loss;
-  }
-
-  // The int counts of the states, from the tensors (steps inside another compiled function's replays
-  // advanced those only).
-  static void write_step_counts(const torch::optim::Optimizer& opt, CompiledUpdates& updates) {
-    for (const auto& [key, count] : updates.device_counts()) {
-      auto it = opt.state().find(const_cast<void*>(key));
-      if (it == opt.state().end()) continue;
-      static_cast<ParamState&>(*it->second).step(count);
-      updates.counted(key, count);
-    }
   }
 };
 
@@ -128,7 +119,7 @@ at::Tensor AdamW::step(LossClosure closure) {
   return AdamWSteps::step(*this, *updates_, closure, true, [this] { torch::optim::AdamW::step(); });
 }
 void AdamW::save(torch::serialize::OutputArchive& archive) const {
-  AdamWSteps::write_step_counts(*this, *updates_);
+  detail::write_step_counts<torch::optim::AdamWParamState>(*this, *updates_);
   torch::optim::AdamW::save(archive);
 }
 void AdamW::load(torch::serialize::InputArchive& archive) {
@@ -149,7 +140,7 @@ at::Tensor Adam::step(LossClosure closure) {
   return AdamSteps::step(*this, *updates_, closure, false, [this] { torch::optim::Adam::step(); });
 }
 void Adam::save(torch::serialize::OutputArchive& archive) const {
-  AdamSteps::write_step_counts(*this, *updates_);
+  detail::write_step_counts<torch::optim::AdamParamState>(*this, *updates_);
   torch::optim::Adam::save(archive);
 }
 void Adam::load(torch::serialize::InputArchive& archive) {

@@ -7,6 +7,7 @@
 #include <ATen/ops/full.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <optional>
 #include <utility>
 
 namespace jitc::optim::detail {
@@ -38,6 +39,16 @@ std::vector<at::Tensor> concatenate(c10::ArrayRef<std::vector<at::Tensor>> lists
   std::vector<at::Tensor> all;
   for (const auto& list : lists) all.insert(all.end(), list.begin(), list.end());
   return all;
+}
+
+bool spans_devices(torch::optim::OptimizerParamGroup& group) {
+  std::optional<at::Device> first;
+  for (const auto& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    if (first && *first != p.device()) return true;
+    first = p.device();
+  }
+  return false;
 }
 
 at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure) {

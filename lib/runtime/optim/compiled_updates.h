@@ -29,6 +29,9 @@ using Update = void (*)(const std::vector<at::Tensor>& tensors, const at::Tensor
 
 // An update's `tensors` argument: the lists one after another.
 std::vector<at::Tensor> concatenate(c10::ArrayRef<std::vector<at::Tensor>> lists);
+// True when the group's parameters with gradients lie on more than one device: its learning-rate tensor
+// would sit on one of them, so such a step is torch::optim's own.
+bool spans_devices(torch::optim::OptimizerParamGroup& group);
 // The closure of a step, evaluated in grad mode as torch::optim's steps do (an undefined loss without one).
 at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure);
 
@@ -74,5 +77,17 @@ class CompiledUpdates {
   std::vector<LearningRate> rates_;
   std::unordered_map<const void*, StepCount> steps_;
 };
+
+// The int step counts of the states (ParamState: torch::optim's AdamParamState...), from the step-count
+// tensors: steps inside another compiled function's replays advanced those only.
+template <class ParamState>
+void write_step_counts(const torch::optim::Optimizer& opt, CompiledUpdates& updates) {
+  for (const auto& [key, count] : updates.device_counts()) {
+    auto it = opt.state().find(const_cast<void*>(key));
+    if (it == opt.state().end()) continue;
+    static_cast<ParamState&>(*it->second).step(count);
+    updates.counted(key, count);
+  }
+}
 
 }  // namespace jitc::optim::detail

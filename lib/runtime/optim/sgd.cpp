@@ -32,9 +32,10 @@ void sgd_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const Hy
 }
 
 // torch::optim's step creates a momentum buffer as a copy of the first update; a sparse gradient it adds
-// as such.
+// as such; a group over several devices.
 bool torch_steps_instead(torch::optim::Optimizer& opt) {
   for (auto& group : opt.param_groups()) {
+    if (detail::spans_devices(group)) return true;
     const bool momentum = static_cast<torch::optim::SGDOptions&>(group.options()).momentum() != 0;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;

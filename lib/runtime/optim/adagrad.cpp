@@ -1,0 +1,96 @@
+// jitc::optim::Adagrad: torch::optim's Adagrad step (torch/csrc/api/src/optim/adagrad.cpp) with its step
+// counts and learning rates as tensors, so that each step runs the same compiled graph.
+#include "runtime/optim/compiled_updates.h"
+
+#include <ATen/ATen.h>
+
+namespace jitc::optim {
+
+namespace {
+
+using detail::CompiledUpdates;
+using detail::Hyperparameters;
+
+// The lists: parameters, gradients, sums, step counts. numbers: lr decay, weight decay, eps.
+void adagrad_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const Hyperparameters& hyper) {
+  const double lr_decay = hyper.numbers[0], weight_decay = hyper.numbers[1], eps = hyper.numbers[2];
+  const size_t n = t.size() / 4;
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor &p = t[i], &sum = t[2 * n + i], &step = t[3 * n + i];
+    at::Tensor grad = t[n + i];
+    step.add_(1);
+    if (weight_decay != 0) grad = grad.add(p, weight_decay);
+    const at::Tensor clr = lr / ((step - 1) * lr_decay + 1);  // lr / (1 + (step - 1) * lr_decay), in float64
+    sum.addcmul_(grad, grad, 1.0);
+    const at::Tensor std = sum.sqrt().add_(eps);
+    p.add_(clr.neg() * grad / std);  // addcdiv_(grad, std, -clr)
+  }
+}
+
+// torch::optim's own step for sparse gradients (its sparse update) and groups over several devices. The
+// state exists from the constructor on; a parameter added later without one is torch's to reject.
+bool torch_steps_instead(torch::optim::Optimizer& opt) {
+  for (auto& group : opt.param_groups()) {
+    if (detail::spans_devices(group)) return true;
+    for (auto& p : group.params())
+      if (p.grad().defined() && (p.grad().is_sparse() || opt.state().find(p.unsafeGetTensorImpl()) == opt.state().end())) return true;
+  }
+  return false;
+}
+
+void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g) {
+  auto& group = opt.param_groups()[g];
+  auto& options = static_cast<torch::optim::AdagradOptions&>(group.options());
+  std::vector<at::Tensor> lists[4];
+  std::vector<torch::optim::AdagradParamState*> states;
+  for (auto& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    auto& state = static_cast<torch::optim::AdagradParamState&>(*opt.state().at(p.unsafeGetTensorImpl()));
+    lists[0].push_back(p);
+    lists[1].push_back(p.grad());
+    lists[2].push_back(state.sum());
+    lists[3].push_back(updates.step_count(p.unsafeGetTensorImpl(), state.step(), p.device()));
+    states.push_back(&state);
+  }
+  if (states.empty()) return;
+  const Hyperparameters hyper{{options.lr_decay(), options.weight_decay(), options.eps(), 0}, {false, false}};
+  updates.run(g, detail::concatenate(lists), updates.learning_rate(g, options.lr(), lists[0][0].device()), hyper);
+  for (size_t i = 0; i < states.size(); ++i) {
+    states[i]->step(states[i]->step() + 1);
+    updates.counted(lists[0][i].unsafeGetTensorImpl(), states[i]->step());
+  }
+}
+
+}  // namespace
+
+Adagrad::Adagrad(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdagradOptions defaults,
+                 Options compile_options)
+    : torch::optim::Adagrad(param_groups, std::move(defaults)),
+      updates_(std::make_unique<CompiledUpdates>("jitc::optim::Adagrad", std::move(compile_options), adagrad_update)) {}
+Adagrad::Adagrad(std::vector<at::Tensor> params, torch::optim::AdagradOptions defaults, Options compile_options)
+    : Adagrad({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
+Adagrad::~Adagrad() = default;
+
+at::Tensor Adagrad::step(LossClosure closure) {
+  at::NoGradGuard no_grad;
+  const at::Tensor loss = detail::evaluate_closure(closure);
+  if (torch_steps_instead(*this)) {
+    detail::write_step_counts<torch::optim::AdagradParamState>(*this, *updates_);
+    torch::optim::Adagrad::step();
+    return loss;
+  }
+  for (size_t g = 0; g < param_groups().size(); ++g) step_group(*this, *updates_, g);
+  return loss;
+}
+void Adagrad::save(torch::serialize::OutputArchive& archive) const {
+  detail::write_step_counts<torch::optim::AdagradParamState>(*this, *updates_);
+  torch::optim::Adagrad::save(archive);
+}
+void Adagrad::load(torch::serialize::InputArchive& archive) {
+  torch::optim::Adagrad::load(archive);
+  updates_->forget_step_counts();
+}
+Stats Adagrad::stats() const { return updates_->stats(); }
+void Adagrad::wait_for_compiles() const { updates_->wait_for_compiles(); }
+
+}  // namespace jitc::optim
