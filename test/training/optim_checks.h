@@ -3,6 +3,7 @@
 // optimizers step after step; parameters, state and step counts compared after every step.
 #pragma once
 #include "support/log_capture.h"
+#include "support/random_choices.h"
 #include "training/call_semantics_checks.h"
 #include "training/training_support.h"
 
@@ -11,6 +12,8 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 #include <sstream>
 
 namespace jitc::testing {
@@ -225,5 +228,111 @@ inline void check_step_inside_a_compiled_training_step(at::Device device, const 
   torch::load(loaded, saved);
   CHECK(static_cast<torch::optim::AdamWParamState&>(*loaded.state().at(model->weight.unsafeGetTensorImpl())).step() == steps);
 }
+
+// One random run: parameters of random shapes (0-dim, empty, channels-last among them) in one or two
+// param groups with random options, six steps with parameters left without a gradient and learning rates
+// changed at random, jitc::optim against torch::optim after every step. A seed names its run.
+class RandomOptimizerRun : RandomChoices {
+ public:
+  RandomOptimizerRun(uint32_t seed, at::Device device) : RandomChoices(seed), seed_(seed), device_(device) {}
+
+  int64_t run() {
+    switch (uniform(0, 4)) {
+      case 0: return compare<optim::AdamW, torch::optim::AdamW>([&] { return adam_like<torch::optim::AdamWOptions>(); });
+      case 1: return compare<optim::Adam, torch::optim::Adam>([&] { return adam_like<torch::optim::AdamOptions>(); });
+      case 2: return compare<optim::SGD, torch::optim::SGD>([&] { return sgd(); });
+      case 3: return compare<optim::RMSprop, torch::optim::RMSprop>([&] { return rmsprop(); });
+      default: return compare<optim::Adagrad, torch::optim::Adagrad>([&] { return adagrad(); });
+    }
+  }
+
+ private:
+  template <class O>
+  O adam_like() {
+    return O(pick<double>({1e-3, 1e-2}))
+        .betas(pick<std::tuple<double, double>>({{0.9, 0.999}, {0.8, 0.95}}))
+        .eps(pick<double>({1e-8, 1e-6}))
+        .weight_decay(pick<double>({0, 0.01, 0.1}))
+        .amsgrad(chance(0.5));
+  }
+  torch::optim::SGDOptions sgd() {
+    const double momentum = pick<double>({0, 0.5, 0.9});
+    const bool nesterov = momentum > 0 && chance(0.5);
+    return torch::optim::SGDOptions(pick<double>({0.01, 0.1}))
+        .momentum(momentum)
+        .dampening(nesterov ? 0 : pick<double>({0, 0.1}))
+        .nesterov(nesterov)
+        .weight_decay(pick<double>({0, 1e-2}));
+  }
+  torch::optim::RMSpropOptions rmsprop() {
+    return torch::optim::RMSpropOptions(pick<double>({1e-3, 1e-2}))
+        .alpha(pick<double>({0.99, 0.9}))
+        .eps(pick<double>({1e-8, 1e-6}))
+        .weight_decay(pick<double>({0, 1e-2}))
+        .momentum(pick<double>({0, 0.5}))
+        .centered(chance(0.5));
+  }
+  torch::optim::AdagradOptions adagrad() {
+    return torch::optim::AdagradOptions(pick<double>({0.01, 0.1}))
+        .lr_decay(pick<double>({0, 0.1}))
+        .weight_decay(pick<double>({0, 1e-2}))
+        .initial_accumulator_value(pick<double>({0, 0.1}))
+        .eps(pick<double>({1e-10, 1e-6}));
+  }
+
+  std::pair<Tensors, Tensors> parameters() {
+    Tensors a, b;
+    const std::vector<std::vector<int64_t>> shapes{{}, {0}, {7}, {5, 3}, {3, 0}, {2, 3, 4, 5}, {33}};
+    for (int i = uniform(2, 5); i > 0; --i) {
+      const auto& shape = pick(shapes);
+      at::Tensor value = at::randn(shape, at::TensorOptions(device_));
+      if (shape.size() == 4 && chance(0.5)) value = value.contiguous(at::MemoryFormat::ChannelsLast);
+      a.push_back(value.clone().requires_grad_(true));
+      b.push_back(value.clone().requires_grad_(true));
+    }
+    return {a, b};
+  }
+
+  template <class Options>
+  std::vector<torch::optim::OptimizerParamGroup> groups(const Tensors& p, size_t split, const std::optional<Options>& second) {
+    if (!second) return {torch::optim::OptimizerParamGroup(p)};
+    return {torch::optim::OptimizerParamGroup(Tensors(p.begin(), p.begin() + split)),
+            torch::optim::OptimizerParamGroup(Tensors(p.begin() + split, p.end()), std::make_unique<Options>(*second))};
+  }
+
+  // Returns the compiled hits.
+  template <class Jitc, class Torch, class Make>
+  int64_t compare(Make make_options) {
+    auto [mine, theirs] = parameters();
+    const auto defaults = make_options();
+    std::optional<std::decay_t<decltype(defaults)>> second;
+    const size_t split = static_cast<size_t>(uniform(1, static_cast<int>(mine.size()) - 1));
+    if (chance(0.5)) second = make_options();
+    jitc::Options compile;
+    compile.compile_in_background = chance(0.5);
+    Jitc optimizer(groups(mine, split, second), defaults, compile);
+    Torch reference(groups(theirs, split, second), defaults);
+    for (int step = 0; step < 6; ++step) {
+      INFO("seed " << seed_ << ", step " << step);
+      std::vector<size_t> skip;
+      for (size_t i = 0; i < mine.size(); ++i)
+        if (chance(0.2)) skip.push_back(i);
+      set_gradients(mine, theirs, skip);
+      const double scale = chance(0.5) ? 0.5 : 1.0;
+      for (auto* opt : {static_cast<torch::optim::Optimizer*>(&optimizer), static_cast<torch::optim::Optimizer*>(&reference)})
+        for (auto& group : opt->param_groups()) group.options().set_lr(group.options().get_lr() * scale);
+      optimizer.step();
+      reference.step();
+      check_same_parameters(mine, theirs, 1e-5);
+    }
+    const Stats stats = optimizer.stats();
+    CHECK(stats.recompiles <= 4);  // entries differ by the parameters with gradients only
+    CHECK(stats.eager_fallbacks == 0);
+    return stats.hits;
+  }
+
+  uint32_t seed_;
+  at::Device device_;
+};
 
 }  // namespace jitc::testing

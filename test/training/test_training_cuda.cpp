@@ -206,3 +206,11 @@ TEST_CASE("CUDA jitc::optim: schedules, param groups, skipped parameters, save a
   check_step_inside_a_compiled_training_step(at::kCUDA);
   check_group_over_devices(at::kCUDA);
 }
+
+TEST_CASE("CUDA jitc::optim: random options, param groups, skipped gradients and learning-rate changes follow torch::optim's",
+          "[cuda][training][optim]") {
+  if (!have_gpu()) return;
+  int64_t hits = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) hits += RandomOptimizerRun(seed, at::kCUDA).run();
+  CHECK(hits >= 100);
+}

@@ -40,6 +40,7 @@ inline bool close(const at::Tensor& got, const at::Tensor& want, double tol) {
 inline std::string describe(const at::Tensor& got, const at::Tensor& want) {
   if (!got.defined() || !want.defined()) return fmt::format("defined: got {}, want {}", got.defined(), want.defined());
   if (got.sizes() != want.sizes()) return "sizes differ";
+  if (got.numel() == 0) return "empty";
   return fmt::format("max abs difference {}", (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>());
 }
 
