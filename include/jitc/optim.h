@@ -29,94 +29,83 @@
 #include <torch/optim/sgd.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace jitc::optim {
 
 namespace detail {
 class CompiledUpdates;  // the compiled update of each param group, the step and learning-rate tensors
-}
+Stats stats_of(const CompiledUpdates& updates);
+void wait_for_compiles_of(const CompiledUpdates& updates);
+
+// What each optimizer below adds to its torch::optim class.
+template <class TorchOptimizer>
+class WithCompiledUpdates : public TorchOptimizer {
+ public:
+  using LossClosure = torch::optim::Optimizer::LossClosure;
+  Stats stats() const { return stats_of(*updates_); }  // summed over the param groups' compiled updates
+  // The updates' programs building in the background are ready.
+  void wait_for_compiles() const { wait_for_compiles_of(*updates_); }
+
+ protected:
+  template <class... TorchArguments>
+  explicit WithCompiledUpdates(std::shared_ptr<CompiledUpdates> updates, TorchArguments&&... arguments)
+      : TorchOptimizer(std::forward<TorchArguments>(arguments)...), updates_(std::move(updates)) {}
+  std::shared_ptr<CompiledUpdates> updates_;
+};
+}  // namespace detail
 
 // torch::optim::AdamW with a compiled step.
-class AdamW : public torch::optim::AdamW {
+class AdamW : public detail::WithCompiledUpdates<torch::optim::AdamW> {
  public:
   AdamW(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamWOptions defaults = {},
         Options compile_options = {});
   AdamW(std::vector<at::Tensor> params, torch::optim::AdamWOptions defaults = {}, Options compile_options = {});
-  ~AdamW() override;
   at::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
-  Stats stats() const;             // summed over the param groups' compiled updates
-  void wait_for_compiles() const;  // the updates' programs building in the background are ready
-
- private:
-  std::unique_ptr<detail::CompiledUpdates> updates_;
 };
 
 // torch::optim::Adam with a compiled step.
-class Adam : public torch::optim::Adam {
+class Adam : public detail::WithCompiledUpdates<torch::optim::Adam> {
  public:
   Adam(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamOptions defaults = {},
        Options compile_options = {});
   Adam(std::vector<at::Tensor> params, torch::optim::AdamOptions defaults = {}, Options compile_options = {});
-  ~Adam() override;
   at::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
-  Stats stats() const;
-  void wait_for_compiles() const;
-
- private:
-  std::unique_ptr<detail::CompiledUpdates> updates_;
 };
 
 // torch::optim::SGD with a compiled step (momentum, dampening, Nesterov, weight decay).
-class SGD : public torch::optim::SGD {
+class SGD : public detail::WithCompiledUpdates<torch::optim::SGD> {
  public:
   SGD(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::SGDOptions defaults, Options compile_options = {});
   SGD(std::vector<at::Tensor> params, torch::optim::SGDOptions defaults, Options compile_options = {});
-  ~SGD() override;
   at::Tensor step(LossClosure closure = nullptr) override;
-  Stats stats() const;
-  void wait_for_compiles() const;
-
- private:
-  std::unique_ptr<detail::CompiledUpdates> updates_;
 };
 
 // torch::optim::RMSprop with a compiled step (momentum, centered, weight decay). Its int step counts, which
 // its update does not read, advance with the step() calls that run (not in another compiled function's
 // replays).
-class RMSprop : public torch::optim::RMSprop {
+class RMSprop : public detail::WithCompiledUpdates<torch::optim::RMSprop> {
  public:
   RMSprop(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::RMSpropOptions defaults = {},
           Options compile_options = {});
   RMSprop(std::vector<at::Tensor> params, torch::optim::RMSpropOptions defaults = {}, Options compile_options = {});
-  ~RMSprop() override;
   at::Tensor step(LossClosure closure = nullptr) override;
-  Stats stats() const;
-  void wait_for_compiles() const;
-
- private:
-  std::unique_ptr<detail::CompiledUpdates> updates_;
 };
 
 // torch::optim::Adagrad with a compiled step (learning-rate decay over its step counts, weight decay).
-class Adagrad : public torch::optim::Adagrad {
+class Adagrad : public detail::WithCompiledUpdates<torch::optim::Adagrad> {
  public:
   Adagrad(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdagradOptions defaults = {},
           Options compile_options = {});
   Adagrad(std::vector<at::Tensor> params, torch::optim::AdagradOptions defaults = {}, Options compile_options = {});
-  ~Adagrad() override;
   at::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
-  Stats stats() const;
-  void wait_for_compiles() const;
-
- private:
-  std::unique_ptr<detail::CompiledUpdates> updates_;
 };
 
 }  // namespace jitc::optim

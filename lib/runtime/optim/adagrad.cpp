@@ -65,22 +65,19 @@ void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g
 
 Adagrad::Adagrad(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdagradOptions defaults,
                  Options compile_options)
-    : torch::optim::Adagrad(param_groups, std::move(defaults)),
-      updates_(std::make_unique<CompiledUpdates>("jitc::optim::Adagrad", std::move(compile_options), adagrad_update)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::Adagrad", std::move(compile_options), adagrad_update),
+                          param_groups, std::move(defaults)) {}
 Adagrad::Adagrad(std::vector<at::Tensor> params, torch::optim::AdagradOptions defaults, Options compile_options)
     : Adagrad({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
-Adagrad::~Adagrad() = default;
 
 at::Tensor Adagrad::step(LossClosure closure) {
-  at::NoGradGuard no_grad;
-  const at::Tensor loss = detail::evaluate_closure(closure);
-  if (torch_steps_instead(*this)) {
-    detail::write_step_counts<torch::optim::AdagradParamState>(*this, *updates_);
-    torch::optim::Adagrad::step();
-    return loss;
-  }
-  for (size_t g = 0; g < param_groups().size(); ++g) step_group(*this, *updates_, g);
-  return loss;
+  return detail::compiled_step(
+      *this, *updates_, closure, torch_steps_instead,
+      [this] {
+        detail::write_step_counts<torch::optim::AdagradParamState>(*this, *updates_);
+        torch::optim::Adagrad::step();
+      },
+      step_group);
 }
 void Adagrad::save(torch::serialize::OutputArchive& archive) const {
   detail::write_step_counts<torch::optim::AdagradParamState>(*this, *updates_);
@@ -90,7 +87,5 @@ void Adagrad::load(torch::serialize::InputArchive& archive) {
   torch::optim::Adagrad::load(archive);
   updates_->forget_step_counts();
 }
-Stats Adagrad::stats() const { return updates_->stats(); }
-void Adagrad::wait_for_compiles() const { updates_->wait_for_compiles(); }
 
 }  // namespace jitc::optim

@@ -45,7 +45,7 @@ void adam_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const H
 
 // torch::optim's Adam or AdamW (their options and states have the same fields). Its own step instead
 // where a parameter has no state yet, a sparse gradient, or a group spans devices.
-template <class GroupOptions, class ParamState>
+template <class GroupOptions, class ParamState, bool decoupled>
 struct AdamFamily {
   static bool torch_steps_instead(torch::optim::Optimizer& opt) {
     for (auto& group : opt.param_groups()) {
@@ -61,7 +61,7 @@ struct AdamFamily {
     return false;
   }
 
-  static void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g, bool decoupled) {
+  static void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g) {
     auto& group = opt.param_groups()[g];
     auto& options = static_cast<GroupOptions&>(group.options());
     std::vector<at::Tensor> lists[6];
@@ -86,37 +86,28 @@ struct AdamFamily {
       updates.counted(lists[0][i].unsafeGetTensorImpl(), states[i]->step());
     }
   }
-
-  template <class TorchStep>
-  static at::Tensor step(torch::optim::Optimizer& opt, CompiledUpdates& updates, const torch::optim::Optimizer::LossClosure& closure,
-                         bool decoupled, TorchStep torch_step) {
-    at::NoGradGuard no_grad;
-    const at::Tensor loss = detail::evaluate_closure(closure);
-    if (torch_steps_instead(opt)) {
-      detail::write_step_counts<ParamState>(opt, updates);
-      torch_step();
-      return loss;
-    }
-    for (size_t g = 0; g < opt.param_groups().size(); ++g) step_group(opt, updates, g, decoupled);
-    return loss;
-  }
 };
 
-using AdamWSteps = AdamFamily<torch::optim::AdamWOptions, torch::optim::AdamWParamState>;
-using AdamSteps = AdamFamily<torch::optim::AdamOptions, torch::optim::AdamParamState>;
+using AdamWSteps = AdamFamily<torch::optim::AdamWOptions, torch::optim::AdamWParamState, /*decoupled=*/true>;
+using AdamSteps = AdamFamily<torch::optim::AdamOptions, torch::optim::AdamParamState, /*decoupled=*/false>;
 
 }  // namespace
 
 AdamW::AdamW(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamWOptions defaults,
              Options compile_options)
-    : torch::optim::AdamW(param_groups, std::move(defaults)),
-      updates_(std::make_unique<CompiledUpdates>("jitc::optim::AdamW", std::move(compile_options), adam_update)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::AdamW", std::move(compile_options), adam_update), param_groups,
+                          std::move(defaults)) {}
 AdamW::AdamW(std::vector<at::Tensor> params, torch::optim::AdamWOptions defaults, Options compile_options)
     : AdamW({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
-AdamW::~AdamW() = default;
 
 at::Tensor AdamW::step(LossClosure closure) {
-  return AdamWSteps::step(*this, *updates_, closure, true, [this] { torch::optim::AdamW::step(); });
+  return detail::compiled_step(
+      *this, *updates_, closure, AdamWSteps::torch_steps_instead,
+      [this] {
+        detail::write_step_counts<torch::optim::AdamWParamState>(*this, *updates_);
+        torch::optim::AdamW::step();
+      },
+      AdamWSteps::step_group);
 }
 void AdamW::save(torch::serialize::OutputArchive& archive) const {
   detail::write_step_counts<torch::optim::AdamWParamState>(*this, *updates_);
@@ -126,18 +117,21 @@ void AdamW::load(torch::serialize::InputArchive& archive) {
   torch::optim::AdamW::load(archive);
   updates_->forget_step_counts();
 }
-Stats AdamW::stats() const { return updates_->stats(); }
-void AdamW::wait_for_compiles() const { updates_->wait_for_compiles(); }
 
 Adam::Adam(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamOptions defaults, Options compile_options)
-    : torch::optim::Adam(param_groups, std::move(defaults)),
-      updates_(std::make_unique<CompiledUpdates>("jitc::optim::Adam", std::move(compile_options), adam_update)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::Adam", std::move(compile_options), adam_update), param_groups,
+                          std::move(defaults)) {}
 Adam::Adam(std::vector<at::Tensor> params, torch::optim::AdamOptions defaults, Options compile_options)
     : Adam({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
-Adam::~Adam() = default;
 
 at::Tensor Adam::step(LossClosure closure) {
-  return AdamSteps::step(*this, *updates_, closure, false, [this] { torch::optim::Adam::step(); });
+  return detail::compiled_step(
+      *this, *updates_, closure, AdamSteps::torch_steps_instead,
+      [this] {
+        detail::write_step_counts<torch::optim::AdamParamState>(*this, *updates_);
+        torch::optim::Adam::step();
+      },
+      AdamSteps::step_group);
 }
 void Adam::save(torch::serialize::OutputArchive& archive) const {
   detail::write_step_counts<torch::optim::AdamParamState>(*this, *updates_);
@@ -147,7 +141,5 @@ void Adam::load(torch::serialize::InputArchive& archive) {
   torch::optim::Adam::load(archive);
   updates_->forget_step_counts();
 }
-Stats Adam::stats() const { return updates_->stats(); }
-void Adam::wait_for_compiles() const { updates_->wait_for_compiles(); }
 
 }  // namespace jitc::optim

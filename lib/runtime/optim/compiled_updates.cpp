@@ -132,4 +132,7 @@ void CompiledUpdates::wait_for_compiles() const {
   for (const auto& group : groups_) group->wait_for_compiles();
 }
 
+Stats stats_of(const CompiledUpdates& updates) { return updates.stats(); }
+void wait_for_compiles_of(const CompiledUpdates& updates) { updates.wait_for_compiles(); }
+
 }  // namespace jitc::optim::detail

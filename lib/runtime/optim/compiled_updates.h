@@ -59,6 +59,8 @@ class CompiledUpdates {
 
   Stats stats() const;
   void wait_for_compiles() const;
+  // A group's update, when the optimizer's step is its own (not torch::optim's): a step runs it per group.
+  using StepGroup = void (*)(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t group);
 
  private:
   using Signature = void(const std::vector<at::Tensor>&, const at::Tensor&, double, double, double, double, bool, bool);
@@ -77,6 +79,23 @@ class CompiledUpdates {
   std::vector<LearningRate> rates_;
   std::unordered_map<const void*, StepCount> steps_;
 };
+
+// torch::optim's step around the compiled updates: under NoGradGuard, the closure in grad mode (its loss
+// returned), then torch::optim's own step (`torch_step`) where `torch_steps_instead` holds, else each group
+// through `step_group`.
+template <class TorchStep>
+at::Tensor compiled_step(torch::optim::Optimizer& opt, CompiledUpdates& updates, const std::function<at::Tensor()>& closure,
+                         bool (*torch_steps_instead)(torch::optim::Optimizer&), TorchStep torch_step,
+                         CompiledUpdates::StepGroup step_group) {
+  at::NoGradGuard no_grad;
+  const at::Tensor loss = evaluate_closure(closure);
+  if (torch_steps_instead(opt)) {
+    torch_step();
+    return loss;
+  }
+  for (size_t g = 0; g < opt.param_groups().size(); ++g) step_group(opt, updates, g);
+  return loss;
+}
 
 // The int step counts of the states (ParamState: torch::optim's AdamParamState...), from the step-count
 // tensors: steps inside another compiled function's replays advanced those only.

@@ -84,23 +84,14 @@ void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g
 
 RMSprop::RMSprop(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::RMSpropOptions defaults,
                  Options compile_options)
-    : torch::optim::RMSprop(param_groups, std::move(defaults)),
-      updates_(std::make_unique<CompiledUpdates>("jitc::optim::RMSprop", std::move(compile_options), rmsprop_update)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::RMSprop", std::move(compile_options), rmsprop_update),
+                          param_groups, std::move(defaults)) {}
 RMSprop::RMSprop(std::vector<at::Tensor> params, torch::optim::RMSpropOptions defaults, Options compile_options)
     : RMSprop({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
-RMSprop::~RMSprop() = default;
 
 at::Tensor RMSprop::step(LossClosure closure) {
-  at::NoGradGuard no_grad;
-  const at::Tensor loss = detail::evaluate_closure(closure);
-  if (torch_steps_instead(*this)) {
-    torch::optim::RMSprop::step();
-    return loss;
-  }
-  for (size_t g = 0; g < param_groups().size(); ++g) step_group(*this, *updates_, g);
-  return loss;
+  return detail::compiled_step(
+      *this, *updates_, closure, torch_steps_instead, [this] { torch::optim::RMSprop::step(); }, step_group);
 }
-Stats RMSprop::stats() const { return updates_->stats(); }
-void RMSprop::wait_for_compiles() const { updates_->wait_for_compiles(); }
 
 }  // namespace jitc::optim

@@ -64,23 +64,14 @@ void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g
 }  // namespace
 
 SGD::SGD(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::SGDOptions defaults, Options compile_options)
-    : torch::optim::SGD(param_groups, std::move(defaults)),
-      updates_(std::make_unique<CompiledUpdates>("jitc::optim::SGD", std::move(compile_options), sgd_update)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::SGD", std::move(compile_options), sgd_update), param_groups,
+                          std::move(defaults)) {}
 SGD::SGD(std::vector<at::Tensor> params, torch::optim::SGDOptions defaults, Options compile_options)
     : SGD({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
-SGD::~SGD() = default;
 
 at::Tensor SGD::step(LossClosure closure) {
-  at::NoGradGuard no_grad;
-  const at::Tensor loss = detail::evaluate_closure(closure);
-  if (torch_steps_instead(*this)) {
-    torch::optim::SGD::step();
-    return loss;
-  }
-  for (size_t g = 0; g < param_groups().size(); ++g) step_group(*this, *updates_, g);
-  return loss;
+  return detail::compiled_step(
+      *this, *updates_, closure, torch_steps_instead, [this] { torch::optim::SGD::step(); }, step_group);
 }
-Stats SGD::stats() const { return updates_->stats(); }
-void SGD::wait_for_compiles() const { updates_->wait_for_compiles(); }
 
 }  // namespace jitc::optim
