@@ -61,6 +61,8 @@ Forward policy_mlp(const Placement& place, int64_t observations, int64_t hidden,
 
 // models_optim.cpp: steps over ResNet-18's parameter list (width 64 and 1000 classes as published),
 // float32 whatever the placement's dtype.
+// ResNet-18's parameter shapes (torchvision's layout: 62 tensors, 11.7M values at width 64, 1000 classes).
+std::vector<std::vector<int64_t>> resnet18_parameter_shapes(int64_t width, int64_t classes);
 Stateful adamw_step(const Placement& place, int64_t width, int64_t classes);         // input: [-lr / (1 - b1^t), sqrt(1 - b2^t)]
 // torch.optim's single-tensor AdamW (betas 0.9 / 0.999, eps 1e-8) over a parameter list, written with ATen ops
 // as a C++ team writes an update to compile it: in place into params, first and second moments.

@@ -12,11 +12,6 @@
 
 namespace jitc::bench {
 
-namespace {
-
-using Tensors = std::vector<at::Tensor>;
-
-// ResNet-18's parameter shapes (torchvision's layout: 62 tensors, 11.7M values).
 std::vector<std::vector<int64_t>> resnet18_parameter_shapes(int64_t width, int64_t classes) {
   std::vector<std::vector<int64_t>> shapes{{width, 3, 7, 7}, {width}, {width}};
   auto conv_bn = [&](int64_t out, int64_t in, int64_t k) {
@@ -39,6 +34,10 @@ std::vector<std::vector<int64_t>> resnet18_parameter_shapes(int64_t width, int64
   shapes.push_back({classes});
   return shapes;
 }
+
+namespace {
+
+using Tensors = std::vector<at::Tensor>;
 
 // Parameters, their gradients and two state tensors each (moments, or momentum buffers), float32: an
 // optimizer keeps full-precision state whatever the model computes in.
