@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
+
 namespace jitc::optim {
 
 namespace {
@@ -11,16 +13,23 @@ namespace {
 using detail::CompiledUpdates;
 using detail::Hyperparameters;
 
-// The lists: parameters, gradients, sums, step counts. numbers: lr decay, weight decay, eps.
+// The lists: parameters, gradients, sums, then the step counts: one per parameter, or one for them all
+// (hyper.shared_step). numbers: lr decay, weight decay, eps.
 void adagrad_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const Hyperparameters& hyper) {
   const double lr_decay = hyper.numbers[0], weight_decay = hyper.numbers[1], eps = hyper.numbers[2];
-  const size_t n = t.size() / 4;
-  for (size_t i = 0; i < n; ++i) {
-    const at::Tensor &p = t[i], &sum = t[2 * n + i], &step = t[3 * n + i];
-    at::Tensor grad = t[n + i];
+  const size_t n = hyper.shared_step ? (t.size() - 1) / 3 : t.size() / 4;
+  // lr / (1 + (step - 1) * lr_decay) after the step's increment, in float64 as torch::optim computes it.
+  const auto decayed_lr = [&](const at::Tensor& step) {
     step.add_(1);
+    return lr / ((step - 1) * lr_decay + 1);
+  };
+  std::optional<at::Tensor> shared;
+  if (hyper.shared_step) shared = decayed_lr(t.back());
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor &p = t[i], &sum = t[2 * n + i];
+    at::Tensor grad = t[n + i];
+    const at::Tensor clr = shared ? *shared : decayed_lr(t[3 * n + i]);
     if (weight_decay != 0) grad = grad.add(p, weight_decay);
-    const at::Tensor clr = lr / ((step - 1) * lr_decay + 1);  // lr / (1 + (step - 1) * lr_decay), in float64
     sum.addcmul_(grad, grad, 1.0);
     const at::Tensor std = sum.sqrt().add_(eps);
     p.add_(clr.neg() * grad / std);  // addcdiv_(grad, std, -clr)
@@ -43,21 +52,27 @@ void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g
   auto& options = static_cast<torch::optim::AdagradOptions&>(group.options());
   std::vector<at::Tensor> lists[4];
   std::vector<torch::optim::AdagradParamState*> states;
+  std::vector<const void*> keys;
+  std::vector<int64_t> counts;
   for (auto& p : group.params()) {
     if (!p.grad().defined()) continue;
     auto& state = static_cast<torch::optim::AdagradParamState&>(*opt.state().at(p.unsafeGetTensorImpl()));
     lists[0].push_back(p);
     lists[1].push_back(p.grad());
     lists[2].push_back(state.sum());
-    lists[3].push_back(updates.step_count(p.unsafeGetTensorImpl(), state.step(), p.device()));
     states.push_back(&state);
+    keys.push_back(p.unsafeGetTensorImpl());
+    counts.push_back(state.step());
   }
   if (states.empty()) return;
-  const Hyperparameters hyper{{options.lr_decay(), options.weight_decay(), options.eps(), 0}, {false, false}};
-  updates.run(g, detail::concatenate(lists), updates.learning_rate(g, options.lr(), lists[0][0].device()), hyper);
+  const at::Device device = lists[0][0].device();
+  lists[3] = updates.step_counts(g, keys, counts, device);
+  const Hyperparameters hyper{
+      {options.lr_decay(), options.weight_decay(), options.eps(), 0}, {false, false}, lists[3].size() < states.size()};
+  updates.run(g, detail::concatenate(lists), updates.learning_rate(g, options.lr(), device), hyper);
   for (size_t i = 0; i < states.size(); ++i) {
-    states[i]->step(states[i]->step() + 1);
-    updates.counted(lists[0][i].unsafeGetTensorImpl(), states[i]->step());
+    states[i]->step(counts[i] + 1);
+    updates.counted(keys[i], counts[i] + 1);
   }
 }
 
@@ -72,12 +87,8 @@ Adagrad::Adagrad(std::vector<at::Tensor> params, torch::optim::AdagradOptions de
 
 at::Tensor Adagrad::step(LossClosure closure) {
   return detail::compiled_step(
-      *this, *updates_, closure, torch_steps_instead,
-      [this] {
-        detail::write_step_counts<torch::optim::AdagradParamState>(*this, *updates_);
-        torch::optim::Adagrad::step();
-      },
-      step_group);
+      *this, *updates_, closure, torch_steps_instead, [this] { torch::optim::Adagrad::step(); }, step_group,
+      detail::write_step_counts<torch::optim::AdagradParamState>);
 }
 void Adagrad::save(torch::serialize::OutputArchive& archive) const {
   detail::write_step_counts<torch::optim::AdagradParamState>(*this, *updates_);

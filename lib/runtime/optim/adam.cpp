@@ -4,6 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
+#include <utility>
+
 namespace jitc::optim {
 
 namespace {
@@ -11,24 +14,31 @@ namespace {
 using detail::CompiledUpdates;
 using detail::Hyperparameters;
 
-// The lists: parameters, gradients, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad only), step counts.
-// numbers: beta1, beta2, eps, weight decay; flags: amsgrad, decoupled weight decay (AdamW).
+// The lists: parameters, gradients, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad only), then the step
+// counts: one per parameter, or one for them all (hyper.shared_step). numbers: beta1, beta2, eps, weight
+// decay; flags: amsgrad, decoupled weight decay (AdamW).
 void adam_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const Hyperparameters& hyper) {
   const auto [beta1, beta2, eps, weight_decay] = hyper.numbers;
   const bool amsgrad = hyper.flags[0], decoupled = hyper.flags[1];
-  const size_t lists = amsgrad ? 6 : 5, n = t.size() / lists;
+  const size_t lists = amsgrad ? 5 : 4;  // before the step counts
+  const size_t n = hyper.shared_step ? (t.size() - 1) / lists : t.size() / (lists + 1);
   const auto list = [&](size_t k, size_t i) -> const at::Tensor& { return t[k * n + i]; };
+  // The step's bias corrections, 1 - beta^step after the increment, in float64 as torch::optim computes
+  // them on the host; each meets the float tensors as its scalar does.
+  const auto corrections = [&](const at::Tensor& step) {
+    step.add_(1);
+    return std::pair{at::rsub(at::pow(beta1, step), 1), at::rsub(at::pow(beta2, step), 1)};
+  };
+  std::optional<std::pair<at::Tensor, at::Tensor>> shared;
+  if (hyper.shared_step) shared = corrections(t.back());
   for (size_t i = 0; i < n; ++i) {
-    const at::Tensor &p = list(0, i), &exp_avg = list(2, i), &exp_avg_sq = list(3, i), &step = list(lists - 1, i);
+    const at::Tensor &p = list(0, i), &exp_avg = list(2, i), &exp_avg_sq = list(3, i);
     at::Tensor grad = list(1, i);
     if (weight_decay != 0) {
       if (decoupled) p.mul_(at::rsub(lr * weight_decay, 1));
       else grad = grad.add(p, weight_decay);
     }
-    step.add_(1);
-    // In float64 as torch::optim computes them on the host; each meets the float tensors as its scalar does.
-    const at::Tensor bias_correction1 = at::rsub(at::pow(beta1, step), 1);
-    const at::Tensor bias_correction2 = at::rsub(at::pow(beta2, step), 1);
+    const auto [bias_correction1, bias_correction2] = shared ? *shared : corrections(list(lists, i));
     exp_avg.mul_(beta1).add_(grad, 1 - beta1);
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
     at::Tensor second = exp_avg_sq;
@@ -66,6 +76,8 @@ struct AdamFamily {
     auto& options = static_cast<GroupOptions&>(group.options());
     std::vector<at::Tensor> lists[6];
     std::vector<ParamState*> states;
+    std::vector<const void*> keys;
+    std::vector<int64_t> counts;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& state = static_cast<ParamState&>(*opt.state().at(p.unsafeGetTensorImpl()));
@@ -74,16 +86,20 @@ struct AdamFamily {
       lists[2].push_back(state.exp_avg());
       lists[3].push_back(state.exp_avg_sq());
       if (options.amsgrad()) lists[4].push_back(state.max_exp_avg_sq());
-      lists[5].push_back(updates.step_count(p.unsafeGetTensorImpl(), state.step(), p.device()));
       states.push_back(&state);
+      keys.push_back(p.unsafeGetTensorImpl());
+      counts.push_back(state.step());
     }
     if (states.empty()) return;
+    const at::Device device = lists[0][0].device();
+    lists[5] = updates.step_counts(g, keys, counts, device);
     const auto [beta1, beta2] = options.betas();
-    const Hyperparameters hyper{{beta1, beta2, options.eps(), options.weight_decay()}, {options.amsgrad(), decoupled}};
-    updates.run(g, detail::concatenate(lists), updates.learning_rate(g, options.lr(), lists[0][0].device()), hyper);
+    const Hyperparameters hyper{
+        {beta1, beta2, options.eps(), options.weight_decay()}, {options.amsgrad(), decoupled}, lists[5].size() < states.size()};
+    updates.run(g, detail::concatenate(lists), updates.learning_rate(g, options.lr(), device), hyper);
     for (size_t i = 0; i < states.size(); ++i) {
-      states[i]->step(states[i]->step() + 1);
-      updates.counted(lists[0][i].unsafeGetTensorImpl(), states[i]->step());
+      states[i]->step(counts[i] + 1);
+      updates.counted(keys[i], counts[i] + 1);
     }
   }
 };
@@ -102,12 +118,8 @@ AdamW::AdamW(std::vector<at::Tensor> params, torch::optim::AdamWOptions defaults
 
 at::Tensor AdamW::step(LossClosure closure) {
   return detail::compiled_step(
-      *this, *updates_, closure, AdamWSteps::torch_steps_instead,
-      [this] {
-        detail::write_step_counts<torch::optim::AdamWParamState>(*this, *updates_);
-        torch::optim::AdamW::step();
-      },
-      AdamWSteps::step_group);
+      *this, *updates_, closure, AdamWSteps::torch_steps_instead, [this] { torch::optim::AdamW::step(); }, AdamWSteps::step_group,
+      detail::write_step_counts<torch::optim::AdamWParamState>);
 }
 void AdamW::save(torch::serialize::OutputArchive& archive) const {
   detail::write_step_counts<torch::optim::AdamWParamState>(*this, *updates_);
@@ -126,12 +138,8 @@ Adam::Adam(std::vector<at::Tensor> params, torch::optim::AdamOptions defaults, O
 
 at::Tensor Adam::step(LossClosure closure) {
   return detail::compiled_step(
-      *this, *updates_, closure, AdamSteps::torch_steps_instead,
-      [this] {
-        detail::write_step_counts<torch::optim::AdamParamState>(*this, *updates_);
-        torch::optim::Adam::step();
-      },
-      AdamSteps::step_group);
+      *this, *updates_, closure, AdamSteps::torch_steps_instead, [this] { torch::optim::Adam::step(); }, AdamSteps::step_group,
+      detail::write_step_counts<torch::optim::AdamParamState>);
 }
 void Adam::save(torch::serialize::OutputArchive& archive) const {
   detail::write_step_counts<torch::optim::AdamParamState>(*this, *updates_);

@@ -7,6 +7,7 @@
 #include <ATen/ops/full.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -19,7 +20,8 @@ constexpr int kFirstNumberArgument = 2;  // the Signature's four doubles follow 
 // The compiled function's options: the user's, named after the optimizer, the hyperparameters constants.
 Options update_options(Options options, const std::string& name, size_t group) {
   if (options.name.empty()) options.name = name + " group " + std::to_string(group);
-  if (options.arg_names.empty()) options.arg_names = {"tensors", "lr", "number0", "number1", "number2", "number3", "flag0", "flag1"};
+  if (options.arg_names.empty())
+    options.arg_names = {"tensors", "lr", "number0", "number1", "number2", "number3", "flag0", "flag1", "shared_step"};
   for (int i = 0; i < 4; ++i) options.mark_static(kFirstNumberArgument + i);
   return options;
 }
@@ -63,14 +65,14 @@ CompiledUpdates::CompiledUpdates(std::string optimizer_name, Options options, Up
 void CompiledUpdates::run(size_t group, const std::vector<at::Tensor>& tensors, const at::Tensor& lr, const Hyperparameters& hyper) {
   while (groups_.size() <= group) {
     auto body = [update = update_](const std::vector<at::Tensor>& t, const at::Tensor& rate, double n0, double n1, double n2, double n3,
-                                   bool f0, bool f1) {
-      update(t, rate, Hyperparameters{{n0, n1, n2, n3}, {f0, f1}});
+                                   bool f0, bool f1, bool shared_step) {
+      update(t, rate, Hyperparameters{{n0, n1, n2, n3}, {f0, f1}, shared_step});
     };
     groups_.push_back(
         std::make_unique<CompiledFunction<Signature>>(jitc::compile<Signature>(body, update_options(options_, name_, groups_.size()))));
   }
   const auto& n = hyper.numbers;
-  (*groups_[group])(tensors, lr, n[0], n[1], n[2], n[3], hyper.flags[0], hyper.flags[1]);
+  (*groups_[group])(tensors, lr, n[0], n[1], n[2], n[3], hyper.flags[0], hyper.flags[1], hyper.shared_step);
 }
 
 const at::Tensor& CompiledUpdates::learning_rate(size_t group, double lr, const at::Device& device) {
@@ -86,23 +88,44 @@ const at::Tensor& CompiledUpdates::learning_rate(size_t group, double lr, const 
   return rate.value;
 }
 
-const at::Tensor& CompiledUpdates::step_count(const void* key, int64_t host_count, const at::Device& device) {
-  StepCount& step = steps_[key];
-  if (!step.count.defined() || step.host != host_count || step.count.device() != device) {
-    Untraced untraced(tracer::kTracerKey);
-    step.count = float64_scalar(static_cast<double>(host_count), device);
-    step.host = host_count;
-  }
-  return step.count;
+void CompiledUpdates::refresh(StepCount& step, int64_t host_count, const at::Device& device) {
+  if (step.count.defined() && step.host == host_count && step.count.device() == device) return;
+  Untraced untraced(tracer::kTracerKey);
+  step.count = float64_scalar(static_cast<double>(host_count), device);
+  step.host = host_count;
 }
 
-void CompiledUpdates::counted(const void* key, int64_t host_count) { steps_.at(key).host = host_count; }
+std::vector<at::Tensor> CompiledUpdates::step_counts(size_t group, const std::vector<const void*>& keys,
+                                                     const std::vector<int64_t>& host_counts, const at::Device& device) {
+  if (std::all_of(host_counts.begin(), host_counts.end(), [&](int64_t c) { return c == host_counts[0]; })) {
+    StepCount& shared = group_steps_[group];
+    refresh(shared, host_counts[0], device);
+    for (const void* key : keys) last_[key] = &shared;
+    return {shared.count};
+  }
+  std::vector<at::Tensor> counts;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    StepCount& own = steps_[keys[i]];
+    refresh(own, host_counts[i], device);
+    last_[keys[i]] = &own;
+    counts.push_back(own.count);
+  }
+  return counts;
+}
+
+void CompiledUpdates::counted(const void* key, int64_t host_count) { last_.at(key)->host = host_count; }
 
 std::vector<std::pair<const void*, int64_t>> CompiledUpdates::device_counts() const {
   std::vector<std::pair<const void*, int64_t>> counts;
   Untraced untraced(tracer::kTracerKey);
-  for (const auto& [key, step] : steps_) counts.emplace_back(key, static_cast<int64_t>(step.count.item<double>()));
+  for (const auto& [key, step] : last_) counts.emplace_back(key, static_cast<int64_t>(step->count.item<double>()));
   return counts;
+}
+
+void CompiledUpdates::forget_step_counts() {
+  last_.clear();
+  steps_.clear();
+  group_steps_.clear();
 }
 
 Stats CompiledUpdates::stats() const {

@@ -5,10 +5,13 @@
 #include <jitc/compiled_function.h>
 #include <jitc/optim.h>
 
+#include "tracer/trace.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -21,6 +24,7 @@ namespace jitc::optim::detail {
 struct Hyperparameters {
   double numbers[4] = {0, 0, 0, 0};
   bool flags[2] = {false, false};
+  bool shared_step = false;  // one step count for the group's parameters (CompiledUpdates::step_counts)
 };
 
 // An optimizer's update of one param group, written with ATen ops: `tensors` holds its lists one after
@@ -47,15 +51,18 @@ class CompiledUpdates {
   // (its identity stays: a CUDA graph recorded with it reads the new value).
   const at::Tensor& learning_rate(size_t group, double lr, const at::Device& device);
 
-  // The step count of the parameter whose state is keyed `key`, as a float64 0-dim tensor on `device`
-  // that the update advances. `host_count` is the state's int count: the tensor is made again from it
-  // when it changed outside this class (torch::optim's own step, load()).
-  const at::Tensor& step_count(const void* key, int64_t host_count, const at::Device& device);
-  // After an update advanced the tensors: the int counts the state now holds.
+  // The step counts of a group's parameters (their states keyed `keys`, whose int counts are
+  // `host_counts`) as float64 0-dim tensors on `device` that the update advances: one for them all where
+  // the counts are equal (the common case: one increment and one set of bias corrections per group), else
+  // one per parameter. A tensor is made again from the int count when that changed outside this class
+  // (torch::optim's own step, load()).
+  std::vector<at::Tensor> step_counts(size_t group, const std::vector<const void*>& keys, const std::vector<int64_t>& host_counts,
+                                      const at::Device& device);
+  // After an update advanced the tensors: the int counts the states now hold.
   void counted(const void* key, int64_t host_count);
   // The step-count tensors' values (a read from the device), for the int counts of serialization.
   std::vector<std::pair<const void*, int64_t>> device_counts() const;
-  void forget_step_counts() { steps_.clear(); }
+  void forget_step_counts();
 
   Stats stats() const;
   void wait_for_compiles() const;
@@ -63,11 +70,12 @@ class CompiledUpdates {
   using StepGroup = void (*)(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t group);
 
  private:
-  using Signature = void(const std::vector<at::Tensor>&, const at::Tensor&, double, double, double, double, bool, bool);
+  using Signature = void(const std::vector<at::Tensor>&, const at::Tensor&, double, double, double, double, bool, bool, bool);
   struct StepCount {
     at::Tensor count;
     int64_t host = 0;  // the int count the tensor last agreed with
   };
+  static void refresh(StepCount& step, int64_t host_count, const at::Device& device);
   struct LearningRate {
     at::Tensor value;
     double host = 0;
@@ -77,19 +85,27 @@ class CompiledUpdates {
   Update update_;
   std::vector<std::unique_ptr<CompiledFunction<Signature>>> groups_;
   std::vector<LearningRate> rates_;
-  std::unordered_map<const void*, StepCount> steps_;
+  std::unordered_map<const void*, StepCount> steps_;  // per parameter
+  std::map<size_t, StepCount> group_steps_;           // per group (node-based: pointers to it stay valid)
+  std::unordered_map<const void*, StepCount*> last_;  // the count each parameter's last update advanced
 };
 
 // torch::optim's step around the compiled updates: under NoGradGuard, the closure in grad mode (its loss
 // returned), then torch::optim's own step (`torch_step`) where `torch_steps_instead` holds, else each group
 // through `step_group`.
+// `sync_step_counts` (optimizers with step counts) writes the tensors' counts into the int counts
+// before torch's step, and before a step traced inside another compiled function (whose replays advanced
+// the tensors only), so that its choice of shared or per-parameter counts starts from the true counts.
+using SyncStepCounts = void (*)(const torch::optim::Optimizer& opt, CompiledUpdates& updates);
 template <class TorchStep>
 at::Tensor compiled_step(torch::optim::Optimizer& opt, CompiledUpdates& updates, const std::function<at::Tensor()>& closure,
-                         bool (*torch_steps_instead)(torch::optim::Optimizer&), TorchStep torch_step,
-                         CompiledUpdates::StepGroup step_group) {
+                         bool (*torch_steps_instead)(torch::optim::Optimizer&), TorchStep torch_step, CompiledUpdates::StepGroup step_group,
+                         SyncStepCounts sync_step_counts = nullptr) {
   at::NoGradGuard no_grad;
   const at::Tensor loss = evaluate_closure(closure);
-  if (torch_steps_instead(opt)) {
+  const bool torch_steps = torch_steps_instead(opt);
+  if (sync_step_counts && (torch_steps || tracer::is_tracing())) sync_step_counts(opt, updates);
+  if (torch_steps) {
     torch_step();
     return loss;
   }
