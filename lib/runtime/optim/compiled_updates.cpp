@@ -136,6 +136,8 @@ Stats CompiledUpdates::stats() const {
     total.hits += s.hits;
     total.compiles += s.compiles;
     total.recompiles += s.recompiles;
+    total.size_checks += s.size_checks;
+    total.graph_breaks += s.graph_breaks;
     total.first_hit_checks += s.first_hit_checks;
     total.eager_fallbacks += s.eager_fallbacks;
     total.entries += s.entries;
@@ -144,6 +146,13 @@ Stats CompiledUpdates::stats() const {
     total.kernels_compiled += s.kernels_compiled;
     total.programs_from_cache += s.programs_from_cache;
     total.codegen_seconds += s.codegen_seconds;
+    total.codegen_stages.passes += s.codegen_stages.passes;
+    total.codegen_stages.lower_schedule += s.codegen_stages.lower_schedule;
+    total.codegen_stages.codegen += s.codegen_stages.codegen;
+    total.codegen_stages.llvm += s.codegen_stages.llvm;
+    total.codegen_stages.nvrtc += s.codegen_stages.nvrtc;
+    total.codegen_stages.load += s.codegen_stages.load;
+    total.codegen_stages.autotune += s.codegen_stages.autotune;
     total.cudagraph_captures += s.cudagraph_captures;
     total.cudagraph_replays += s.cudagraph_replays;
     total.recompile_reasons.insert(total.recompile_reasons.end(), s.recompile_reasons.begin(), s.recompile_reasons.end());
