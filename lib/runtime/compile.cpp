@@ -94,7 +94,8 @@ std::vector<std::string> Engine::failure_reasons(c10::ArrayRef<Leaf> leaves, con
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const auto& e = **it;
     captured.lock(e);
-    const std::string why = guards::explain(e.guards, captured.view(leaves, marks, &global, module));
+    std::string why = guards::explain(e.guards, captured.view(leaves, marks, &global, module));
+    if (why.empty()) why = runtime::failed_run_check(e);
     if (!why.empty()) reasons.push_back(fmt::format("{}: {}", compile_id(e.compile_number), why));
   }
   return reasons;
@@ -276,6 +277,7 @@ std::shared_ptr<runtime::Entry> Engine::generalized(const EntryPtr& first, const
   for (const auto& s : e->guards.scalar_symbols) bound += s.bind;
   if (bound != values.a.size()) return nullptr;  // every symbol must be read off an argument
   e->breaks = b.breaks;
+  e->run_checks = b.run_checks;
   e->first = first;
   e->second = second;
   e->symbol_values = values;
@@ -428,6 +430,7 @@ void Engine::add_entry(tracer::TraceOutcome& outcome, c10::ArrayRef<Leaf> leaves
     // the entry (run_after_training_trace), so the trace is the only run of the callable's C++ code.
     entry->checks_first_hit = entry->graph.num_symbols == 0 && writes_captured(entry->graph);
     entry->breaks = outcome.breaks;
+    entry->run_checks = std::move(outcome.run_checks);
     entry->trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     request_build(*install(std::move(entry), leaves, candidates));
   } catch (const std::exception& e) {

@@ -180,6 +180,7 @@ Engine::EntryPtr Engine::find_entry(c10::ArrayRef<Leaf> leaves, const uint64_t* 
     const auto& entry = entries_[i];
     captured.lock(*entry);
     if (!guards::check(entry->guards, captured.view(leaves, marks, &global, module), symbols)) continue;
+    if (!entry->run_checks.empty() && !runtime::failed_run_check(*entry).empty()) continue;
     if (const int s = entry->graph.num_symbols; s > 0) {
       const auto verdict = entry->sizes.lookup({symbols, static_cast<size_t>(s)});
       if (verdict == runtime::SizeLedger::Verdict::kRejected) continue;

@@ -45,4 +45,15 @@ bool same_program(const Entry& a, const Entry& b) {
   return graph::to_text(a.graph) == graph::to_text(b.graph) && same_results(a, b) && same_backward(a, b);
 }
 
+std::string failed_run_check(const Entry& entry) {
+  for (const auto& check : entry.run_checks) {
+    try {
+      if (std::string why = check(); !why.empty()) return why;
+    } catch (const std::exception& e) {
+      return std::string("a check of the C++ state its trace read failed: ") + e.what();
+    }
+  }
+  return "";
+}
+
 }  // namespace jitc::runtime

@@ -88,7 +88,8 @@ struct Entry : std::enable_shared_from_this<Entry> {
   std::vector<size_t> captured_inputs;           // graph input positions of captured tensors, guard order
   std::vector<std::vector<int64_t>> leaf_sizes;  // sizes of each tensor leaf when traced
   std::vector<tracer::BreakRecord> breaks;
-  double trace_seconds = 0;  // tracing the call that made it and building it (JITC_LOGS=compile_times)
+  std::vector<tracer::RunCheck> run_checks;  // the trace's guards on C++ state, run before each run (find_entry)
+  double trace_seconds = 0;                  // tracing the call that made it and building it (JITC_LOGS=compile_times)
   // Inputs written before a graph break: copied before a replay so that a failed break check can undo
   // the writes before the call is traced again.
   std::vector<size_t> backup_inputs;
@@ -123,6 +124,9 @@ struct Entry : std::enable_shared_from_this<Entry> {
 bool same_results(const Entry& a, const Entry& b);
 // The same graphs (forward and backward), results and backward layout: one program serves both.
 bool same_program(const Entry& a, const Entry& b);
+// Runs the entry's run checks (Entry::run_checks): the first one's reason why the entry no longer
+// stands, or "" (a check that throws fails, with its message).
+std::string failed_run_check(const Entry& entry);
 
 // Marks the entry and its backward superseded (Entry::superseded).
 inline void supersede(const Entry& entry) {

@@ -3,6 +3,7 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <jitc/detail/internal_assert.h>
 #include <jitc/errors.h>
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -138,6 +139,12 @@ void install_tracer() {
 
 bool is_tracing() { return TraceSession::current() != nullptr; }
 
+void add_run_check(RunCheck check) {
+  TraceSession* session = TraceSession::current();
+  JITC_INTERNAL_ASSERT(session, "add_run_check outside a trace");
+  session->add_run_check(std::move(check));
+}
+
 namespace {
 
 std::vector<c10::Device> devices_of(c10::ArrayRef<detail::Leaf> leaves) {
@@ -206,6 +213,7 @@ TraceOutcome trace_once(const detail::Invoker& invoker, c10::ArrayRef<detail::Le
   outcome.graph = session.finish();
   outcome.graph.outputs = std::move(outputs);
   outcome.breaks = session.breaks();
+  outcome.run_checks = session.take_run_checks();
   outcome.unreplayable = session.unreplayable_reason();
   // Stand-ins alive now are held by the caller's code (a torch::optim step's new state buffers, gradients a
   // step's backward created): a replay could not update them. The trace is the call's execution, and they

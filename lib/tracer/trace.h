@@ -29,6 +29,7 @@ struct TraceOutcome {
   // An inference trace met a captured tensor requiring grad and the call was traced again for training:
   // the caller may start the next trace for training (TraceOptions::expect_training).
   bool retraced_for_grad = false;
+  std::vector<RunCheck> run_checks;  // what the callable's C++ code registered (add_run_check)
 };
 
 // Installs the dispatcher fallback on kTracerKey (once per process).
@@ -45,5 +46,10 @@ TraceOutcome trace(const detail::Invoker& invoker, c10::ArrayRef<detail::Leaf> l
 
 // True while this thread is tracing (a compiled function called inside another one is inlined).
 bool is_tracing();
+
+// While tracing: every entry made from this trace runs `check` before each run (RunCheck). C++ code
+// whose graph reads host state through captured tensors registers one (jitc::optim's steps inlined into
+// a compiled training step: a learning rate set between calls).
+void add_run_check(RunCheck check);
 
 }  // namespace jitc::tracer

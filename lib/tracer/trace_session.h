@@ -9,6 +9,7 @@
 #include <c10/core/StorageImpl.h>
 
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -40,6 +41,12 @@ class TraceFailure : public std::exception {
   Kind kind_;
   std::string message_;
 };
+
+// Run before each run of an entry made from a trace that registered it (add_run_check): it brings host
+// state that the graph reads through captured tensors up to date (an optimizer's learning-rate tensor,
+// whose group options a replay would not read), and returns why the entry no longer stands ("" where it
+// does): a guard on C++ state the tracer cannot see.
+using RunCheck = std::function<std::string()>;
 
 class TraceSession {
  public:
@@ -101,6 +108,8 @@ class TraceSession {
   // Set by finish() when the graph must not be replayed (the trace's own result is still right).
   const std::string& unreplayable_reason() const { return unreplayable_; }
   const std::vector<BreakRecord>& breaks() const { return breaks_; }
+  void add_run_check(RunCheck check) { run_checks_.push_back(std::move(check)); }
+  std::vector<RunCheck> take_run_checks() { return std::move(run_checks_); }
 
  private:
   graph::ValueId value_of(const at::Tensor& t);
@@ -144,6 +153,7 @@ class TraceSession {
   std::vector<std::pair<at::Tensor, at::Tensor>> backups_;                  // (input, copy before write)
   std::vector<int32_t> backed_up_storages_;
   std::string unreplayable_;
+  std::vector<RunCheck> run_checks_;
 };
 
 // Whether `op`, called with the arguments stack[begin...], needs a graph break: a result that depends on

@@ -241,6 +241,45 @@ inline void check_step_inside_a_compiled_training_step(at::Device device, const 
   CHECK(static_cast<torch::optim::AdamWParamState&>(*loaded.state().at(model->weight.unsafeGetTensorImpl())).step() == steps + 3);
 }
 
+// A whole training step compiled while a schedule sets the learning rate before every call, and another
+// option once: the step's replays run no C++ code, so each run of its entry first writes the group's
+// learning rate into the tensor the graph reads, and the other option traces the step again, which
+// follows that option as torch::optim's step does.
+template <class Mine, class Theirs, class GroupOptions, class Change>
+void check_options_set_between_compiled_steps(at::Device device, GroupOptions defaults, Change change, const jitc::Options& options = {}) {
+  at::manual_seed(13);
+  auto [eager_model, model] = twin_linears(4, 2, device);
+  Theirs reference(eager_model->parameters(), defaults);
+  Mine optimizer(model->parameters(), defaults, options);
+  auto step = [](torch::nn::Linear& layer, torch::optim::Optimizer& opt, const at::Tensor& x) {
+    opt.zero_grad(false);
+    at::Tensor loss = layer(x).tanh().pow(2).mean();
+    loss.backward();
+    opt.step();
+    return loss.detach();
+  };
+  auto compiled = jitc::compile([&](const at::Tensor& x) { return step(model, optimizer, x); }, options);
+  const int steps = 12, changed_at = 7;
+  for (int call = 0; call < steps; ++call) {
+    INFO("step " << call);
+    for (torch::optim::Optimizer* opt : {static_cast<torch::optim::Optimizer*>(&reference), static_cast<torch::optim::Optimizer*>(&optimizer)}) {
+      auto& group = static_cast<GroupOptions&>(opt->param_groups()[0].options());
+      group.lr(defaults.lr() * std::pow(0.7, call));
+      if (call == changed_at) change(group);
+    }
+    const at::Tensor x = at::randn({8, 4}, at::TensorOptions(device));
+    const at::Tensor expected = step(eager_model, reference, x);
+    CHECK(at::allclose(compiled(x), expected, 1e-5, 1e-6));
+    CHECK(at::allclose(model->weight, eager_model->weight, 1e-5, 1e-6));
+    CHECK(at::allclose(model->bias, eager_model->bias, 1e-5, 1e-6));
+  }
+  const Stats stats = compiled.stats();
+  CHECK(stats.recompiles == 1);
+  REQUIRE(stats.recompile_reasons.size() == 1);
+  CHECK_THAT(stats.recompile_reasons[0], Catch::Contains("param group 0 changed (other than lr)"));
+  CHECK(stats.hits >= 5);  // calls 4-6 and 9-11 at least: the learning rates reached them through the tensor
+}
+
 // One random run: parameters of random shapes (0-dim, empty, channels-last among them) in one or two
 // param groups with random options, six steps with parameters left without a gradient and learning rates
 // changed at random, jitc::optim against torch::optim after every step. A seed names its run.

@@ -22,6 +22,14 @@ TEST_CASE("jitc::optim steps inside a compiled training step follow torch::optim
   check_step_inside_a_compiled_training_step(at::kCPU);
 }
 
+TEST_CASE("jitc::optim steps inside a compiled training step see the learning rate set before each call, and other options trace again",
+          "[training][optim]") {
+  check_options_set_between_compiled_steps<optim::AdamW, torch::optim::AdamW>(
+      at::kCPU, torch::optim::AdamWOptions(1e-2), [](torch::optim::AdamWOptions& o) { o.betas({0.8, 0.99}); });
+  check_options_set_between_compiled_steps<optim::SGD, torch::optim::SGD>(
+      at::kCPU, torch::optim::SGDOptions(0.1).momentum(0.9), [](torch::optim::SGDOptions& o) { o.momentum(0.5); });
+}
+
 TEST_CASE("jitc::optim with a sparse gradient does what torch::optim does: Adam raises its error, SGD steps", "[training][optim]") {
   at::manual_seed(11);
   auto [mine, theirs] = twin_parameters(at::kCPU);

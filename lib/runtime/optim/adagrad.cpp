@@ -80,7 +80,8 @@ void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g
 
 Adagrad::Adagrad(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdagradOptions defaults,
                  Options compile_options)
-    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::Adagrad", std::move(compile_options), adagrad_update),
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::Adagrad", std::move(compile_options), adagrad_update,
+                                                            detail::same_but_lr<torch::optim::AdagradOptions>),
                           param_groups, std::move(defaults)) {}
 Adagrad::Adagrad(std::vector<at::Tensor> params, torch::optim::AdagradOptions defaults, Options compile_options)
     : Adagrad({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}

@@ -111,8 +111,9 @@ using AdamSteps = AdamFamily<torch::optim::AdamOptions, torch::optim::AdamParamS
 
 AdamW::AdamW(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamWOptions defaults,
              Options compile_options)
-    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::AdamW", std::move(compile_options), adam_update), param_groups,
-                          std::move(defaults)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::AdamW", std::move(compile_options), adam_update,
+                                                            detail::same_but_lr<torch::optim::AdamWOptions>),
+                          param_groups, std::move(defaults)) {}
 AdamW::AdamW(std::vector<at::Tensor> params, torch::optim::AdamWOptions defaults, Options compile_options)
     : AdamW({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
 
@@ -131,8 +132,9 @@ void AdamW::load(torch::serialize::InputArchive& archive) {
 }
 
 Adam::Adam(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::AdamOptions defaults, Options compile_options)
-    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::Adam", std::move(compile_options), adam_update), param_groups,
-                          std::move(defaults)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::Adam", std::move(compile_options), adam_update,
+                                                            detail::same_but_lr<torch::optim::AdamOptions>),
+                          param_groups, std::move(defaults)) {}
 Adam::Adam(std::vector<at::Tensor> params, torch::optim::AdamOptions defaults, Options compile_options)
     : Adam({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
 

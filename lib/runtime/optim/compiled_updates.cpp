@@ -5,6 +5,7 @@
 #include <jitc/jitc.h>
 
 #include <ATen/ops/full.h>
+#include <fmt/format.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <algorithm>
@@ -59,8 +60,8 @@ at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure) {
   return closure();
 }
 
-CompiledUpdates::CompiledUpdates(std::string optimizer_name, Options options, Update update)
-    : name_(std::move(optimizer_name)), options_(std::move(options)), update_(update) {}
+CompiledUpdates::CompiledUpdates(std::string optimizer_name, Options options, Update update, SameOptions same_options)
+    : name_(std::move(optimizer_name)), options_(std::move(options)), update_(update), same_options_(same_options) {}
 
 void CompiledUpdates::run(size_t group, const std::vector<at::Tensor>& tensors, const at::Tensor& lr, const Hyperparameters& hyper) {
   while (groups_.size() <= group) {
@@ -86,6 +87,30 @@ const at::Tensor& CompiledUpdates::learning_rate(size_t group, double lr, const 
   }
   rate.host = lr;
   return rate.value;
+}
+
+void CompiledUpdates::check_runs_of_inlined_step(torch::optim::Optimizer& opt) {
+  struct TracedGroup {
+    size_t group;
+    const torch::optim::OptimizerOptions* now;  // owned by the optimizer, as this object is
+    std::shared_ptr<const torch::optim::OptimizerOptions> traced;
+  };
+  std::vector<TracedGroup> groups;
+  for (size_t g = 0; g < opt.param_groups().size(); ++g) {
+    const auto& options = opt.param_groups()[g].options();
+    groups.push_back({g, &options, options.clone()});
+  }
+  tracer::add_run_check([self = weak_from_this(), groups = std::move(groups)]() -> std::string {
+    const auto updates = self.lock();
+    if (!updates) return "";  // the optimizer is gone: nothing of it to bring up to date
+    for (const auto& g : groups) {
+      if (!updates->same_options_(*g.traced, *g.now))
+        return fmt::format("the options of {}'s param group {} changed (other than lr) since its step was traced", updates->name_, g.group);
+      if (g.group < updates->rates_.size() && updates->rates_[g.group].value.defined())
+        updates->learning_rate(g.group, g.now->get_lr(), updates->rates_[g.group].value.device());
+    }
+    return "";
+  });
 }
 
 void CompiledUpdates::refresh(StepCount& step, int64_t host_count, const at::Device& device) {

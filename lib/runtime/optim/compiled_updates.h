@@ -39,9 +39,18 @@ bool spans_devices(torch::optim::OptimizerParamGroup& group);
 // The closure of a step, evaluated in grad mode as torch::optim's steps do (an undefined loss without one).
 at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure);
 
-class CompiledUpdates {
+// Whether a param group's options are those it had when a step was traced, but for the learning rate.
+using SameOptions = bool (*)(const torch::optim::OptimizerOptions& traced, const torch::optim::OptimizerOptions& now);
+template <class GroupOptions>
+bool same_but_lr(const torch::optim::OptimizerOptions& traced, const torch::optim::OptimizerOptions& now) {
+  GroupOptions as_traced = static_cast<const GroupOptions&>(traced);
+  as_traced.lr(now.get_lr());
+  return as_traced == static_cast<const GroupOptions&>(now);
+}
+
+class CompiledUpdates : public std::enable_shared_from_this<CompiledUpdates> {
  public:
-  CompiledUpdates(std::string optimizer_name, Options options, Update update);
+  CompiledUpdates(std::string optimizer_name, Options options, Update update, SameOptions same_options);
 
   // Runs group `group`'s update through its compiled function (inlined where the step runs inside
   // another compiled function's trace).
@@ -50,6 +59,11 @@ class CompiledUpdates {
   // The group's learning rate as a float64 0-dim tensor on `device`, written in place when `lr` changed
   // (its identity stays: a CUDA graph recorded with it reads the new value).
   const at::Tensor& learning_rate(size_t group, double lr, const at::Device& device);
+
+  // A step traced inside another compiled function (a whole training step): its replays run no C++ code,
+  // so each run of that function's entries first writes the groups' learning rates into their tensors
+  // and stops the entry where other options changed (tracer::add_run_check), as a step's own call does.
+  void check_runs_of_inlined_step(torch::optim::Optimizer& opt);
 
   // The step counts of a group's parameters (their states keyed `keys`, whose int counts are
   // `host_counts`) as float64 0-dim tensors on `device` that the update advances: one for them all where
@@ -83,6 +97,7 @@ class CompiledUpdates {
   std::string name_;
   Options options_;
   Update update_;
+  SameOptions same_options_;
   std::vector<std::unique_ptr<CompiledFunction<Signature>>> groups_;
   std::vector<LearningRate> rates_;
   std::unordered_map<const void*, StepCount> steps_;  // per parameter
@@ -110,6 +125,7 @@ at::Tensor compiled_step(torch::optim::Optimizer& opt, CompiledUpdates& updates,
     return loss;
   }
   for (size_t g = 0; g < opt.param_groups().size(); ++g) step_group(opt, updates, g);
+  if (tracer::is_tracing()) updates.check_runs_of_inlined_step(opt);
   return loss;
 }
 

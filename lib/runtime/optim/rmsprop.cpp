@@ -84,7 +84,8 @@ void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g
 
 RMSprop::RMSprop(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::RMSpropOptions defaults,
                  Options compile_options)
-    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::RMSprop", std::move(compile_options), rmsprop_update),
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::RMSprop", std::move(compile_options), rmsprop_update,
+                                                            detail::same_but_lr<torch::optim::RMSpropOptions>),
                           param_groups, std::move(defaults)) {}
 RMSprop::RMSprop(std::vector<at::Tensor> params, torch::optim::RMSpropOptions defaults, Options compile_options)
     : RMSprop({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}

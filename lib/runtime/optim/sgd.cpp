@@ -64,8 +64,9 @@ void step_group(torch::optim::Optimizer& opt, CompiledUpdates& updates, size_t g
 }  // namespace
 
 SGD::SGD(const std::vector<torch::optim::OptimizerParamGroup>& param_groups, torch::optim::SGDOptions defaults, Options compile_options)
-    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::SGD", std::move(compile_options), sgd_update), param_groups,
-                          std::move(defaults)) {}
+    : WithCompiledUpdates(std::make_shared<CompiledUpdates>("jitc::optim::SGD", std::move(compile_options), sgd_update,
+                                                            detail::same_but_lr<torch::optim::SGDOptions>),
+                          param_groups, std::move(defaults)) {}
 SGD::SGD(std::vector<at::Tensor> params, torch::optim::SGDOptions defaults, Options compile_options)
     : SGD({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(compile_options)) {}
 
