@@ -30,6 +30,70 @@ TEST_CASE("jitc::optim steps inside a compiled training step see the learning ra
       at::kCPU, torch::optim::SGDOptions(0.1).momentum(0.9), [](torch::optim::SGDOptions& o) { o.momentum(0.5); });
 }
 
+template <class Mine, class Theirs, class State, class GroupOptions>
+void check_skipped_parameter_keeps_its_count(const GroupOptions& options) {
+  at::manual_seed(14);
+  auto [mine, theirs] = twin_parameters(at::kCPU);
+  Mine optimizer(mine, options, built_on_the_call());
+  Theirs reference(theirs, options);
+  auto count = [](const torch::optim::Optimizer& o, const at::Tensor& p) {
+    return static_cast<const State&>(*o.state().at(p.unsafeGetTensorImpl())).step();
+  };
+  for (int step = 0; step < 8; ++step) {
+    INFO("step " << step);
+    set_gradients(mine, theirs, step == 3 ? std::vector<size_t>{0} : std::vector<size_t>{});
+    optimizer.step();
+    reference.step();
+    if (step == 3 || step == 5) {  // save() and torch's own step write the count tensors into the int counts
+      std::stringstream saved;
+      torch::save(optimizer, saved);
+    }
+    if (step == 4) {  // a new parameter: this step is torch::optim's own
+      const at::Tensor extra = at::randn({3});
+      mine.push_back(extra.clone().requires_grad_(true));
+      theirs.push_back(extra.clone().requires_grad_(true));
+      optimizer.add_param_group(torch::optim::OptimizerParamGroup({mine.back()}));
+      reference.add_param_group(torch::optim::OptimizerParamGroup({theirs.back()}));
+    }
+    for (size_t i = 0; i < 4; ++i) CHECK(count(optimizer, mine[i]) == count(reference, theirs[i]));
+    check_same_parameters(mine, theirs, 1e-6);
+  }
+}
+
+TEST_CASE("jitc::optim step counts of a parameter that skipped a step stay its own through save() and torch::optim's own steps",
+          "[training][optim]") {
+  check_skipped_parameter_keeps_its_count<optim::Adam, torch::optim::Adam, torch::optim::AdamParamState>(torch::optim::AdamOptions(1e-2));
+  check_skipped_parameter_keeps_its_count<optim::AdamW, torch::optim::AdamW, torch::optim::AdamWParamState>(
+      torch::optim::AdamWOptions(1e-2));
+}
+
+TEST_CASE("jitc::optim steps a parameter listed twice in a group twice, as torch::optim does", "[training][optim]") {
+  at::manual_seed(15);
+  auto [mine, theirs] = twin_parameters(at::kCPU);
+  optim::Adam optimizer(Tensors{mine[0], mine[1], mine[0]}, torch::optim::AdamOptions(1e-1), built_on_the_call());
+  torch::optim::Adam reference(Tensors{theirs[0], theirs[1], theirs[0]}, torch::optim::AdamOptions(1e-1));
+  for (int step = 0; step < 5; ++step) {
+    INFO("step " << step);
+    set_gradients(mine, theirs);
+    optimizer.step();
+    reference.step();
+    check_same_parameters(mine, theirs, 1e-6);
+    CHECK(static_cast<torch::optim::AdamParamState&>(*optimizer.state().at(mine[0].unsafeGetTensorImpl())).step() == 2 * (step + 1));
+  }
+}
+
+TEST_CASE("jitc::optim Adagrad with a param group added later raises torch::optim's error at every step, never crashes",
+          "[training][optim]") {
+  at::manual_seed(16);
+  auto [mine, theirs] = twin_parameters(at::kCPU);
+  optim::Adagrad optimizer(Tensors{mine[0]}, torch::optim::AdagradOptions(1e-1), built_on_the_call());
+  optimizer.add_param_group(torch::optim::OptimizerParamGroup({mine[1]}));
+  for (int step = 0; step < 3; ++step) {
+    set_gradients(mine, theirs);
+    CHECK_THROWS_WITH(optimizer.step(), Catch::Contains("state_[p.unsafeGetTensorImpl()] != nullptr"));
+  }
+}
+
 TEST_CASE("jitc::optim with a sparse gradient does what torch::optim does: Adam raises its error, SGD steps", "[training][optim]") {
   at::manual_seed(11);
   auto [mine, theirs] = twin_parameters(at::kCPU);

@@ -42,7 +42,7 @@ bool torch_steps_instead(torch::optim::Optimizer& opt) {
   for (auto& group : opt.param_groups()) {
     if (detail::spans_devices(group)) return true;
     for (auto& p : group.params())
-      if (p.grad().defined() && (p.grad().is_sparse() || opt.state().find(p.unsafeGetTensorImpl()) == opt.state().end())) return true;
+      if (p.grad().defined() && (p.grad().is_sparse() || !detail::state_of(opt, p))) return true;
   }
   return false;
 }

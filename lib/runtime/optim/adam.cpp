@@ -63,9 +63,9 @@ struct AdamFamily {
       const bool amsgrad = static_cast<GroupOptions&>(group.options()).amsgrad();
       for (auto& p : group.params()) {
         if (!p.grad().defined()) continue;
-        auto it = opt.state().find(p.unsafeGetTensorImpl());
-        if (p.grad().is_sparse() || it == opt.state().end()) return true;
-        if (amsgrad && !static_cast<ParamState&>(*it->second).max_exp_avg_sq().defined()) return true;
+        auto* state = detail::state_of(opt, p);
+        if (p.grad().is_sparse() || !state) return true;
+        if (amsgrad && !static_cast<ParamState&>(*state).max_exp_avg_sq().defined()) return true;
       }
     }
     return false;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 namespace jitc::optim::detail {
@@ -50,6 +51,20 @@ bool spans_devices(torch::optim::OptimizerParamGroup& group) {
     if (!p.grad().defined()) continue;
     if (first && *first != p.device()) return true;
     first = p.device();
+  }
+  return false;
+}
+
+torch::optim::OptimizerParamState* state_of(const torch::optim::Optimizer& opt, const void* key) {
+  auto it = opt.state().find(const_cast<void*>(key));
+  return it == opt.state().end() ? nullptr : it->second.get();
+}
+
+bool repeats_a_parameter(const torch::optim::Optimizer& opt) {
+  for (const auto& group : opt.param_groups()) {
+    std::unordered_set<const c10::TensorImpl*> seen;
+    for (const auto& p : group.params())
+      if (!seen.insert(p.unsafeGetTensorImpl()).second) return true;
   }
   return false;
 }
@@ -124,6 +139,7 @@ std::vector<at::Tensor> CompiledUpdates::step_counts(size_t group, const std::ve
                                                      const std::vector<int64_t>& host_counts, const at::Device& device) {
   if (std::all_of(host_counts.begin(), host_counts.end(), [&](int64_t c) { return c == host_counts[0]; })) {
     StepCount& shared = group_steps_[group];
+    keep_counts_of_skipped(shared, keys, device);
     refresh(shared, host_counts[0], device);
     for (const void* key : keys) last_[key] = &shared;
     return {shared.count};
@@ -138,12 +154,24 @@ std::vector<at::Tensor> CompiledUpdates::step_counts(size_t group, const std::ve
   return counts;
 }
 
+// A parameter that last stepped with `shared` and has no gradient now keeps the count it reached, in a
+// tensor of its own: the others advance `shared`, and device_counts() reads each parameter's count.
+void CompiledUpdates::keep_counts_of_skipped(const StepCount& shared, const std::vector<const void*>& keys, const at::Device& device) {
+  const std::unordered_set<const void*> stepping(keys.begin(), keys.end());
+  for (auto& [key, last] : last_) {
+    if (last != &shared || stepping.count(key)) continue;
+    StepCount& own = steps_[key];
+    refresh(own, shared.host, device);
+    last = &own;
+  }
+}
+
 void CompiledUpdates::counted(const void* key, int64_t host_count) { last_.at(key)->host = host_count; }
 
-std::vector<std::pair<const void*, int64_t>> CompiledUpdates::device_counts() const {
-  std::vector<std::pair<const void*, int64_t>> counts;
+std::vector<CompiledUpdates::DeviceCount> CompiledUpdates::device_counts() const {
+  std::vector<DeviceCount> counts;
   Untraced untraced(tracer::kTracerKey);
-  for (const auto& [key, step] : last_) counts.emplace_back(key, static_cast<int64_t>(step->count.item<double>()));
+  for (const auto& [key, step] : last_) counts.push_back({key, step->host, static_cast<int64_t>(step->count.item<double>())});
   return counts;
 }
 

@@ -36,6 +36,15 @@ std::vector<at::Tensor> concatenate(c10::ArrayRef<std::vector<at::Tensor>> lists
 // True when the group's parameters with gradients lie on more than one device: its learning-rate tensor
 // would sit on one of them, so such a step is torch::optim's own.
 bool spans_devices(torch::optim::OptimizerParamGroup& group);
+// The state torch::optim keeps for parameter `p`, or null where it has none (torch's own step makes it,
+// or rejects the parameter; a failed step of torch's may have left a null entry).
+torch::optim::OptimizerParamState* state_of(const torch::optim::Optimizer& opt, const void* key);
+inline torch::optim::OptimizerParamState* state_of(const torch::optim::Optimizer& opt, const at::Tensor& p) {
+  return state_of(opt, p.unsafeGetTensorImpl());
+}
+// True when a param group lists a parameter twice: torch::optim steps it twice per step, advancing its
+// one state twice, which is torch::optim's own step to do.
+bool repeats_a_parameter(const torch::optim::Optimizer& opt);
 // The closure of a step, evaluated in grad mode as torch::optim's steps do (an undefined loss without one).
 at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure);
 
@@ -74,8 +83,14 @@ class CompiledUpdates : public std::enable_shared_from_this<CompiledUpdates> {
                                       const at::Device& device);
   // After an update advanced the tensors: the int counts the states now hold.
   void counted(const void* key, int64_t host_count);
-  // The step-count tensors' values (a read from the device), for the int counts of serialization.
-  std::vector<std::pair<const void*, int64_t>> device_counts() const;
+  // The step-count tensors' values (a read from the device), for the int counts of serialization, with the
+  // int count each tensor last agreed with: an int count that moved since (torch::optim's own step, load())
+  // is the true one, and its tensor is made again at the next step.
+  struct DeviceCount {
+    const void* key;
+    int64_t agreed, now;
+  };
+  std::vector<DeviceCount> device_counts() const;
   void forget_step_counts();
 
   Stats stats() const;
@@ -90,6 +105,7 @@ class CompiledUpdates : public std::enable_shared_from_this<CompiledUpdates> {
     int64_t host = 0;  // the int count the tensor last agreed with
   };
   static void refresh(StepCount& step, int64_t host_count, const at::Device& device);
+  void keep_counts_of_skipped(const StepCount& shared, const std::vector<const void*>& keys, const at::Device& device);
   struct LearningRate {
     at::Tensor value;
     double host = 0;
@@ -118,7 +134,7 @@ at::Tensor compiled_step(torch::optim::Optimizer& opt, CompiledUpdates& updates,
                          SyncStepCounts sync_step_counts = nullptr) {
   at::NoGradGuard no_grad;
   const at::Tensor loss = evaluate_closure(closure);
-  const bool torch_steps = torch_steps_instead(opt);
+  const bool torch_steps = torch_steps_instead(opt) || repeats_a_parameter(opt);
   if (sync_step_counts && (torch_steps || tracer::is_tracing())) sync_step_counts(opt, updates);
   if (torch_steps) {
     torch_step();
@@ -133,11 +149,11 @@ at::Tensor compiled_step(torch::optim::Optimizer& opt, CompiledUpdates& updates,
 // tensors: steps inside another compiled function's replays advanced those only.
 template <class ParamState>
 void write_step_counts(const torch::optim::Optimizer& opt, CompiledUpdates& updates) {
-  for (const auto& [key, count] : updates.device_counts()) {
-    auto it = opt.state().find(const_cast<void*>(key));
-    if (it == opt.state().end()) continue;
-    static_cast<ParamState&>(*it->second).step(count);
-    updates.counted(key, count);
+  for (const auto& count : updates.device_counts()) {
+    auto* state = static_cast<ParamState*>(state_of(opt, count.key));
+    if (!state || state->step() != count.agreed) continue;
+    state->step(count.now);
+    updates.counted(count.key, count.now);
   }
 }
 

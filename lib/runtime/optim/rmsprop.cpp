@@ -49,9 +49,9 @@ bool torch_steps_instead(torch::optim::Optimizer& opt) {
     const auto& options = static_cast<torch::optim::RMSpropOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto it = opt.state().find(p.unsafeGetTensorImpl());
-      if (p.grad().is_sparse() || it == opt.state().end()) return true;
-      const auto& state = static_cast<torch::optim::RMSpropParamState&>(*it->second);
+      auto* state_base = detail::state_of(opt, p);
+      if (p.grad().is_sparse() || !state_base) return true;
+      const auto& state = static_cast<torch::optim::RMSpropParamState&>(*state_base);
       if ((options.momentum() > 0 && !state.momentum_buffer().defined()) || (options.centered() && !state.grad_avg().defined()))
         return true;
     }

@@ -39,7 +39,7 @@ bool torch_steps_instead(torch::optim::Optimizer& opt) {
     const bool momentum = static_cast<torch::optim::SGDOptions&>(group.options()).momentum() != 0;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      if (p.grad().is_sparse() || (momentum && opt.state().find(p.unsafeGetTensorImpl()) == opt.state().end())) return true;
+      if (p.grad().is_sparse() || (momentum && !detail::state_of(opt, p))) return true;
     }
   }
   return false;
