@@ -32,7 +32,7 @@ void adagrad_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, cons
     if (weight_decay != 0) grad = grad.add(p, weight_decay);
     sum.addcmul_(grad, grad, 1.0);
     const at::Tensor std = sum.sqrt().add_(eps);
-    p.add_(clr.neg() * grad / std);  // addcdiv_(grad, std, -clr)
+    p.add_(clr.neg() * detail::in_op_math(grad) / detail::in_op_math(std));  // addcdiv_(grad, std, -clr)
   }
 }
 

@@ -35,7 +35,8 @@ void adam_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const H
     const at::Tensor &p = list(0, i), &exp_avg = list(2, i), &exp_avg_sq = list(3, i);
     at::Tensor grad = list(1, i);
     if (weight_decay != 0) {
-      if (decoupled) p.mul_(at::rsub(lr * weight_decay, 1));
+      // mul_(1 - lr * weight_decay): ATen's mul by a Scalar takes it in the parameter's type first
+      if (decoupled) p.mul_(at::rsub(lr * weight_decay, 1).to(p.scalar_type()));
       else grad = grad.add(p, weight_decay);
     }
     const auto [bias_correction1, bias_correction2] = shared ? *shared : corrections(list(lists, i));
@@ -49,7 +50,7 @@ void adam_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const H
     }
     const at::Tensor denom = (second.sqrt() / bias_correction2.sqrt()).add_(eps);
     // addcdiv_(exp_avg, denom, -step_size): ATen's kernel computes p + value * exp_avg / denom.
-    p.add_((lr / bias_correction1).neg() * exp_avg / denom);
+    p.add_((lr / bias_correction1).neg() * detail::in_op_math(exp_avg) / detail::in_op_math(denom));
   }
 }
 

@@ -69,6 +69,10 @@ bool repeats_a_parameter(const torch::optim::Optimizer& opt) {
   return false;
 }
 
+at::Tensor in_op_math(const at::Tensor& t) {
+  return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16 ? t.to(at::kFloat) : t;
+}
+
 at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure) {
   if (!closure) return {};
   at::AutoGradMode enable_grad(true);

@@ -45,6 +45,11 @@ inline torch::optim::OptimizerParamState* state_of(const torch::optim::Optimizer
 // True when a param group lists a parameter twice: torch::optim steps it twice per step, advancing its
 // one state twice, which is torch::optim's own step to do.
 bool repeats_a_parameter(const torch::optim::Optimizer& opt);
+// `t` in the type ATen computes its ops in (float for half and bfloat16). Where torch::optim scales an
+// update by the learning rate through a Scalar (`p.add_(d_p, -lr)`, `p.addcdiv_(a, b, -step_size)`),
+// ATen computes in that type and rounds once, into the parameter; the learning rate being a tensor
+// here, the update's operands are taken into that type, so that the product is rounded once too.
+at::Tensor in_op_math(const at::Tensor& t);
 // The closure of a step, evaluated in grad mode as torch::optim's steps do (an undefined loss without one).
 at::Tensor evaluate_closure(const std::function<at::Tensor()>& closure);
 

@@ -34,9 +34,10 @@ void rmsprop_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, cons
     if (momentum > 0) {
       const at::Tensor& buf = list(3, i);
       buf.mul_(momentum).addcdiv_(grad, avg);
-      p.add_(lr.neg() * buf);  // add_(buf, -lr)
+      p.add_(lr.neg() * detail::in_op_math(buf));  // add_(buf, -lr)
     } else {
-      p.add_(lr.neg() * grad / avg);  // addcdiv_(grad, avg, -lr): ATen computes p + value * grad / avg
+      p.add_(lr.neg() * detail::in_op_math(grad) /
+             detail::in_op_math(avg));  // addcdiv_(grad, avg, -lr): ATen computes p + value * grad / avg
     }
   }
 }

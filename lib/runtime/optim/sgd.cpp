@@ -27,7 +27,7 @@ void sgd_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const Hy
       buf.mul_(momentum).add_(d_p, 1 - dampening);
       d_p = nesterov ? d_p.add(buf, momentum) : buf;
     }
-    p.add_(lr.neg() * d_p);  // add_(d_p, -lr): ATen's kernel computes p + alpha * d_p
+    p.add_(lr.neg() * detail::in_op_math(d_p));  // add_(d_p, -lr): ATen's kernel computes p + alpha * d_p
   }
 }
 
