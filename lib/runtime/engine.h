@@ -80,6 +80,8 @@ class Engine {
   ResultLeaves run_after_training_trace(c10::ArrayRef<Leaf> leaves, const uint64_t* marks);
   // The same for an entry that is not installed (the first-hit check's): replayed once over these leaves.
   ResultLeaves replay_fresh_training_entry(const runtime::Entry& fresh, c10::ArrayRef<Leaf> leaves);
+  // A training entry whose first-hit check passed, run as a hit; nullopt where a graph break stopped it.
+  std::optional<ResultLeaves> run_checked_training_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves);
   // In grad mode the next trace is for training at once: an earlier one found a captured tensor requiring
   // grad, or the compiled module has a parameter requiring grad.
   bool expects_training() const;

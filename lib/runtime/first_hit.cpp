@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -108,9 +109,23 @@ ResultLeaves Engine::check_first_hit(const EntryPtr& entry, c10::ArrayRef<Leaf> 
     block_after(fmt::format("{}: {}", id, why), outcome.training);
   }
   if (!outcome.backward) return std::move(outcome.result);
-  // A training trace's tensors have no autograd history: the call runs its own trace's graph (not the
-  // checked entry, which a difference may have made stale).
+  // A training trace's tensors have no autograd history: the call runs an entry of its graph. Where the
+  // check passed, the checked entry is that graph, and runs as any hit does (its program, where built:
+  // replaying it eagerly after waiting for the build cost a second eager step); otherwise the trace's own.
+  if (why.empty()) {
+    if (auto out = run_checked_training_entry(*entry, leaves)) return std::move(*out);
+  }
   return fresh ? replay_fresh_training_entry(*fresh, leaves) : invoker_(leaves);
+}
+
+std::optional<ResultLeaves> Engine::run_checked_training_entry(const runtime::Entry& entry, c10::ArrayRef<Leaf> leaves) {
+  runtime::CapturedTensors captured;
+  captured.lock(entry);
+  const int64_t no_symbols[1] = {0};  // checked entries have no symbols
+  std::string failure;
+  ResultLeaves out;
+  if (!run_entry(entry, captured, leaves, no_symbols, &failure, out)) return std::nullopt;
+  return out;  // counted as a first-hit check, not as a hit
 }
 
 }  // namespace jitc::detail
