@@ -108,8 +108,8 @@ inline void check_optimizers_follow_torch(at::Device device, const jitc::Options
   check_optimizer_follows_torch<optim::Adam, to::Adam>("Adam amsgrad", to::AdamOptions(1e-2).amsgrad(true), device, options);
   check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD", to::SGDOptions(0.1), device, options, /*torch_steps=*/0);
   check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD momentum", to::SGDOptions(0.1).momentum(0.9), device, options);
-  check_optimizer_follows_torch<optim::SGD, to::SGD>(
-      "SGD nesterov", to::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-2), device, options);
+  check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD nesterov", to::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-2),
+                                                     device, options);
   check_optimizer_follows_torch<optim::SGD, to::SGD>("SGD dampening", to::SGDOptions(0.05).momentum(0.5).dampening(0.1), device, options);
   check_optimizer_follows_torch<optim::RMSprop, to::RMSprop>("RMSprop", to::RMSpropOptions(1e-2), device, options);
   check_optimizer_follows_torch<optim::RMSprop, to::RMSprop>(
@@ -129,8 +129,8 @@ inline void check_schedules_groups_and_skipped_parameters(at::Device device, con
   auto groups = [](const Tensors& p) {
     return std::vector<torch::optim::OptimizerParamGroup>{
         torch::optim::OptimizerParamGroup({p[0], p[1]}),
-        torch::optim::OptimizerParamGroup({p[2], p[3], p[4]}, std::make_unique<torch::optim::AdamWOptions>(
-                                                                  torch::optim::AdamWOptions(5e-3).weight_decay(0.2)))};
+        torch::optim::OptimizerParamGroup(
+            {p[2], p[3], p[4]}, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(5e-3).weight_decay(0.2)))};
   };
   optim::AdamW optimizer(groups(mine), torch::optim::AdamWOptions(1e-2), options);
   torch::optim::AdamW reference(groups(theirs), torch::optim::AdamWOptions(1e-2));
@@ -262,7 +262,8 @@ void check_options_set_between_compiled_steps(at::Device device, GroupOptions de
   const int steps = 12, changed_at = 7;
   for (int call = 0; call < steps; ++call) {
     INFO("step " << call);
-    for (torch::optim::Optimizer* opt : {static_cast<torch::optim::Optimizer*>(&reference), static_cast<torch::optim::Optimizer*>(&optimizer)}) {
+    for (torch::optim::Optimizer* opt :
+         {static_cast<torch::optim::Optimizer*>(&reference), static_cast<torch::optim::Optimizer*>(&optimizer)}) {
       auto& group = static_cast<GroupOptions&>(opt->param_groups()[0].options());
       group.lr(defaults.lr() * std::pow(0.7, call));
       if (call == changed_at) change(group);
@@ -278,6 +279,41 @@ void check_options_set_between_compiled_steps(at::Device device, GroupOptions de
   REQUIRE(stats.recompile_reasons.size() == 1);
   CHECK_THAT(stats.recompile_reasons[0], Catch::Contains("param group 0 changed (other than lr)"));
   CHECK(stats.hits >= 5);  // calls 4-6 and 9-11 at least: the learning rates reached them through the tensor
+}
+
+template <class Mine, class Theirs, class GroupOptions>
+void check_same_bits_through_eager_replay(const char* name, const GroupOptions& options, at::ScalarType dtype, at::Device device) {
+  INFO(name << " " << c10::toString(dtype));
+  at::manual_seed(17);
+  auto [mine, theirs] = twin_parameters(device, dtype);
+  jitc::Options replayed = built_on_the_call();
+  replayed.backend = jitc::Backend::kEager;  // the update's ATen ops as written, without fusion
+  Mine optimizer(mine, options, replayed);
+  Theirs reference(theirs, options);
+  for (int step = 0; step < 5; ++step) {
+    INFO("step " << step);
+    set_gradients(mine, theirs);
+    optimizer.step();
+    reference.step();
+    check_same_parameters(mine, theirs, 0);
+  }
+}
+
+// The learning rate is a tensor: a product by it would be rounded to the parameter's type before the add
+// that torch::optim's Scalar form rounds once (Adam's addcdiv_, RMSprop's, Adagrad's). (`add_(x, -lr)`,
+// SGD's and RMSprop's with momentum, is a fused multiply-add in ATen's kernel, which no ATen op taking
+// the learning rate as a tensor computes: those differ by the product's rounding, at most an ulp.)
+inline void check_low_precision_updates_round_as_torch(at::Device device) {
+  for (const auto dtype : {at::kHalf, at::kBFloat16}) {
+    check_same_bits_through_eager_replay<optim::AdamW, torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(1e-2).weight_decay(0.1),
+                                                                            dtype, device);
+    check_same_bits_through_eager_replay<optim::Adam, torch::optim::Adam>("Adam", torch::optim::AdamOptions(1e-2).amsgrad(true), dtype,
+                                                                          device);
+    check_same_bits_through_eager_replay<optim::RMSprop, torch::optim::RMSprop>(
+        "RMSprop", torch::optim::RMSpropOptions(1e-2).centered(true), dtype, device);
+    check_same_bits_through_eager_replay<optim::Adagrad, torch::optim::Adagrad>("Adagrad", torch::optim::AdagradOptions(1e-1).lr_decay(0.1),
+                                                                                dtype, device);
+  }
 }
 
 // One random run: parameters of random shapes (0-dim, empty, channels-last among them) in one or two

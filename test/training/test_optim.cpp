@@ -4,7 +4,8 @@
 namespace jitc::testing {
 namespace {
 
-TEST_CASE("jitc::optim AdamW, Adam, SGD, RMSprop and Adagrad steps follow torch::optim's step after step, compiled from the second", "[training][optim]") {
+TEST_CASE("jitc::optim AdamW, Adam, SGD, RMSprop and Adagrad steps follow torch::optim's step after step, compiled from the second",
+          "[training][optim]") {
   check_optimizers_follow_torch(at::kCPU);
 }
 
@@ -24,10 +25,12 @@ TEST_CASE("jitc::optim steps inside a compiled training step follow torch::optim
 
 TEST_CASE("jitc::optim steps inside a compiled training step see the learning rate set before each call, and other options trace again",
           "[training][optim]") {
-  check_options_set_between_compiled_steps<optim::AdamW, torch::optim::AdamW>(
-      at::kCPU, torch::optim::AdamWOptions(1e-2), [](torch::optim::AdamWOptions& o) { o.betas({0.8, 0.99}); });
-  check_options_set_between_compiled_steps<optim::SGD, torch::optim::SGD>(
-      at::kCPU, torch::optim::SGDOptions(0.1).momentum(0.9), [](torch::optim::SGDOptions& o) { o.momentum(0.5); });
+  check_options_set_between_compiled_steps<optim::AdamW, torch::optim::AdamW>(at::kCPU, torch::optim::AdamWOptions(1e-2),
+                                                                              [](torch::optim::AdamWOptions& o) {
+                                                                                o.betas({0.8, 0.99});
+                                                                              });
+  check_options_set_between_compiled_steps<optim::SGD, torch::optim::SGD>(at::kCPU, torch::optim::SGDOptions(0.1).momentum(0.9),
+                                                                          [](torch::optim::SGDOptions& o) { o.momentum(0.5); });
 }
 
 template <class Mine, class Theirs, class State, class GroupOptions>
@@ -94,37 +97,9 @@ TEST_CASE("jitc::optim Adagrad with a param group added later raises torch::opti
   }
 }
 
-template <class Mine, class Theirs, class GroupOptions>
-void check_same_bits_through_eager_replay(const char* name, const GroupOptions& options, at::ScalarType dtype) {
-  INFO(name << " " << c10::toString(dtype));
-  at::manual_seed(17);
-  auto [mine, theirs] = twin_parameters(at::kCPU, dtype);
-  jitc::Options replayed = built_on_the_call();
-  replayed.backend = jitc::Backend::kEager;  // the update's ATen ops as written, without fusion
-  Mine optimizer(mine, options, replayed);
-  Theirs reference(theirs, options);
-  for (int step = 0; step < 5; ++step) {
-    INFO("step " << step);
-    set_gradients(mine, theirs);
-    optimizer.step();
-    reference.step();
-    check_same_parameters(mine, theirs, 0);
-  }
-}
-
-// The learning rate is a tensor: a product by it would be rounded to the parameter's type before the add
-// that torch::optim's Scalar form rounds once (Adam's addcdiv_, RMSprop's, Adagrad's). (`add_(x, -lr)`,
-// SGD's and RMSprop's with momentum, is a fused multiply-add in ATen's kernel, which no ATen op taking
-// the learning rate as a tensor computes: those differ by the product's rounding, at most an ulp.)
 TEST_CASE("jitc::optim updates of half and bfloat16 parameters round as torch::optim's, bit for bit through eager replay",
           "[training][optim]") {
-  for (const auto dtype : {at::kHalf, at::kBFloat16}) {
-    check_same_bits_through_eager_replay<optim::AdamW, torch::optim::AdamW>("AdamW", torch::optim::AdamWOptions(1e-2).weight_decay(0.1), dtype);
-    check_same_bits_through_eager_replay<optim::Adam, torch::optim::Adam>("Adam", torch::optim::AdamOptions(1e-2).amsgrad(true), dtype);
-    check_same_bits_through_eager_replay<optim::RMSprop, torch::optim::RMSprop>("RMSprop", 
-        torch::optim::RMSpropOptions(1e-2).centered(true), dtype);
-    check_same_bits_through_eager_replay<optim::Adagrad, torch::optim::Adagrad>("Adagrad", torch::optim::AdagradOptions(1e-1).lr_decay(0.1), dtype);
-  }
+  check_low_precision_updates_round_as_torch(at::kCPU);
 }
 
 TEST_CASE("jitc::optim with a sparse gradient does what torch::optim does: Adam raises its error, SGD steps", "[training][optim]") {

@@ -189,7 +189,8 @@ TEST_CASE(
   check_call_semantics_in_every_mode(at::kCUDA);
 }
 
-TEST_CASE("CUDA jitc::optim: AdamW, Adam, SGD, RMSprop and Adagrad steps follow torch::optim's, in the default mode and with CUDA graphs", "[cuda][training][optim]") {
+TEST_CASE("CUDA jitc::optim: AdamW, Adam, SGD, RMSprop and Adagrad steps follow torch::optim's, in the default mode and with CUDA graphs",
+          "[cuda][training][optim]") {
   if (!have_gpu()) return;
   check_optimizers_follow_torch(at::kCUDA);
   jitc::Options graphs = built_on_the_call();
@@ -198,13 +199,40 @@ TEST_CASE("CUDA jitc::optim: AdamW, Adam, SGD, RMSprop and Adagrad steps follow 
   check_schedules_groups_and_skipped_parameters(at::kCUDA, graphs);
 }
 
-TEST_CASE("CUDA jitc::optim: schedules, param groups, skipped parameters, save and load, steps inside a compiled training step, a group over two devices",
-          "[cuda][training][optim]") {
+TEST_CASE(
+    "CUDA jitc::optim: schedules, param groups, skipped parameters, save and load, steps inside a compiled training step, a group over two "
+    "devices",
+    "[cuda][training][optim]") {
   if (!have_gpu()) return;
   check_schedules_groups_and_skipped_parameters(at::kCUDA);
   check_save_and_load(at::kCUDA);
   check_step_inside_a_compiled_training_step(at::kCUDA);
   check_group_over_devices(at::kCUDA);
+}
+
+TEST_CASE(
+    "CUDA jitc::optim: steps inside a compiled training step see the learning rate set before each call, in the default mode and "
+    "with CUDA graphs",
+    "[cuda][training][optim]") {
+  if (!have_gpu()) return;
+  jitc::Options graphs = built_on_the_call();
+  graphs.mode = jitc::Mode::kReduceOverhead;
+  for (const jitc::Options& options : {jitc::Options{}, graphs}) {
+    check_options_set_between_compiled_steps<jitc::optim::AdamW, torch::optim::AdamW>(
+        at::kCUDA, torch::optim::AdamWOptions(1e-2),
+        [](torch::optim::AdamWOptions& o) {
+          o.betas({0.8, 0.99});
+        },
+        options);
+    check_options_set_between_compiled_steps<jitc::optim::SGD, torch::optim::SGD>(
+        at::kCUDA, torch::optim::SGDOptions(0.1).momentum(0.9), [](torch::optim::SGDOptions& o) { o.momentum(0.5); }, options);
+  }
+}
+
+TEST_CASE("CUDA jitc::optim: updates of half and bfloat16 parameters round as torch::optim's, bit for bit through eager replay",
+          "[cuda][training][optim]") {
+  if (!have_gpu()) return;
+  check_low_precision_updates_round_as_torch(at::kCUDA);
 }
 
 TEST_CASE("CUDA jitc::optim: random options, param groups, skipped gradients and learning-rate changes follow torch::optim's",
