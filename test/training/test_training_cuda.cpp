@@ -229,12 +229,6 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("CUDA jitc::optim: updates of half and bfloat16 parameters round as torch::optim's, bit for bit through eager replay",
-          "[cuda][training][optim]") {
-  if (!have_gpu()) return;
-  check_low_precision_updates_round_as_torch(at::kCUDA);
-}
-
 TEST_CASE("CUDA jitc::optim: random options, param groups, skipped gradients and learning-rate changes follow torch::optim's",
           "[cuda][training][optim]") {
   if (!have_gpu()) return;

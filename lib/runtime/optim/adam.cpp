@@ -14,6 +14,14 @@ namespace {
 using detail::CompiledUpdates;
 using detail::Hyperparameters;
 
+// p.mul_(factor) as torch::optim's mul_ by a Scalar computes it: ATen's CPU kernel takes the Scalar in the
+// parameter's type, its CUDA kernel in float (op math), where a device tensor would be taken in the
+// parameter's type.
+void decay(const at::Tensor& p, const at::Tensor& factor) {
+  if (p.is_cpu()) p.mul_(factor.to(p.scalar_type()));
+  else p.copy_(detail::in_op_math(p) * factor);
+}
+
 // The lists: parameters, gradients, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad only), then the step
 // counts: one per parameter, or one for them all (hyper.shared_step). numbers: beta1, beta2, eps, weight
 // decay; flags: amsgrad, decoupled weight decay (AdamW).
@@ -35,8 +43,7 @@ void adam_update(const std::vector<at::Tensor>& t, const at::Tensor& lr, const H
     const at::Tensor &p = list(0, i), &exp_avg = list(2, i), &exp_avg_sq = list(3, i);
     at::Tensor grad = list(1, i);
     if (weight_decay != 0) {
-      // mul_(1 - lr * weight_decay): ATen's mul by a Scalar takes it in the parameter's type first
-      if (decoupled) p.mul_(at::rsub(lr * weight_decay, 1).to(p.scalar_type()));
+      if (decoupled) decay(p, at::rsub(lr * weight_decay, 1));
       else grad = grad.add(p, weight_decay);
     }
     const auto [bias_correction1, bias_correction2] = shared ? *shared : corrections(list(lists, i));
