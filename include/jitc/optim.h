@@ -37,6 +37,7 @@ namespace jitc::optim {
 namespace detail {
 class CompiledUpdates;  // the compiled update of each param group, the step and learning-rate tensors
 Stats stats_of(const CompiledUpdates& updates);
+void bind_owner(CompiledUpdates& updates, torch::optim::Optimizer* owner);
 void wait_for_compiles_of(const CompiledUpdates& updates);
 
 // What each optimizer below adds to its torch::optim class.
@@ -48,11 +49,30 @@ class WithCompiledUpdates : public TorchOptimizer {
   // The updates' programs building in the background are ready.
   void wait_for_compiles() const { wait_for_compiles_of(*updates_); }
 
+  // Movable as torch::optim's optimizers are; the compiled updates follow (they read the groups' options
+  // where a step was inlined into another compiled function).
+  WithCompiledUpdates(WithCompiledUpdates&& other) noexcept : TorchOptimizer(std::move(other)), updates_(std::move(other.updates_)) {
+    bind();
+  }
+  WithCompiledUpdates& operator=(WithCompiledUpdates&& other) noexcept {
+    TorchOptimizer::operator=(std::move(other));
+    updates_ = std::move(other.updates_);
+    bind();
+    return *this;
+  }
+
  protected:
   template <class... TorchArguments>
   explicit WithCompiledUpdates(std::shared_ptr<CompiledUpdates> updates, TorchArguments&&... arguments)
-      : TorchOptimizer(std::forward<TorchArguments>(arguments)...), updates_(std::move(updates)) {}
+      : TorchOptimizer(std::forward<TorchArguments>(arguments)...), updates_(std::move(updates)) {
+    bind();
+  }
   std::shared_ptr<CompiledUpdates> updates_;
+
+ private:
+  void bind() {
+    if (updates_) bind_owner(*updates_, this);
+  }
 };
 }  // namespace detail
 

@@ -316,6 +316,49 @@ inline void check_low_precision_updates_round_as_torch(at::Device device) {
   }
 }
 
+// A whole training step compiled, then a group's options object replaced (OptimizerParamGroup::set_options)
+// and a param group added between calls: the step's replays would step the traced groups with the traced
+// options, so each change traces the step again, which follows torch::optim's.
+inline void check_groups_changed_between_compiled_steps(at::Device device) {
+  at::manual_seed(18);
+  auto [eager_model, model] = twin_linears(4, 2, device);
+  const at::Tensor start = at::randn({3}, at::TensorOptions(device));
+  const at::Tensor eager_extra = start.clone().requires_grad_(true), extra = start.clone().requires_grad_(true);
+  torch::optim::AdamW reference(eager_model->parameters(), torch::optim::AdamWOptions(1e-2));
+  optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-2), built_on_the_call());
+  auto step = [](torch::nn::Linear& layer, const at::Tensor& more, torch::optim::Optimizer& opt, const at::Tensor& x) {
+    opt.zero_grad(false);
+    at::Tensor loss = layer(x).tanh().pow(2).mean() + more.pow(2).sum();
+    loss.backward();
+    opt.step();
+    return loss.detach();
+  };
+  auto compiled = jitc::compile([&](const at::Tensor& x) { return step(model, extra, optimizer, x); }, built_on_the_call());
+  for (int call = 0; call < 12; ++call) {
+    INFO("step " << call);
+    if (call == 5) {
+      for (torch::optim::Optimizer* opt : {static_cast<torch::optim::Optimizer*>(&reference), static_cast<torch::optim::Optimizer*>(&optimizer)})
+        opt->param_groups()[0].set_options(std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(1e-1).betas({0.5, 0.9})));
+    }
+    if (call == 9) {  // its new state is made by torch::optim's step in the trace: grad-mode calls run eagerly from then on
+      reference.add_param_group(torch::optim::OptimizerParamGroup({eager_extra}));
+      optimizer.add_param_group(torch::optim::OptimizerParamGroup({extra}));
+    }
+    const at::Tensor x = at::randn({8, 4}, at::TensorOptions(device));
+    const at::Tensor expected = step(eager_model, eager_extra, reference, x);
+    CHECK(at::allclose(compiled(x), expected, 1e-5, 1e-6));
+    CHECK(at::allclose(model->weight, eager_model->weight, 1e-5, 1e-6));
+    CHECK(at::allclose(extra, eager_extra, 1e-5, 1e-6));
+  }
+  const auto reasons = compiled.stats().recompile_reasons;
+  const auto mentions = [&](const char* text) {
+    return std::any_of(reasons.begin(), reasons.end(), [&](const std::string& r) { return r.find(text) != std::string::npos; });
+  };
+  CHECK(mentions("has 2 param groups, 1 when its step was traced"));
+  for (const auto& r : reasons) INFO(r);
+  CHECK(mentions("param group 0 changed (other than lr)"));
+}
+
 // One random run: parameters of random shapes (0-dim, empty, channels-last among them) in one or two
 // param groups with random options, six steps with parameters left without a gradient and learning rates
 // changed at random, jitc::optim against torch::optim after every step. A seed names its run.

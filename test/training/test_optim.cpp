@@ -33,6 +33,11 @@ TEST_CASE("jitc::optim steps inside a compiled training step see the learning ra
                                                                           [](torch::optim::SGDOptions& o) { o.momentum(0.5); });
 }
 
+TEST_CASE("jitc::optim steps inside a compiled training step trace again when a param group is added or its options replaced",
+          "[training][optim]") {
+  check_groups_changed_between_compiled_steps(at::kCPU);
+}
+
 template <class Mine, class Theirs, class State, class GroupOptions>
 void check_skipped_parameter_keeps_its_count(const GroupOptions& options) {
   at::manual_seed(14);

@@ -96,40 +96,55 @@ void CompiledUpdates::run(size_t group, const std::vector<at::Tensor>& tensors, 
 }
 
 const at::Tensor& CompiledUpdates::learning_rate(size_t group, double lr, const at::Device& device) {
+  std::lock_guard<std::mutex> lock(rates_mutex_);
   if (rates_.size() <= group) rates_.resize(group + 1);
   LearningRate& rate = rates_[group];
-  Untraced untraced(tracer::kTracerKey);
   if (!rate.value.defined() || rate.value.device() != device) {
+    Untraced untraced(tracer::kTracerKey);
     rate.value = float64_scalar(lr, device);
-  } else if (rate.host != lr) {
-    rate.value.fill_(lr);
+    rate.host = lr;
   }
-  rate.host = lr;
+  write_learning_rate(rate, lr);
   return rate.value;
 }
 
+void CompiledUpdates::write_learning_rate(LearningRate& rate, double lr) {
+  if (rate.host == lr) return;
+  Untraced untraced(tracer::kTracerKey);
+  rate.value.fill_(lr);
+  rate.host = lr;
+}
+
 void CompiledUpdates::check_runs_of_inlined_step(torch::optim::Optimizer& opt) {
-  struct TracedGroup {
-    size_t group;
-    const torch::optim::OptimizerOptions* now;  // owned by the optimizer, as this object is
-    std::shared_ptr<const torch::optim::OptimizerOptions> traced;
-  };
   std::vector<TracedGroup> groups;
-  for (size_t g = 0; g < opt.param_groups().size(); ++g) {
-    const auto& options = opt.param_groups()[g].options();
-    groups.push_back({g, &options, options.clone()});
+  for (const auto& group : opt.param_groups()) {
+    TracedGroup traced{group.options().clone(), {}};
+    for (const auto& p : group.params()) traced.params.push_back(p.unsafeGetTensorImpl());
+    groups.push_back(std::move(traced));
   }
   tracer::add_run_check([self = weak_from_this(), groups = std::move(groups)]() -> std::string {
     const auto updates = self.lock();
-    if (!updates) return "";  // the optimizer is gone: nothing of it to bring up to date
-    for (const auto& g : groups) {
-      if (!updates->same_options_(*g.traced, *g.now))
-        return fmt::format("the options of {}'s param group {} changed (other than lr) since its step was traced", updates->name_, g.group);
-      if (g.group < updates->rates_.size() && updates->rates_[g.group].value.defined())
-        updates->learning_rate(g.group, g.now->get_lr(), updates->rates_[g.group].value.device());
-    }
-    return "";
+    return updates ? updates->bring_up_to_date(groups) : "";  // the optimizer is gone: nothing of it to read
   });
+}
+
+std::string CompiledUpdates::bring_up_to_date(const std::vector<TracedGroup>& traced) {
+  if (!owner_) return "";
+  const auto& groups = owner_->param_groups();
+  if (groups.size() != traced.size())
+    return fmt::format("{} has {} param groups, {} when its step was traced", name_, groups.size(), traced.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& params = groups[g].params();
+    const bool same_params = params.size() == traced[g].params.size() &&
+                             std::equal(params.begin(), params.end(), traced[g].params.begin(),
+                                        [](const at::Tensor& p, const c10::TensorImpl* q) { return p.unsafeGetTensorImpl() == q; });
+    if (!same_params) return fmt::format("the parameters of {}'s param group {} changed since its step was traced", name_, g);
+    if (!same_options_(*traced[g].options, groups[g].options()))
+      return fmt::format("the options of {}'s param group {} changed (other than lr) since its step was traced", name_, g);
+    std::lock_guard<std::mutex> lock(rates_mutex_);
+    if (g < rates_.size() && rates_[g].value.defined()) write_learning_rate(rates_[g], groups[g].options().get_lr());
+  }
+  return "";
 }
 
 void CompiledUpdates::refresh(StepCount& step, int64_t host_count, const at::Device& device) {
@@ -143,7 +158,7 @@ std::vector<at::Tensor> CompiledUpdates::step_counts(size_t group, const std::ve
                                                      const std::vector<int64_t>& host_counts, const at::Device& device) {
   if (std::all_of(host_counts.begin(), host_counts.end(), [&](int64_t c) { return c == host_counts[0]; })) {
     StepCount& shared = group_steps_[group];
-    keep_counts_of_skipped(shared, keys, device);
+    keep_counts_of_skipped(shared, keys);
     refresh(shared, host_counts[0], device);
     for (const void* key : keys) last_[key] = &shared;
     return {shared.count};
@@ -160,12 +175,14 @@ std::vector<at::Tensor> CompiledUpdates::step_counts(size_t group, const std::ve
 
 // A parameter that last stepped with `shared` and has no gradient now keeps the count it reached, in a
 // tensor of its own: the others advance `shared`, and device_counts() reads each parameter's count.
-void CompiledUpdates::keep_counts_of_skipped(const StepCount& shared, const std::vector<const void*>& keys, const at::Device& device) {
+void CompiledUpdates::keep_counts_of_skipped(const StepCount& shared, const std::vector<const void*>& keys) {
   const std::unordered_set<const void*> stepping(keys.begin(), keys.end());
   for (auto& [key, last] : last_) {
     if (last != &shared || stepping.count(key)) continue;
     StepCount& own = steps_[key];
-    refresh(own, shared.host, device);
+    Untraced untraced(tracer::kTracerKey);
+    own.count = shared.count.clone();  // where replays advanced it, the int counts lag (write_step_counts)
+    own.host = shared.host;
     last = &own;
   }
 }
@@ -222,6 +239,7 @@ void CompiledUpdates::wait_for_compiles() const {
 }
 
 Stats stats_of(const CompiledUpdates& updates) { return updates.stats(); }
+void bind_owner(CompiledUpdates& updates, torch::optim::Optimizer* owner) { updates.bind_owner(owner); }
 void wait_for_compiles_of(const CompiledUpdates& updates) { updates.wait_for_compiles(); }
 
 }  // namespace jitc::optim::detail

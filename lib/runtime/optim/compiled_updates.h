@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,8 @@ class CompiledUpdates : public std::enable_shared_from_this<CompiledUpdates> {
   // so each run of that function's entries first writes the groups' learning rates into their tensors
   // and stops the entry where other options changed (tracer::add_run_check), as a step's own call does.
   void check_runs_of_inlined_step(torch::optim::Optimizer& opt);
+  // The optimizer holding this object (kept current across moves by WithCompiledUpdates).
+  void bind_owner(torch::optim::Optimizer* owner) { owner_ = owner; }
 
   // The step counts of a group's parameters (their states keyed `keys`, whose int counts are
   // `host_counts`) as float64 0-dim tensors on `device` that the update advances: one for them all where
@@ -110,16 +113,28 @@ class CompiledUpdates : public std::enable_shared_from_this<CompiledUpdates> {
     int64_t host = 0;  // the int count the tensor last agreed with
   };
   static void refresh(StepCount& step, int64_t host_count, const at::Device& device);
-  void keep_counts_of_skipped(const StepCount& shared, const std::vector<const void*>& keys, const at::Device& device);
+  void keep_counts_of_skipped(const StepCount& shared, const std::vector<const void*>& keys);
   struct LearningRate {
     at::Tensor value;
     double host = 0;
   };
+  static void write_learning_rate(LearningRate& rate, double lr);  // in place, where it changed
+  // What a run check compares with the owner's groups: each group's options and parameters at the trace.
+  struct TracedGroup {
+    std::shared_ptr<const torch::optim::OptimizerOptions> options;
+    std::vector<const c10::TensorImpl*> params;
+  };
+  // The run check's body: "" after writing the learning rates, else why the traced step no longer stands.
+  std::string bring_up_to_date(const std::vector<TracedGroup>& traced);
   std::string name_;
   Options options_;
   Update update_;
   SameOptions same_options_;
   std::vector<std::unique_ptr<CompiledFunction<Signature>>> groups_;
+  torch::optim::Optimizer* owner_ = nullptr;
+  // The learning rates are written by steps and by run checks, which calls of a compiled function on
+  // several threads may run at once.
+  std::mutex rates_mutex_;
   std::vector<LearningRate> rates_;
   std::unordered_map<const void*, StepCount> steps_;  // per parameter
   std::map<size_t, StepCount> group_steps_;           // per group (node-based: pointers to it stay valid)
