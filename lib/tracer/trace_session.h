@@ -45,7 +45,8 @@ class TraceFailure : public std::exception {
 // Run before each run of an entry made from a trace that registered it (add_run_check): it brings host
 // state that the graph reads through captured tensors up to date (an optimizer's learning-rate tensor,
 // whose group options a replay would not read), and returns why the entry no longer stands ("" where it
-// does): a guard on C++ state the tracer cannot see.
+// does): a guard on C++ state the tracer cannot see. Calls of one compiled function on several threads
+// may run an entry's checks at once.
 using RunCheck = std::function<std::string()>;
 
 class TraceSession {
