@@ -195,6 +195,16 @@ inline void check_save_and_load(at::Device device, const jitc::Options& options 
   CHECK(loaded.stats().hits >= 2);
 }
 
+// A whole training step of a linear layer: gradients zeroed in place (a step that sets them to none runs
+// eagerly in grad mode, README), a loss, its backward and the optimizer's step.
+inline at::Tensor linear_training_step(torch::nn::Linear& layer, torch::optim::Optimizer& opt, const at::Tensor& x) {
+  opt.zero_grad(false);
+  at::Tensor loss = layer(x).tanh().pow(2).mean();
+  loss.backward();
+  opt.step();
+  return loss.detach();
+}
+
 // A whole training step compiled (zero_grad, forward, backward, jitc's step): the update is inlined into
 // the step's graph, whose replays advance the step-count tensors; save() then writes the counts of every
 // step taken. Gradients are zeroed in place: a step that sets them to none runs eagerly in grad mode (README).
@@ -203,13 +213,7 @@ inline void check_step_inside_a_compiled_training_step(at::Device device, const 
   auto [eager_model, model] = twin_linears(4, 2, device);
   torch::optim::AdamW reference(eager_model->parameters(), torch::optim::AdamWOptions(1e-2));
   optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-2), options);
-  auto step = [](torch::nn::Linear& layer, torch::optim::Optimizer& opt, const at::Tensor& x) {
-    opt.zero_grad(false);
-    at::Tensor loss = layer(x).tanh().pow(2).mean();
-    loss.backward();
-    opt.step();
-    return loss.detach();
-  };
+  const auto step = linear_training_step;
   auto compiled = jitc::compile([&](const at::Tensor& x) { return step(model, optimizer, x); }, options);
   const int steps = 8;
   for (int call = 0; call < steps; ++call) {
@@ -251,13 +255,7 @@ void check_options_set_between_compiled_steps(at::Device device, GroupOptions de
   auto [eager_model, model] = twin_linears(4, 2, device);
   Theirs reference(eager_model->parameters(), defaults);
   Mine optimizer(model->parameters(), defaults, options);
-  auto step = [](torch::nn::Linear& layer, torch::optim::Optimizer& opt, const at::Tensor& x) {
-    opt.zero_grad(false);
-    at::Tensor loss = layer(x).tanh().pow(2).mean();
-    loss.backward();
-    opt.step();
-    return loss.detach();
-  };
+  const auto step = linear_training_step;
   auto compiled = jitc::compile([&](const at::Tensor& x) { return step(model, optimizer, x); }, options);
   const int steps = 12, changed_at = 7;
   for (int call = 0; call < steps; ++call) {
