@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -192,7 +193,12 @@ void CompiledUpdates::counted(const void* key, int64_t host_count) { last_.at(ke
 std::vector<CompiledUpdates::DeviceCount> CompiledUpdates::device_counts() const {
   std::vector<DeviceCount> counts;
   Untraced untraced(tracer::kTracerKey);
-  for (const auto& [key, step] : last_) counts.push_back({key, step->host, static_cast<int64_t>(step->count.item<double>())});
+  std::unordered_map<const StepCount*, int64_t> read;  // a group's parameters share one tensor: one read (a sync on CUDA)
+  for (const auto& [key, step] : last_) {
+    auto [it, first] = read.emplace(step, 0);
+    if (first) it->second = static_cast<int64_t>(step->count.item<double>());
+    counts.push_back({key, step->host, it->second});
+  }
   return counts;
 }
 
